@@ -1,0 +1,135 @@
+"""Console script ``memvault``: serve, doctor, stats.
+
+``memvault serve`` runs the MCP server on stdio (stdout is the protocol: everything
+else goes to stderr). Flags override ``MEMVAULT_*`` environment settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from memvault import __version__
+
+
+def _settings(args: argparse.Namespace):
+    from memvault.config import Settings
+
+    overrides = {}
+    if getattr(args, "data_dir", None):
+        overrides["data_dir"] = Path(args.data_dir)
+    if getattr(args, "user", None):
+        overrides["user_id"] = args.user
+    if getattr(args, "project", None) is not None:
+        overrides["project"] = args.project
+    return Settings(**overrides)
+
+
+def _log_to_stderr(level: str) -> None:
+    logging.basicConfig(
+        stream=sys.stderr, level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the MCP server on stdio until the client closes it."""
+    os.umask(0o077)  # data dir 0700, files 0600, including the vector engine's
+    _log_to_stderr(args.log_level)
+    from memvault.server.app import build_server
+
+    build_server(_settings(args)).run("stdio")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check that the model loads offline, the stores open, and a round trip works."""
+    os.umask(0o077)
+    _log_to_stderr("WARNING")
+    import anyio
+
+    from memvault.tools.runtime import Runtime
+
+    settings = _settings(args)
+    ok = True
+
+    def say(line: str) -> None:
+        sys.stdout.write(line + "\n")
+
+    async def run() -> None:
+        nonlocal ok
+        say(f"memvault {__version__}")
+        say(f"data dir      {settings.data_dir}")
+        t0 = time.perf_counter()
+        rt = await Runtime.open(settings)
+        say(f"sqlite        ok (schema {await rt.facts.schema_version()}) {settings.db_path}")
+        await rt.load()
+        try:
+            emb, vectors = await rt.ready()
+        except Exception as exc:
+            ok = False
+            say(f"model/index   FAILED: {exc}")
+        else:
+            say(f"model         ok {emb.model_id} dim={emb.dim} ({time.perf_counter() - t0:.1f}s incl. load)")
+            vec = emb.embed_queries(["doctor check"])
+            say(f"embedding     ok norm={float((vec[0] ** 2).sum()) ** 0.5:.3f}")
+            say(f"vector index  ok {type(vectors).__name__}")
+        await rt.close()
+
+    anyio.run(run)
+    return 0 if ok else 1
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    """Print counts per user, project, kind and status as JSON (no model needed)."""
+    import sqlite3
+
+    settings = _settings(args)
+    if not settings.db_path.exists():
+        sys.stdout.write(json.dumps({"data_dir": str(settings.data_dir), "memories": 0}) + "\n")
+        return 0
+    con = sqlite3.connect(f"file:{settings.db_path}?mode=ro", uri=True)
+    rows = con.execute(
+        "SELECT user_id, project, kind, status, COUNT(*) FROM memories GROUP BY 1,2,3,4 ORDER BY 1,2,3,4"
+    ).fetchall()
+    con.close()
+    out = [dict(zip(("user_id", "project", "kind", "status", "count"), r)) for r in rows]
+    sys.stdout.write(json.dumps({"data_dir": str(settings.data_dir), "groups": out}, indent=2) + "\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``memvault`` argument parser."""
+    p = argparse.ArgumentParser(prog="memvault", description="Long-term memory MCP server.")
+    p.add_argument("--version", action="version", version=f"memvault {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--data-dir", help="data folder (env MEMVAULT_DATA_DIR)")
+        sp.add_argument("--user", help="user id / tenant (env MEMVAULT_USER_ID)")
+        sp.add_argument("--project", help="default project when the client has no roots (env MEMVAULT_PROJECT)")
+
+    sp = sub.add_parser("serve", help="run the MCP server on stdio")
+    common(sp)
+    sp.add_argument("--log-level", default="INFO", help="stderr log level (default INFO)")
+    sp.set_defaults(func=cmd_serve)
+
+    sp = sub.add_parser("doctor", help="check the model, the stores and a round trip")
+    common(sp)
+    sp.set_defaults(func=cmd_doctor)
+
+    sp = sub.add_parser("stats", help="counts of stored memories")
+    common(sp)
+    sp.set_defaults(func=cmd_stats)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``memvault`` console script."""
+    args = build_parser().parse_args(argv)
+    return args.func(args)

@@ -1,0 +1,110 @@
+"""One settings object for memvault (pydantic-settings, env prefix ``MEMVAULT_``).
+
+Every threshold, weight and budget used by the policies lives here with a measured
+default, so that handlers contain no magic numbers. CLI flags override the
+environment (see ``memvault.cli``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Kind = Literal["preference", "fact", "decision", "episode", "procedure", "note"]
+KINDS: tuple[str, ...] = ("preference", "fact", "decision", "episode", "procedure", "note")
+
+DEFAULT_MODEL = "intfloat/multilingual-e5-small"
+
+
+def default_data_dir() -> Path:
+    """The platform's per-user data folder for memvault (e.g. ``~/.local/share/memvault``)."""
+    return Path(platformdirs.user_data_dir("memvault", appauthor=False))
+
+
+class Settings(BaseSettings):
+    """memvault settings. Environment: ``MEMVAULT_<FIELD>`` (e.g. ``MEMVAULT_DATA_DIR``)."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMVAULT_", extra="ignore")
+
+    # --- where and who -----------------------------------------------------------
+    data_dir: Path = Field(default_factory=default_data_dir, description="Data folder (0700).")
+    user_id: str = Field("local", min_length=1, max_length=128, description="Tenant id of this server's user.")
+    project: str | None = Field(
+        None, description="Default project when the client offers no MCP roots; unset = global scope."
+    )
+
+    # --- embeddings --------------------------------------------------------------
+    embedding_model: str = Field(DEFAULT_MODEL, description="fastembed model name.")
+    model_path: Path | None = Field(None, description="Local folder with an ONNX model for embedding_model.")
+    embed_batch_size: int = Field(32, ge=1, le=1024)
+    model_cache_dir: Path | None = Field(
+        None, description="Where the converted default model is kept; default <data dir>/models."
+    )
+
+    # --- vector engine -----------------------------------------------------------
+    qdrant_url: str | None = Field(None, description="Use a Qdrant server instead of embedded Qdrant Edge.")
+    qdrant_api_key: str | None = None
+    flush_interval_s: float = Field(2.0, gt=0, description="Edge flush timer (power-loss safety), seconds.")
+
+    # --- write policy ------------------------------------------------------------
+    max_content_chars: int = Field(20_000, ge=100, description="Longest memory accepted, characters.")
+    importance_threshold: float = Field(0.3, ge=0, le=1, description="Writes scoring below are declined.")
+    dedup_threshold: float = Field(
+        0.95, gt=0, le=1, description="Cosine above which a same-scope same-kind memory is a near duplicate."
+    )
+    capacity_per_scope: int = Field(50_000, ge=10, description="Active memories per (user, project).")
+    ttl_days_episode: float | None = Field(180.0, gt=0)
+    ttl_days_note: float | None = Field(90.0, gt=0)
+    ttl_days_fact: float | None = None
+    ttl_days_decision: float | None = None
+    ttl_days_preference: float | None = None
+    ttl_days_procedure: float | None = None
+
+    # --- ranking -----------------------------------------------------------------
+    rrf_k: int = Field(60, ge=1, description="RRF constant (Cormack et al. 2009).")
+    weight_dense: float = Field(1.0, ge=0, description="Weight of the dense channel in RRF.")
+    weight_keyword: float = Field(1.0, ge=0, description="Weight of the keyword channel in RRF.")
+    weight_relevance: float = Field(0.8, ge=0)
+    weight_importance: float = Field(0.1, ge=0)
+    weight_recency: float = Field(0.1, ge=0)
+    half_life_days: float = Field(30.0, gt=0, description="Recency half-life on last access, days.")
+    candidates: int = Field(100, ge=10, le=1000, description="Candidates per channel before fusion.")
+    forget_query_min_relevance: float = Field(
+        0.9, gt=0, le=1, description="Dense cosine a forget(query=...) match must reach."
+    )
+
+    # --- output budgets ----------------------------------------------------------
+    max_k: int = Field(50, ge=1, le=200)
+    content_budget_chars: int = Field(2_000, ge=100, description="Per-memory content cut in replies.")
+    reply_budget_chars: int = Field(16_000, ge=1000, description="Total content chars in one reply.")
+
+    # --- testing -----------------------------------------------------------------
+    clock_offset_s: float = Field(0.0, description="Shift of the server clock (tests move time with it).")
+
+    @field_validator("data_dir", "model_path", "model_cache_dir", mode="after")
+    @classmethod
+    def _expand(cls, v: Path | None) -> Path | None:
+        return v.expanduser() if v is not None else None
+
+    def default_ttl_days(self, kind: str) -> float | None:
+        """Default TTL for a memory kind in days (None = never expires)."""
+        return getattr(self, f"ttl_days_{kind}")
+
+    @property
+    def db_path(self) -> Path:
+        """SQLite file of record (truth)."""
+        return self.data_dir / "memvault.db"
+
+    @property
+    def vectors_dir(self) -> Path:
+        """Embedded Qdrant Edge shards live under here, one folder per collection."""
+        return self.data_dir / "vectors"
+
+    @property
+    def models_dir(self) -> Path:
+        """Converted / cached embedding models."""
+        return self.model_cache_dir or self.data_dir / "models"

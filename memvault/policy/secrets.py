@@ -1,0 +1,507 @@
+"""Secret detection for memory writes: credentials must never be stored.
+
+Pure function :func:`find_secret`; no I/O, no network verification. Own patterns rather
+than a library: the one well-known pure-Python detector on PyPI, ``detect-secrets``
+(Yelp, last release 1.5.0 in May 2024), keeps plugin settings in process-global state,
+has no payment-card or Chinese-language rules, and its keyword/entropy plugins are tuned
+for source files, not prose. What it knows about token formats is reproduced below from
+the vendors' published formats.
+
+Detectors run from the most specific to the most generic; the first hit is returned:
+
+1. private key blocks (PEM ``-----BEGIN … PRIVATE KEY-----``, OpenSSH, PGP, PuTTY);
+2. vendor tokens with a recognisable shape: AWS access key ids (AKIA/ASIA…) and
+   labelled AWS secret keys, GitHub (ghp_/gho_/ghu_/ghs_/ghr_/github_pat_), Anthropic
+   (sk-ant-), OpenAI (sk-, sk-proj-), Slack (xox?- tokens, webhook URLs), Google API
+   keys (AIza…), Stripe (sk_/rk_ live/test keys, whsec_), npm, PyPI, GitLab tokens;
+3. JSON Web Tokens (three base64url parts whose header decodes to JSON);
+4. credentials in an Authorization header (Bearer / Basic / Token);
+5. URLs and connection strings with an inline password (``postgres://u:p@h/db``);
+6. payment card numbers: 13-19 digits, optional single spaces/dashes between groups,
+   a known card-network prefix and a valid Luhn check digit;
+7. assignments to password/secret/token/API-key names, in code (``DB_PASSWORD=…``,
+   ``"api_key": "…"``), English prose ("my password is hunter2", "password: x") and
+   Chinese ("密码是 abc123", "口令：…", "密钥为 …"); the value must look like a value,
+   not a word ("the password is required") or a placeholder (``${DB_PASSWORD}``,
+   ``<your key>``, ``****``, ``os.environ[…]``);
+8. long high-entropy strings assigned to other key-ish names (``SIGNING_KEY=…``).
+
+Text that only mentions secrets ("we rotate the password monthly"), git SHAs, UUIDs,
+error codes, versions, phone numbers and ordinary identifiers are not flagged.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+__all__ = ["SecretFinding", "find_secret"]
+
+_ADVICE = (
+    "Secrets must not be stored in memory; remove it, or remember where it is kept "
+    "(e.g. the name of the environment variable or vault entry) instead."
+)
+
+
+@dataclass(frozen=True)
+class SecretFinding:
+    """What was found: ``kind`` (a stable slug such as ``github_token``) and ``reason``,
+    an English sentence for the person, which never quotes the secret itself."""
+
+    kind: str
+    reason: str
+
+
+def _finding(kind: str, what: str) -> SecretFinding:
+    return SecretFinding(kind, f"The content contains {what}. {_ADVICE}")
+
+
+# --- 1-2. shapes that are secrets wherever they appear -----------------------------
+
+_B = r"(?<![A-Za-z0-9_\-])"  # left boundary for token prefixes
+_E = r"(?![A-Za-z0-9_\-])"  # right boundary
+
+_SHAPES: list[tuple[str, str, re.Pattern[str]]] = [
+    (kind, what, re.compile(pat))
+    for kind, what, pat in [
+        (
+            "private_key",
+            "a private key block",
+            r"-----BEGIN[A-Z0-9 ]{0,30} PRIVATE KEY(?: BLOCK)?-----"
+            r"|PuTTY-User-Key-File-\d+:[^\n]*\n(?:.*\n){0,12}?Private-Lines:",
+        ),
+        (
+            "aws_access_key_id",
+            "an AWS access key id",
+            _B + r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z2-7]{16}" + _E,
+        ),
+        (
+            "aws_secret_access_key",
+            "an AWS secret access key",
+            r"(?i:(?<![A-Za-z])(?:aws[_\- ]?)?secret[_\- ]?access[_\- ]?key|(?<![A-Za-z])aws[_\- ]?secret[_\- ]?key)"
+            r"[\"']?\s*(?:[:=]|=>)\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+        ),
+        (
+            "github_token",
+            "a GitHub token",
+            _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E,
+        ),
+        ("gitlab_token", "a GitLab token", _B + r"glpat-[A-Za-z0-9_\-]{20,}" + _E),
+        ("anthropic_api_key", "an Anthropic API key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}"),
+        # OpenAI: legacy sk-<48 base62> and project/service keys sk-proj-…, sk-svcacct-….
+        # The body must mix letters and digits (checked below) so that prose such as
+        # "sk-learn-is-a-typo-for-scikit-learn" is left alone.
+        ("openai_api_key", "an OpenAI API key", _B + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}" + _E),
+        ("slack_token", "a Slack token", _B + r"xox[abposre]-[A-Za-z0-9\-]{10,}" + _E),
+        (
+            "slack_webhook",
+            "a Slack webhook URL",
+            r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]{20,}",
+        ),
+        ("google_api_key", "a Google API key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
+        ("stripe_key", "a Stripe secret key", _B + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}" + _E),
+        ("stripe_webhook_secret", "a Stripe webhook signing secret", _B + r"whsec_[A-Za-z0-9]{24,}" + _E),
+        ("npm_token", "an npm access token", _B + r"npm_[A-Za-z0-9]{36}" + _E),
+        ("pypi_token", "a PyPI API token", _B + r"pypi-AgE[A-Za-z0-9_\-]{50,}"),
+    ]
+]
+
+
+def _mixed_body(s: str) -> bool:
+    return any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
+
+
+def _shape_hits(text: str) -> SecretFinding | None:
+    for kind, what, pat in _SHAPES:
+        for m in pat.finditer(text):
+            if kind == "openai_api_key":
+                body = m.group(0).split("-", 1)[1]
+                if not (_mixed_body(body) and any(c.isupper() for c in body)):
+                    continue
+            return _finding(kind, what)
+    return None
+
+
+# --- 3. JWT ------------------------------------------------------------------------
+
+_JWT = re.compile(_B + r"(eyJ[A-Za-z0-9_\-]{5,})\.(eyJ[A-Za-z0-9_\-]{5,})\.([A-Za-z0-9_\-]{8,})" + _E)
+
+
+def _b64url_json(part: str) -> bool:
+    try:
+        raw = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+        return isinstance(json.loads(raw), dict)
+    except (binascii.Error, ValueError):
+        return False
+
+
+def _jwt(text: str) -> SecretFinding | None:
+    for m in _JWT.finditer(text):
+        if _b64url_json(m.group(1)):
+            return _finding("jwt", "a JSON Web Token")
+    return None
+
+
+# --- 4. Authorization headers ------------------------------------------------------
+
+_AUTH = re.compile(
+    r"(?i:\b(?:proxy-)?authorization\b|\bauth\b)[\"']?\s*[:=]\s*[\"']?(?i:(bearer|basic|token|bot|digest))\s+([A-Za-z0-9\-._~+/]+=*)"
+    r"|(?i:\bbearer)\s+([A-Za-z0-9\-._~+/]{20,}=*)"
+)
+
+
+def _auth_header(text: str) -> SecretFinding | None:
+    for m in _AUTH.finditer(text):
+        token = m.group(2) or m.group(3) or ""
+        scheme = (m.group(1) or "bearer").lower()
+        if len(token) < (8 if scheme == "basic" else 16) or _is_placeholder(token):
+            continue
+        if token.isalpha() and token.islower():
+            continue  # a word, not a credential
+        what = "Basic credentials in an Authorization header" if scheme == "basic" else "a bearer token"
+        return _finding("basic_auth" if scheme == "basic" else "bearer_token", what)
+    return None
+
+
+# --- 5. URLs with inline passwords -------------------------------------------------
+
+_URL_PASSWORD = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://([^\s:/@?#]*):([^\s@/?#]+)@[^\s/@]+")
+
+
+def _url_password(text: str) -> SecretFinding | None:
+    for m in _URL_PASSWORD.finditer(text):
+        if not _is_placeholder(m.group(2)):
+            return _finding("connection_string_password", "a URL or connection string with an inline password")
+    return None
+
+
+# --- 6. payment cards --------------------------------------------------------------
+
+_DIGIT_GROUPS = re.compile(r"(?<![\w+\-.])\d+(?:[ \-]\d+)*(?![\w\-]|\.\d)")
+
+
+def _luhn_ok(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2 == 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def _card_network(digits: str) -> bool:
+    """Known issuer prefixes (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro)."""
+    n = len(digits)
+    if digits[0] not in "23456":
+        return False
+    p2, p3, p4, p6 = int(digits[:2]), int(digits[:3]), int(digits[:4]), int(digits[:6])
+    return (
+        (digits[0] == "4" and n in (13, 16, 19))
+        or (51 <= p2 <= 55 and n == 16)
+        or (222100 <= p6 <= 272099 and n == 16)
+        or (p2 in (34, 37) and n == 15)
+        or ((p4 == 6011 or p2 == 65 or 644 <= p3 <= 649) and 16 <= n <= 19)
+        or (3528 <= p4 <= 3589 and 16 <= n <= 19)
+        or ((300 <= p3 <= 305 or p2 in (36, 38, 39)) and 14 <= n <= 19)
+        or (p2 == 62 and 16 <= n <= 19)
+        or ((p2 == 50 or 56 <= p2 <= 69) and 12 <= n <= 19)
+    )
+
+
+def _card_number(text: str) -> SecretFinding | None:
+    for m in _DIGIT_GROUPS.finditer(text):
+        groups = re.split(r"[ \-]", m.group(0))
+        # Any run of consecutive groups may be the card (a number may precede it).
+        for i in range(len(groups)):
+            digits = ""
+            for g in groups[i:]:
+                digits += g
+                if len(digits) > 19:
+                    break
+                if len(digits) >= 13 and _card_network(digits) and _luhn_ok(digits):
+                    return _finding("card_number", "what looks like a payment card number")
+    return None
+
+
+# --- 7-8. assignments -------------------------------------------------------------
+
+# Names whose value is a password: any non-placeholder value counts after ":"/"=".
+_PASSWORD_NAMES = r"pass(?:word|wd|phrase|code)|pwd"
+# Names whose value is a secret only if it looks like one.
+_SECRET_NAMES = (
+    r"secret|token|credentials?|"
+    r"(?:api|access|secret|private|signing|encryption|client|master|auth|app|license|account|service)"
+    r"[ _.\-]?key|apikey|client[ _.\-]?secret"
+)
+_ZH_PASSWORD_NAMES = r"密码|口令|登录密码|支付密码|密钥|秘钥|私钥|令牌|访问令牌|验证码|授权码"
+
+# Case-sensitive boundaries so that camelCase names count (accessToken, dbPassword) while
+# longer words do not (passwords, tokenizer, dbPasswordHash).
+_NAME_EN = re.compile(
+    r"(?:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=(?:PASSWORD|PASSWD|TOKEN|SECRET)(?![A-Za-z])))"
+    rf"(?i:(?P<pw>{_PASSWORD_NAMES})|(?P<sec>{_SECRET_NAMES}))(?![A-Za-z])"
+)
+# After the name: an optional closing quote, an optional short "for X" phrase (prose),
+# then a connector.
+_AFTER_NAME = re.compile(
+    r"[\"'\]]?"
+    r"(?P<phrase>\s+(?:for|of|on|to|in|at)\s+(?:the\s+|my\s+|our\s+|your\s+)?[\w.\-@]+(?:\s+(?:account|server|database|db|instance|user|env))?)?"
+    r"\s*(?:(?P<sym>:=|=>|==|[:=：])"
+    r"|\s(?P<word>(?:(?:is|was|has been|got)\s+)?(?:set|changed|updated|reset)\s+to|is|was|are|were|becomes)\b)"
+    r"\s*(?P<value>\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|[^\s,;]+)"
+    r"(?P<rest>[ \t]*[A-Za-z]*)",
+    re.IGNORECASE,
+)
+_ZH_ASSIGN = re.compile(
+    rf"(?:{_ZH_PASSWORD_NAMES}|(?<![A-Za-z])(?P<en>password|token|api\s?key|secret)(?![A-Za-z]))"
+    r"\s*(?:(?:就是|是|为|為|设为|設為|改为|改成)\s*[:：]?|[:：=])\s*"
+    r"(?P<value>[\x21-\x7e]+)(?P<rest>\s*\S?)",
+    re.IGNORECASE,
+)
+
+_KEYISH_NAME = re.compile(
+    r"(?<![A-Za-z0-9_.\-])[A-Za-z0-9_.\-]{0,40}?(?:key|salt|signature|seed|hmac|auth|cookie|session|nonce|pepper)[\"']?\s*(?:[:=]|=>)\s*[\"']?(?P<value>[A-Za-z0-9+/=_\-.~]{20,})",
+    re.IGNORECASE,
+)
+
+_PLACEHOLDER = re.compile(
+    r"""^(?:
+        \*+ | x{3,} | X{3,} | \.{3,} | … | -+ | _+ | \?+ | \#+
+      | <.* | \[.* | \{.* | \$\{.* | \$\(.* | \$[A-Za-z_][A-Za-z0-9_]* | %[sd] | %\([^)]*\)s
+      | (?:~|\.{1,2})?/[\w.\-/]* | [A-Za-z]:\\.*
+      | (?:os\.)?(?:environ|getenv)\b.* | process\.env\b.* | env\(.* | ENV\[.* | System\.getenv.*
+      | secrets?\.[A-Za-z_].*
+      | (?:your|the)[_\-\s]?(?:api[_\-\s]?)?(?:key|token|password|passwd|pass|secret|pwd)\w*
+      | example\w* | changeme | redacted | hidden | none | null | nil | undefined
+      | n/?a | tbd | todo | empty | unset | required | optional | true | false | yes | no
+    )$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+# English words that follow "password is"/"password:" in prose without being a value.
+_NON_VALUES = frozenset(
+    """
+    a an the this that it its my our your their his her required optional needed missing
+    wrong incorrect invalid valid correct expired expiring stored saved kept set changed
+    reset rotated updated hashed encrypted salted same different secure insecure weak
+    strong long short too not never always also in on at for from to of by with via see
+    stored managed generated provided sent shown printed case sensitive case-sensitive
+    ignored disabled enabled blank protected mandatory new old current default unknown
+    here there below above attached ok fine good bad what which
+    """.split()
+)
+
+_UNITS = re.compile(
+    r"^(?:characters?|chars?|digits?|letters?|symbols?|bytes?|bits?|days?|weeks?|months?|years?|"
+    r"hours?|minutes?|mins?|seconds?|secs?|times?|attempts?|tries|long|max|min|or|and|to)\b",
+    re.IGNORECASE,
+)
+_ZH_UNITS = re.compile(r"^(?:位|个|字符|天|小时|分钟|秒|次|月|年|周)")
+
+
+def _is_placeholder(value: str) -> bool:
+    return bool(_PLACEHOLDER.match(value.strip()))
+
+
+def _entropy(s: str) -> float:
+    """Shannon entropy in bits per character."""
+    counts = Counter(s)
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+_IDENTIFIER_PART = re.compile(r"[A-Za-z]+\d{0,2}|\d{1,4}")
+
+
+def _identifier_like(value: str) -> bool:
+    """Names of things (``my-app-secret-v2``, ``settings.api_key``, ``getToken()``), not values."""
+    if "(" in value:
+        return True  # a call: getToken(), env("X")
+    parts = [p for p in re.split(r"[-_.]", value) if p]
+    return len(parts) > 1 and all(_IDENTIFIER_PART.fullmatch(p) for p in parts) and value[0].isalpha()
+
+
+def _looks_secret(value: str, quoted: bool, password: bool) -> bool:
+    """A value that looks like a credential rather than a word, a name or a number.
+
+    Passwords are held to a lower bar (people pick words with a digit or capitals);
+    tokens and keys are machine-made, so they need digits or symbols mixed with letters
+    or a long high-entropy run.
+    """
+    if _identifier_like(value) and not quoted:
+        return False
+    n = len(value)
+    has_digit = any(c.isdigit() for c in value)
+    has_alpha = any(c.isalpha() for c in value)
+    has_upper_inside = any(c.isupper() for c in value[1:])
+    has_lower = any(c.islower() for c in value)
+    has_symbol = any(c in "!@#$%^&*+=?~|<>" for c in value)
+    if n >= 20 and _entropy(value) >= 3.5:
+        return True
+    if password:
+        return (
+            (n >= 6 and has_digit and has_alpha)
+            or (n >= 8 and has_upper_inside and has_lower)
+            or (n >= 6 and has_symbol and has_alpha)
+            or (quoted and n >= 6 and has_alpha)
+        )
+    return (n >= 8 and has_digit and has_alpha) or (n >= 8 and has_symbol and has_alpha)
+
+
+def _clean_value(raw: str) -> tuple[str, bool]:
+    """Value without its quotes or trailing sentence punctuation / unbalanced brackets."""
+    quoted = len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'`"
+    if quoted:
+        return raw[1:-1], True
+    value = raw.rstrip(".!?:")
+    for open_, close in ("()", "[]", "{}"):
+        while value.endswith(close) and value.count(close) > value.count(open_):
+            value = value[:-1].rstrip(".!?:")
+    return value, False
+
+
+_BARE_VALUE = re.compile(r"[ \t]+(?P<value>[^\s,;]+)")
+_CLI_PASSWORD = re.compile(r"(?<!\S)-p(?:[ \t]+)?(?P<value>[^\s-][^\s]*)")
+_CLI_USER = re.compile(r"(?<!\S)(?:-u|--user(?:name)?)(?:[ \t=]+)?\S")
+
+
+def _strong_password(value: str) -> bool:
+    """Without a connector ("password admin123"), only a value mixing letters with
+    digits or symbols counts: "password manager", "password policy" do not."""
+    return (
+        not _identifier_like(value)
+        and len(value) >= 6
+        and any(c.isalpha() for c in value)
+        and any(not c.isalpha() for c in value)
+        and not _is_placeholder(value)
+    )
+
+
+def _english_assignment(text: str) -> SecretFinding | None:
+    for nm in _NAME_EN.finditer(text):
+        m = _AFTER_NAME.match(text, nm.end())
+        if not m:
+            if nm.group("pw") is not None:
+                bare = _BARE_VALUE.match(text, nm.end())
+                if bare and _strong_password(_clean_value(bare.group("value"))[0]):
+                    return _finding("password", "a password")
+            continue
+        value, quoted = _clean_value(m.group("value"))
+        if not value or _is_placeholder(value) or value.casefold() in _NON_VALUES:
+            continue
+        rest = m.group("rest").strip()
+        if value.isdigit() and _UNITS.match(rest):
+            continue  # "password is 12 characters long"
+        is_password = nm.group("pw") is not None
+        symbolic = m.group("sym") is not None and not m.group("phrase")
+        if is_password and symbolic:
+            # "password: x", DB_PASSWORD=hunter2 -- any value, unless it opens a phrase
+            # ("password: changed yesterday").
+            if not quoted and value.isalpha() and value.islower() and rest:
+                continue
+            ok = True
+        elif is_password:
+            # Prose: "my password is hunter2" / "... is 483920".
+            ok = _looks_secret(value, quoted, password=True) or (value.isdigit() and len(value) >= 4)
+        else:
+            ok = _looks_secret(value, quoted, password=False)
+        if ok:
+            if is_password:
+                return _finding("password", "a password")
+            return _finding("secret_assignment", "a secret or token value assigned to a credential name")
+    return None
+
+
+def _cli_password(text: str) -> SecretFinding | None:
+    """``mysql -u root -pHunter22``, ``docker login -u bob -p S3cret``: a -p value on a
+    line that also names a user (elsewhere -p is often a port or a flag)."""
+    for line in text.splitlines():
+        if not _CLI_USER.search(line):
+            continue
+        for m in _CLI_PASSWORD.finditer(line):
+            if _strong_password(m.group("value")):
+                return _finding("password", "a password on a command line")
+    return None
+
+
+def _chinese_assignment(text: str) -> SecretFinding | None:
+    for m in _ZH_ASSIGN.finditer(text):
+        value, quoted = _clean_value(m.group("value").rstrip("。，,；;！!？?）)"))
+        if not value or _is_placeholder(value) or value.casefold() in _NON_VALUES:
+            continue
+        if value.isdigit() and _ZH_UNITS.match(m.group("rest").strip()):
+            continue  # "密码是 12 位"
+        en = m.group("en")
+        if en and not _looks_secret(value, quoted, password=en.lower() == "password"):
+            continue  # an English name in Chinese text: "token 是 v2"
+        if en and en.lower() != "password":
+            return _finding("secret_assignment", "a secret or token value assigned to a credential name")
+        return _finding("password", "a password or secret value (密码/口令/密钥)")
+    return None
+
+
+def _keyish_high_entropy(text: str) -> SecretFinding | None:
+    for m in _KEYISH_NAME.finditer(text):
+        value = m.group("value")
+        if _is_placeholder(value):
+            continue
+        classes = sum(
+            (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value))
+        )
+        hex_only = all(c in "0123456789abcdefABCDEF-" for c in value)  # digests, UUIDs
+        if hex_only or classes < 2 or _entropy(value) < 3.5:
+            continue  # hex digests/cache keys, words joined by underscores
+        return _finding("high_entropy_secret", "a long random-looking value assigned to a key-like name")
+    return None
+
+
+_DETECTORS: tuple[Callable[[str], SecretFinding | None], ...] = (
+    _shape_hits,
+    _jwt,
+    _auth_header,
+    _url_password,
+    _card_number,
+    _english_assignment,
+    _cli_password,
+    _chinese_assignment,
+    _keyish_high_entropy,
+)
+
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
+
+
+def _views(text: str) -> Iterator[str]:
+    yield text
+    folded = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+    if folded != text:
+        yield folded  # full-width ｐａｓｓｗｏｒｄ：, zero-width characters inside a token
+
+
+def find_secret(text: str) -> SecretFinding | None:
+    """First secret found in ``text``, or ``None``.
+
+    ``text``: any string (a memory's content, a tag, a key). Returns
+    ``SecretFinding(kind, reason)``; ``kind`` is one of private_key, aws_access_key_id,
+    aws_secret_access_key, github_token, gitlab_token, anthropic_api_key,
+    openai_api_key, slack_token, slack_webhook, google_api_key, stripe_key,
+    stripe_webhook_secret, npm_token, pypi_token, jwt, bearer_token, basic_auth,
+    connection_string_password, card_number, password, secret_assignment,
+    high_entropy_secret. ``reason`` never contains the secret. Linear-time regexes; a
+    20,000-character input is checked in milliseconds.
+    """
+    for view in _views(text):
+        for detect in _DETECTORS:
+            hit = detect(view)
+            if hit is not None:
+                return hit
+    return None

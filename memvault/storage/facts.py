@@ -1,0 +1,438 @@
+"""The fact store: SQLite (through aiosqlite), memvault's source of truth.
+
+Holds every memory row and its history. Qdrant is only an index rebuilt from here.
+WAL mode, a busy timeout, parameterised statements only, versioned migrations
+(``storage.migrations``). Each public method is one unit of work: it either commits
+whole or changes nothing. Times are unix seconds (float).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from memvault.storage.migrations import MIGRATIONS
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 5_000
+
+_COLUMNS = (
+    "id, user_id, project, kind, key, content, tags, importance, confidence, source, created_at, "
+    "updated_at, last_accessed_at, access_count, expires_at, status, superseded_by, content_hash, "
+    "embedding_model, index_state"
+)
+
+
+@dataclass
+class MemoryRow:
+    """One memory record as stored (see DESIGN "Memory record"). Times in unix seconds."""
+
+    id: str
+    user_id: str
+    project: str
+    kind: str
+    content: str
+    importance: float
+    created_at: float
+    updated_at: float
+    last_accessed_at: float
+    content_hash: str
+    embedding_model: str
+    key: str | None = None
+    tags: list[str] = field(default_factory=list)
+    confidence: float = 1.0
+    source: str | None = None
+    access_count: int = 0
+    expires_at: float | None = None
+    status: str = "active"
+    superseded_by: str | None = None
+    index_state: str = "pending"
+
+    def snapshot(self) -> str:
+        """JSON of the row for the history table."""
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+
+@dataclass
+class HistoryEntry:
+    """One change of one memory: action, who, when, old -> new (JSON snapshots or None)."""
+
+    seq: int
+    memory_id: str
+    action: str
+    actor: str | None
+    at: float
+    old: dict[str, Any] | None
+    new: dict[str, Any] | None
+    reason: str | None
+
+
+def _row(r: sqlite3.Row | tuple) -> MemoryRow:
+    (id_, user_id, project, kind, key, content, tags, importance, confidence, source, created_at,
+     updated_at, last_accessed_at, access_count, expires_at, status, superseded_by, content_hash,
+     embedding_model, index_state) = tuple(r)
+    return MemoryRow(
+        id=id_, user_id=user_id, project=project, kind=kind, key=key, content=content,
+        tags=json.loads(tags), importance=importance, confidence=confidence, source=source,
+        created_at=created_at, updated_at=updated_at, last_accessed_at=last_accessed_at,
+        access_count=access_count, expires_at=expires_at, status=status,
+        superseded_by=superseded_by, content_hash=content_hash, embedding_model=embedding_model,
+        index_state=index_state,
+    )
+
+
+def _statements(script: str) -> list[str]:
+    """Split an SQL script into complete statements (comments may contain anything)."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _alive(now: float) -> tuple[str, list[Any]]:
+    return "(expires_at IS NULL OR expires_at > ?)", [now]
+
+
+class FactStore:
+    """Async SQLite store of memories and their history.
+
+    Open with ``await FactStore.open(path)``; the file and its WAL are created 0600.
+    Raises sqlite3.DatabaseError subclasses on a corrupt file.
+    """
+
+    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+        self._db = conn
+        self.path = path
+
+    # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    async def open(cls, path: Path) -> FactStore:
+        """Open (creating if needed) the database at ``path`` and migrate it to the latest schema."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)
+        conn = await aiosqlite.connect(path, isolation_level=None)
+        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        await conn.execute("PRAGMA journal_mode = WAL")
+        await conn.execute("PRAGMA synchronous = NORMAL")
+        await conn.execute("PRAGMA foreign_keys = ON")
+        # A hard forget must not leave the text in free pages of the file.
+        await conn.execute("PRAGMA secure_delete = ON")
+        store = cls(conn, path)
+        try:
+            await store._migrate()
+        except BaseException:
+            await conn.close()
+            raise
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(str(path) + suffix)
+            if p.exists():
+                os.chmod(p, 0o600)
+        return store
+
+    async def close(self) -> None:
+        """Close the connection (checkpointing the WAL)."""
+        await self._db.close()
+
+    async def _migrate(self) -> None:
+        cur = await self._db.execute("PRAGMA user_version")
+        (version,) = await cur.fetchone()
+        for number, script in MIGRATIONS:
+            if number <= version:
+                continue
+            log.info("migrating %s to schema %d", self.path, number)
+            await self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _statements(script):
+                    await self._db.execute(statement)
+                await self._db.execute(f"PRAGMA user_version = {int(number)}")
+                await self._db.execute("COMMIT")
+            except BaseException:
+                await self._db.execute("ROLLBACK")
+                raise
+
+    async def schema_version(self) -> int:
+        """The schema version recorded in the file."""
+        cur = await self._db.execute("PRAGMA user_version")
+        return (await cur.fetchone())[0]
+
+    # ------------------------------------------------------------------ internals
+    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[MemoryRow]:
+        cur = await self._db.execute(sql, list(params))
+        return [_row(r) for r in await cur.fetchall()]
+
+    async def _history(self, row: MemoryRow, action: str, actor: str | None, at: float,
+                       old: str | None, new: str | None, reason: str | None = None) -> None:
+        await self._db.execute(
+            "INSERT INTO memory_history (memory_id, user_id, project, action, actor, at, old, new, reason)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            [row.id, row.user_id, row.project, action, actor, at, old, new, reason],
+        )
+
+    async def _begin(self) -> None:
+        await self._db.execute("BEGIN IMMEDIATE")
+
+    async def _commit(self) -> None:
+        await self._db.execute("COMMIT")
+
+    async def _rollback(self) -> None:
+        await self._db.execute("ROLLBACK")
+
+    # ------------------------------------------------------------------ reads
+    async def get(self, ids: Iterable[str]) -> list[MemoryRow]:
+        """Rows by id (any status), in no particular order; unknown ids are skipped."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        out: list[MemoryRow] = []
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            out += await self._fetch(f"SELECT {_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part)
+        return out
+
+    async def find_by_hash(self, user_id: str, project: str, kind: str, content_hash: str,
+                           now: float) -> MemoryRow | None:
+        """The active, unexpired memory with this content hash in this scope and kind, if any."""
+        alive, p = _alive(now)
+        rows = await self._fetch(
+            f"SELECT {_COLUMNS} FROM memories WHERE user_id=? AND project=? AND kind=? AND content_hash=?"
+            f" AND status='active' AND {alive} LIMIT 1",
+            [user_id, project, kind, content_hash, *p],
+        )
+        return rows[0] if rows else None
+
+    async def active_by_key(self, user_id: str, project: str, key: str, now: float) -> list[MemoryRow]:
+        """Active, unexpired memories holding ``key`` in exactly this scope."""
+        alive, p = _alive(now)
+        return await self._fetch(
+            f"SELECT {_COLUMNS} FROM memories WHERE user_id=? AND project=? AND key=? AND status='active'"
+            f" AND {alive}",
+            [user_id, project, key, *p],
+        )
+
+    async def select(self, user_id: str, *, projects: Sequence[str] | None = None,
+                     kinds: Sequence[str] | None = None, tags_any: Sequence[str] | None = None,
+                     key: str | None = None, ids: Sequence[str] | None = None,
+                     created_before: float | None = None, statuses: Sequence[str] = ("active",),
+                     now: float | None = None, limit: int | None = None) -> list[MemoryRow]:
+        """Rows of one user matching every given condition (AND); newest first.
+
+        ``now`` given -> expired rows are left out. ``tags_any`` matches rows holding
+        at least one of the tags.
+        """
+        where = ["user_id = ?"]
+        params: list[Any] = [user_id]
+        if projects is not None:
+            where.append(f"project IN ({_marks(len(projects))})")
+            params += list(projects)
+        if kinds:
+            where.append(f"kind IN ({_marks(len(kinds))})")
+            params += list(kinds)
+        if key is not None:
+            where.append("key = ?")
+            params.append(key)
+        if ids is not None:
+            where.append(f"id IN ({_marks(len(ids))})")
+            params += list(ids)
+        if created_before is not None:
+            where.append("created_at < ?")
+            params.append(created_before)
+        if statuses:
+            where.append(f"status IN ({_marks(len(statuses))})")
+            params += list(statuses)
+        if now is not None:
+            alive, p = _alive(now)
+            where.append(alive)
+            params += p
+        if tags_any:
+            where.append(
+                f"EXISTS (SELECT 1 FROM json_each(memories.tags) WHERE json_each.value IN ({_marks(len(tags_any))}))"
+            )
+            params += list(tags_any)
+        sql = f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return await self._fetch(sql, params)
+
+    async def count_active(self, user_id: str, project: str, now: float) -> int:
+        """Number of active, unexpired memories in one scope."""
+        alive, p = _alive(now)
+        cur = await self._db.execute(
+            f"SELECT COUNT(*) FROM memories WHERE user_id=? AND project=? AND status='active' AND {alive}",
+            [user_id, project, *p],
+        )
+        return (await cur.fetchone())[0]
+
+    async def counts_by_kind(self, user_id: str, projects: Sequence[str], now: float) -> dict[str, int]:
+        """Active, unexpired memories per kind over the given projects."""
+        alive, p = _alive(now)
+        cur = await self._db.execute(
+            f"SELECT kind, COUNT(*) FROM memories WHERE user_id=? AND project IN ({_marks(len(projects))})"
+            f" AND status='active' AND {alive} GROUP BY kind",
+            [user_id, *projects, *p],
+        )
+        return {k: n for k, n in await cur.fetchall()}
+
+    async def pending(self, limit: int = 1000) -> list[MemoryRow]:
+        """Rows whose index entry is not confirmed (crash between SQLite and Qdrant)."""
+        return await self._fetch(
+            f"SELECT {_COLUMNS} FROM memories WHERE index_state='pending' LIMIT ?", [limit]
+        )
+
+    async def indexable_ids(self, now: float) -> set[str]:
+        """Ids that should have a vector: active and unexpired."""
+        alive, p = _alive(now)
+        cur = await self._db.execute(f"SELECT id FROM memories WHERE status='active' AND {alive}", p)
+        return {r[0] for r in await cur.fetchall()}
+
+    async def expired(self, now: float, limit: int = 1000) -> list[MemoryRow]:
+        """Rows (any status) whose expiry has passed."""
+        return await self._fetch(
+            f"SELECT {_COLUMNS} FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?",
+            [now, limit],
+        )
+
+    async def history(self, memory_id: str) -> list[HistoryEntry]:
+        """Every recorded change of one memory, oldest first."""
+        cur = await self._db.execute(
+            "SELECT seq, memory_id, action, actor, at, old, new, reason FROM memory_history"
+            " WHERE memory_id=? ORDER BY seq",
+            [memory_id],
+        )
+        out = []
+        for seq, mid, action, actor, at, old, new, reason in await cur.fetchall():
+            out.append(HistoryEntry(seq, mid, action, actor, at, json.loads(old) if old else None,
+                                    json.loads(new) if new else None, reason))
+        return out
+
+    # ------------------------------------------------------------------ writes
+    async def add(self, row: MemoryRow, *, supersede: Sequence[MemoryRow] = (), actor: str | None,
+                  reason: str | None = None) -> None:
+        """Insert ``row`` (index_state pending) and mark ``supersede`` rows superseded by it.
+
+        One transaction; history gets an ``add`` entry and one ``supersede`` per old row.
+        """
+        await self._begin()
+        try:
+            await self._db.execute(
+                f"INSERT INTO memories ({_COLUMNS}) VALUES ({_marks(20)})",
+                [row.id, row.user_id, row.project, row.kind, row.key, row.content,
+                 json.dumps(row.tags, ensure_ascii=False), row.importance, row.confidence, row.source,
+                 row.created_at, row.updated_at, row.last_accessed_at, row.access_count, row.expires_at,
+                 row.status, row.superseded_by, row.content_hash, row.embedding_model, "pending"],
+            )
+            await self._history(row, "add", actor, row.created_at, None, row.snapshot(), reason)
+            for old in supersede:
+                before = old.snapshot()
+                old.status, old.superseded_by, old.updated_at = "superseded", row.id, row.created_at
+                old.index_state = "pending"
+                await self._db.execute(
+                    "UPDATE memories SET status='superseded', superseded_by=?, updated_at=?, index_state='pending'"
+                    " WHERE id=?",
+                    [row.id, row.created_at, old.id],
+                )
+                await self._history(old, "supersede", actor, row.created_at, before, old.snapshot(),
+                                    f"superseded by {row.id}")
+            await self._commit()
+        except BaseException:
+            await self._rollback()
+            raise
+
+    async def reinforce(self, row: MemoryRow, *, importance: float, now: float, actor: str | None,
+                        reason: str) -> MemoryRow:
+        """Count a repeated write: access_count + 1, importance = max(old, new), touched now."""
+        before = row.snapshot()
+        row.access_count += 1
+        row.importance = max(row.importance, importance)
+        row.last_accessed_at = row.updated_at = now
+        await self._begin()
+        try:
+            await self._db.execute(
+                "UPDATE memories SET access_count=?, importance=?, last_accessed_at=?, updated_at=? WHERE id=?",
+                [row.access_count, row.importance, now, now, row.id],
+            )
+            await self._history(row, "reinforce", actor, now, before, row.snapshot(), reason)
+            await self._commit()
+        except BaseException:
+            await self._rollback()
+            raise
+        return row
+
+    async def touch(self, ids: Sequence[str], now: float) -> None:
+        """Record a read: last_accessed_at = now, access_count + 1 (not a history event)."""
+        if not ids:
+            return
+        await self._db.execute(
+            f"UPDATE memories SET last_accessed_at=?, access_count=access_count+1 WHERE id IN ({_marks(len(ids))})",
+            [now, *ids],
+        )
+
+    async def mark_indexed(self, ids: Sequence[str]) -> None:
+        """The index now agrees with these rows."""
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            await self._db.execute(
+                f"UPDATE memories SET index_state='indexed' WHERE id IN ({_marks(len(part))})", part
+            )
+
+    async def set_status(self, rows: Sequence[MemoryRow], status: str, *, action: str, now: float,
+                         actor: str | None, reason: str | None = None) -> None:
+        """Soft change of status (``deleted`` by forget or eviction). History keeps the content."""
+        if not rows:
+            return
+        await self._begin()
+        try:
+            for row in rows:
+                before = row.snapshot()
+                row.status, row.updated_at, row.index_state = status, now, "pending"
+                await self._db.execute(
+                    "UPDATE memories SET status=?, updated_at=?, index_state='pending' WHERE id=?",
+                    [status, now, row.id],
+                )
+                await self._history(row, action, actor, now, before, row.snapshot(), reason)
+            await self._commit()
+        except BaseException:
+            await self._rollback()
+            raise
+
+    async def purge(self, rows: Sequence[MemoryRow], *, action: str, now: float, actor: str | None,
+                    reason: str | None = None) -> None:
+        """Hard delete: the rows go, and every history snapshot of them loses its content.
+
+        One ``action`` entry per id stays, with no content, so that the erasure itself is
+        on record. The caller removes the vectors.
+        """
+        if not rows:
+            return
+        await self._begin()
+        try:
+            for row in rows:
+                await self._db.execute("DELETE FROM memories WHERE id=?", [row.id])
+                await self._db.execute("UPDATE memory_history SET old=NULL, new=NULL WHERE memory_id=?", [row.id])
+                await self._history(row, action, actor, now, None, None, reason)
+            await self._commit()
+        except BaseException:
+            await self._rollback()
+            raise
+        # Move the erased pages out of the WAL into the (secure-deleted) main file.
+        await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

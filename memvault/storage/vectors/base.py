@@ -1,0 +1,309 @@
+"""The vector engine interface: what memvault asks of Qdrant, whichever Qdrant it is.
+
+Two implementations sit behind it: ``edge.EdgeVectorIndex`` (Qdrant Edge embedded in the
+process, the default) and ``remote.RemoteVectorIndex`` (qdrant-client against a Qdrant
+server). The engine is an index, never the truth: every point can be rebuilt from SQLite.
+
+Each collection holds two named vectors per point:
+
+- ``"dense"``: cosine, dimension fixed when the collection is made (the embedding model's);
+- ``"keywords"``: sparse (term id -> weight), scored as a dot product with the IDF modifier.
+
+Fusion of the two channels (RRF) is policy, not engine: each search returns one channel's
+ranked hits and ``memvault.policy`` fuses them.
+
+Payload fields the filters understand (all optional on a point):
+``user_id``, ``project``, ``kind``, ``status``, ``collection``, ``path`` (strings),
+``tags`` (list of strings), ``created_at``, ``expires_at`` (unix seconds, float; a null or
+absent ``expires_at`` means the point never expires).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+DENSE = "dense"
+"""Name of the dense (cosine) vector in every collection."""
+KEYWORDS = "keywords"
+"""Name of the sparse (IDF-modified dot product) vector in every collection."""
+
+KEYWORD_FIELDS: tuple[str, ...] = ("user_id", "project", "kind", "tags", "status", "collection")
+"""Payload fields given a keyword index."""
+FLOAT_FIELDS: tuple[str, ...] = ("created_at", "expires_at")
+"""Payload fields given a float (range) index."""
+PREFIX_FIELDS: tuple[str, ...] = ("path",)
+"""Payload fields given a keyword index with prefix matching (``VectorFilter.path_prefix``)."""
+
+_COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    """A sparse vector: parallel lists of term ids and weights.
+
+    indices: distinct term ids (uint32, 0 .. 2**32-1); values: weights, same length.
+    An empty vector is allowed (a text with no keywords); it matches nothing.
+    Raises ValueError on mismatched lengths, repeated ids or ids out of the uint32 range.
+    """
+
+    indices: list[int]
+    values: list[float]
+
+    def __post_init__(self) -> None:
+        if len(self.indices) != len(self.values):
+            raise ValueError(
+                f"SparseVector: {len(self.indices)} indices but {len(self.values)} values"
+            )
+        if len(set(self.indices)) != len(self.indices):
+            raise ValueError("SparseVector: term ids must be distinct (sum the weights of repeats)")
+        if self.indices and (min(self.indices) < 0 or max(self.indices) > 0xFFFFFFFF):
+            raise ValueError("SparseVector: term ids must fit in uint32")
+
+
+@dataclass
+class Point:
+    """One indexed item.
+
+    id: UUID string (any case; engines return the canonical lowercase form).
+    dense: the embedding, ``dim`` floats (list, tuple or 1-d numpy array).
+    sparse: keyword weights (may be empty).
+    payload: JSON-able dict; see the module docstring for the fields filters read.
+    """
+
+    id: str
+    dense: Sequence[float]
+    sparse: SparseVector
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: point id (canonical lowercase UUID string) and engine score
+    (cosine similarity in [-1, 1] for dense; IDF-weighted dot product >= 0 for sparse)."""
+
+    id: str
+    score: float
+
+
+@dataclass
+class VectorFilter:
+    """Conditions every returned / counted / deleted point must meet (all ANDed).
+
+    ``None`` means "no condition on this field". An empty list (``projects=[]``) matches
+    nothing. Times are unix seconds.
+
+    user_id: payload ``user_id`` equals.
+    projects: payload ``project`` is any of these (``""`` is the global scope).
+    kinds: payload ``kind`` is any of these.
+    tags_any: payload ``tags`` (a list) contains any of these.
+    status: payload ``status`` equals (default ``"active"``; ``None`` = any status).
+    created_from / created_to: payload ``created_at`` within [from, to], both inclusive.
+    alive_at: drop points whose ``expires_at`` <= alive_at; null / absent = never expires.
+    equals: extra exact matches on string payload fields (e.g. ``{"collection": "docs"}``).
+    path_prefix: payload ``path`` starts with this string: byte-wise, case-sensitive, on
+        the whole stored value (Qdrant ``MatchPrefix``, served by a keyword index with the
+        prefix option). Give ``"src/"`` rather than ``"src"`` to stay within a folder.
+    """
+
+    user_id: str | None = None
+    projects: list[str] | None = None
+    kinds: list[str] | None = None
+    tags_any: list[str] | None = None
+    status: str | None = "active"
+    created_from: float | None = None
+    created_to: float | None = None
+    alive_at: float | None = None
+    equals: dict[str, str] | None = None
+    path_prefix: str | None = None
+
+    def matches_nothing(self) -> bool:
+        """True when an any-of list is empty, so no point can match."""
+        return any(v is not None and len(v) == 0 for v in (self.projects, self.kinds, self.tags_any))
+
+    def conditions(self) -> list[Condition]:
+        """This filter as engine-neutral conditions (ANDed), for the adapters to translate."""
+        out: list[Condition] = []
+        if self.user_id is not None:
+            out.append(Condition("eq", "user_id", self.user_id))
+        if self.projects is not None:
+            out.append(Condition("any", "project", list(self.projects)))
+        if self.kinds is not None:
+            out.append(Condition("any", "kind", list(self.kinds)))
+        if self.tags_any is not None:
+            out.append(Condition("any", "tags", list(self.tags_any)))
+        if self.status is not None:
+            out.append(Condition("eq", "status", self.status))
+        if self.created_from is not None or self.created_to is not None:
+            out.append(Condition("range", "created_at", gte=self.created_from, lte=self.created_to))
+        if self.alive_at is not None:
+            out.append(Condition("alive", "expires_at", gt=self.alive_at))
+        for key, value in (self.equals or {}).items():
+            out.append(Condition("eq", key, value))
+        if self.path_prefix is not None:
+            out.append(Condition("prefix", "path", self.path_prefix))
+        return out
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One engine-neutral filter condition on payload field ``key``.
+
+    op: ``eq`` (value equals), ``any`` (value is / list contains any of ``value``),
+    ``range`` (``gte`` <= value <= ``lte``, either bound optional),
+    ``alive`` (value is null/absent, or value > ``gt``), ``prefix`` (string starts with).
+    """
+
+    op: Literal["eq", "any", "range", "alive", "prefix"]
+    key: str
+    value: Any = None
+    gte: float | None = None
+    lte: float | None = None
+    gt: float | None = None
+
+
+class CollectionMismatch(RuntimeError):
+    """The collection was built with another embedding model or dimension."""
+
+    def __init__(self, collection: str, stored: str, wanted: str) -> None:
+        super().__init__(
+            f"Vector collection {collection!r} was built with {stored}, but this server uses "
+            f"{wanted}. Run `memvault reindex` to re-embed it with the current model, or set "
+            f"MEMVAULT_EMBEDDING_MODEL back to the model it was built with."
+        )
+        self.collection = collection
+        self.stored = stored
+        self.wanted = wanted
+
+
+class StoreLocked(RuntimeError):
+    """Another process holds the embedded vector store (Qdrant Edge allows one process)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"The vector store in {path} is open in another process (embedded Qdrant Edge "
+            f"allows one process per store). Stop the other memvault process, or give this "
+            f"one its own MEMVAULT_DATA_DIR, or run a Qdrant server and set MEMVAULT_QDRANT_URL "
+            f"for both."
+        )
+        self.path = path
+
+
+class UnknownCollection(KeyError):
+    """An operation named a collection that ``ensure_collection`` has not opened."""
+
+    def __init__(self, collection: str) -> None:
+        super().__init__(f"collection {collection!r} is not open; call ensure_collection first")
+        self.collection = collection
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+def check_collection_name(name: str) -> str:
+    """Return ``name`` if it is a safe collection / folder name (``[A-Za-z0-9][A-Za-z0-9_-]*``,
+    at most 64 characters); raise ValueError otherwise."""
+    if not _COLLECTION_NAME.match(name):
+        raise ValueError(f"invalid collection name {name!r}: use letters, digits, '_' and '-'")
+    return name
+
+
+def canonical_id(point_id: str) -> str:
+    """The canonical lowercase hyphenated form of a UUID string; ValueError if not a UUID."""
+    try:
+        return str(uuid.UUID(str(point_id)))
+    except ValueError as exc:
+        raise ValueError(f"point id {point_id!r} is not a UUID") from exc
+
+
+def dense_list(vector: Sequence[float], dim: int) -> list[float]:
+    """``vector`` as a list of ``dim`` Python floats; ValueError on another length."""
+    values = vector.tolist() if hasattr(vector, "tolist") else list(vector)
+    if len(values) != dim:
+        raise ValueError(f"dense vector has {len(values)} dimensions, the collection {dim}")
+    return [float(v) for v in values]
+
+
+class VectorIndex(ABC):
+    """A vector engine holding named collections of points (see the module docstring).
+
+    Every method but ``ensure_collection``, ``flush`` and ``close`` raises
+    UnknownCollection for a collection not yet opened with ``ensure_collection``.
+    Writes are durable against a process crash when they return (Edge: WAL; server:
+    ``wait=True``). Implementations are safe to call from several threads.
+    """
+
+    @abstractmethod
+    def ensure_collection(self, name: str, dim: int, model_id: str) -> None:
+        """Open collection ``name`` (creating it with payload indexes if absent).
+
+        dim: dense dimension; model_id: the embedding model's id, recorded at creation.
+        Raises CollectionMismatch if it was built with another model or dim,
+        StoreLocked (Edge) if another process holds it, ValueError on a bad name.
+        Idempotent.
+        """
+
+    @abstractmethod
+    def drop_collection(self, name: str) -> None:
+        """Delete collection ``name`` and all its points (for ``memvault reindex``).
+        No error if it does not exist; StoreLocked (Edge) if another process holds it."""
+
+    @abstractmethod
+    def upsert(self, collection: str, points: Sequence[Point]) -> None:
+        """Insert or replace ``points`` (whole point: vectors and payload).
+        Raises ValueError on a non-UUID id or a dense vector of the wrong dimension."""
+
+    @abstractmethod
+    def set_payload(self, collection: str, ids: Sequence[str], payload: dict) -> None:
+        """Merge ``payload`` into the payload of points ``ids`` (given keys overwritten,
+        others kept). Ids without a point are skipped (the index may lag SQLite)."""
+
+    @abstractmethod
+    def delete(self, collection: str, ids: Sequence[str]) -> None:
+        """Delete points ``ids``; ids without a point are ignored."""
+
+    @abstractmethod
+    def delete_by_filter(self, collection: str, flt: VectorFilter) -> None:
+        """Delete every point matching ``flt``. Raises ValueError if ``flt`` has no
+        condition at all (use ``drop_collection`` to empty a collection)."""
+
+    @abstractmethod
+    def search_dense(
+        self, collection: str, vector: Sequence[float], flt: VectorFilter, limit: int
+    ) -> list[Hit]:
+        """Top ``limit`` points by cosine similarity to ``vector`` among those matching
+        ``flt``, best first."""
+
+    @abstractmethod
+    def search_sparse(
+        self, collection: str, sparse: SparseVector, flt: VectorFilter, limit: int
+    ) -> list[Hit]:
+        """Top ``limit`` points by IDF-modified dot product with ``sparse`` among those
+        matching ``flt``, best first. Points sharing no term with the query are not
+        returned; an empty query returns []."""
+
+    @abstractmethod
+    def ids(self, collection: str) -> set[str]:
+        """Every point id in the collection (canonical lowercase UUID strings)."""
+
+    @abstractmethod
+    def count(self, collection: str, flt: VectorFilter | None = None) -> int:
+        """Exact number of points matching ``flt`` (all points if None)."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Make every acknowledged write survive an OS crash / power loss (fsync)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Flush and release everything (Edge: the store's lock). Idempotent."""
+
+    def __enter__(self) -> VectorIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

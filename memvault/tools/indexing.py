@@ -1,0 +1,141 @@
+"""Keeping the vector index in step with the fact store (SQLite is the truth).
+
+Only active, unexpired memories have a point. Every write marks its rows
+``pending`` inside the SQLite transaction; these helpers then upsert or delete the
+points and mark the rows indexed. ``reconcile`` repairs what a crash left between
+the two steps; ``sweep`` purges expired memories.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from memvault.policy.keywords import keyword_terms, sparse_from_terms
+from memvault.storage.facts import MemoryRow
+from memvault.storage.vectors.base import Point, SparseVector, VectorFilter
+from memvault.tools.runtime import MEMORY_COLLECTION, Runtime
+
+log = logging.getLogger(__name__)
+
+
+def keyword_vector(text: str, *, query: bool) -> SparseVector:
+    """Sparse keyword vector of ``text`` (CJK-aware terms; BM25 TF for documents, 1.0 for queries)."""
+    indices, values = sparse_from_terms(keyword_terms(text), query=query)
+    return SparseVector(indices=indices, values=values)
+
+
+def memory_payload(row: MemoryRow) -> dict:
+    """Payload stored beside a memory's vectors: everything the engine filters on."""
+    return {
+        "user_id": row.user_id,
+        "project": row.project,
+        "kind": row.kind,
+        "tags": list(row.tags),
+        "status": row.status,
+        "created_at": row.created_at,
+        "expires_at": row.expires_at,
+        "key": row.key,
+    }
+
+
+def memory_point(row: MemoryRow, dense: np.ndarray) -> Point:
+    """The index point of one memory row (dense passage embedding + keyword vector + payload)."""
+    return Point(
+        id=row.id,
+        dense=[float(x) for x in dense],
+        sparse=keyword_vector(row.content, query=False),
+        payload=memory_payload(row),
+    )
+
+
+async def embed_passages(rt: Runtime, texts: Sequence[str]) -> np.ndarray:
+    """Passage embeddings, float32 (n, dim), L2-normalised, computed in a worker thread."""
+    emb, _ = await rt.ready()
+    return await rt.run_sync(emb.embed_passages, list(texts))
+
+
+async def embed_query(rt: Runtime, text: str) -> np.ndarray:
+    """Query embedding, float32 (dim,), L2-normalised, computed in a worker thread."""
+    emb, _ = await rt.ready()
+    return (await rt.run_sync(emb.embed_queries, [text]))[0]
+
+
+async def index_rows(rt: Runtime, rows: Sequence[MemoryRow], dense: np.ndarray | None = None) -> None:
+    """Upsert points for ``rows`` (embedding them unless ``dense`` is given), then mark them indexed."""
+    if not rows:
+        return
+    _, vectors = await rt.ready()
+    if dense is None:
+        dense = await embed_passages(rt, [r.content for r in rows])
+    points = [memory_point(r, d) for r, d in zip(rows, dense)]
+    await rt.run_sync(vectors.upsert, MEMORY_COLLECTION, points)
+    await rt.facts.mark_indexed([r.id for r in rows])
+
+
+async def unindex_rows(rt: Runtime, rows: Sequence[MemoryRow], *, purged: bool = False) -> None:
+    """Delete the points of ``rows``; mark surviving rows indexed (``purged`` rows are gone)."""
+    if not rows:
+        return
+    _, vectors = await rt.ready()
+    await rt.run_sync(vectors.delete, MEMORY_COLLECTION, [r.id for r in rows])
+    if not purged:
+        await rt.facts.mark_indexed([r.id for r in rows])
+
+
+async def reconcile(rt: Runtime) -> dict[str, int]:
+    """Bring the index in line with SQLite after a crash: returns counts of what was fixed.
+
+    Pending rows that should be searchable are (re)embedded and upserted; pending rows
+    that should not be (superseded, deleted, expired) lose their point; points with no
+    live row (orphans) are deleted.
+    """
+    _, vectors = await rt.ready()
+    now = rt.clock.now()
+    fixed = {"reindexed": 0, "unindexed": 0, "orphans": 0}
+    async with rt.write_lock:
+        while True:
+            pending = await rt.facts.pending(limit=256)
+            if not pending:
+                break
+            live = [r for r in pending if r.status == "active" and (r.expires_at is None or r.expires_at > now)]
+            dead = [r for r in pending if r not in live]
+            await index_rows(rt, live)
+            await unindex_rows(rt, dead)
+            fixed["reindexed"] += len(live)
+            fixed["unindexed"] += len(dead)
+        wanted = await rt.facts.indexable_ids(now)
+        present = await rt.run_sync(vectors.ids, MEMORY_COLLECTION)
+        orphans = sorted(present - wanted)
+        if orphans:
+            await rt.run_sync(vectors.delete, MEMORY_COLLECTION, orphans)
+        fixed["orphans"] = len(orphans)
+    if any(fixed.values()):
+        log.info("reconciled index with SQLite: %s", fixed)
+    return fixed
+
+
+async def sweep_expired(rt: Runtime) -> int:
+    """Purge every memory whose expiry has passed (row, history content, vector). Returns how many."""
+    _, vectors = await rt.ready()
+    total = 0
+    async with rt.write_lock:
+        while True:
+            now = rt.clock.now()
+            rows = await rt.facts.expired(now, limit=500)
+            if not rows:
+                break
+            await rt.facts.purge(rows, action="expire", now=now, actor="memvault:sweep",
+                                 reason="TTL passed")
+            await rt.run_sync(vectors.delete, MEMORY_COLLECTION, [r.id for r in rows])
+            total += len(rows)
+    if total:
+        log.info("swept %d expired memories", total)
+    return total
+
+
+def scope_filter(user_id: str, projects: Sequence[str], now: float, **kw) -> VectorFilter:
+    """Engine filter for active, unexpired memories of one user over ``projects``."""
+    return VectorFilter(user_id=user_id, projects=list(projects), status="active", alive_at=now, **kw)

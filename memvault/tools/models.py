@@ -1,0 +1,86 @@
+"""Pydantic result models of the memory tools: the public contract clients read.
+
+Field names spelled out by the issues are fixed; new fields may be added. Times are
+ISO 8601 UTC strings; scores are floats in [0, 1].
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class Scope(BaseModel):
+    """Where a call read or wrote: the tenant and the project(s)."""
+
+    user_id: str
+    project: str = Field(description="Project written to or read first; '' is the user's global scope.")
+    projects_read: list[str] = Field(default_factory=list, description="Every project a read looked at.")
+    source: Literal["argument", "roots", "settings", "global"] = Field(
+        description="How the project was chosen: tool argument, client's MCP roots, settings, or none (global)."
+    )
+
+
+class RememberResult(BaseModel):
+    """Outcome of ``remember``: what happened to the write and why."""
+
+    id: str | None = Field(description="Id of the stored or reinforced memory; null when declined.")
+    status: Literal["stored", "reinforced", "superseded", "declined"]
+    reason: str = Field(description="Why this status, in one sentence.")
+    importance: float | None = None
+    expires_at: str | None = None
+    superseded_ids: list[str] = Field(default_factory=list)
+    evicted_ids: list[str] = Field(
+        default_factory=list, description="Memories removed by the per-scope capacity to make room."
+    )
+    scope: Scope
+
+
+class MemoryOut(BaseModel):
+    """One recalled memory. ``content`` may be cut (see ``content_truncated``)."""
+
+    id: str
+    content: str
+    content_truncated: bool = False
+    kind: str
+    key: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    project: str = ""
+    score: float = Field(description="Final rank score: relevance, importance and recency combined.")
+    relevance: float = Field(description="Fused (RRF) relevance to the query, 0..1.")
+    similarity: float | None = Field(None, description="Dense cosine similarity to the query, if a dense hit.")
+    importance: float
+    created_at: str
+    last_accessed_at: str
+    source: str | None = None
+    expires_at: str | None = None
+
+
+class RecallResult(BaseModel):
+    """Outcome of ``recall``: ranked memories, bounded in count and size."""
+
+    scope: Scope
+    memories: list[MemoryOut]
+    truncated: bool = Field(description="True when a content was cut or results were dropped by the size budget.")
+    query_note: str | None = Field(None, description="How the query was interpreted, when it was changed.")
+
+
+class ForgottenItem(BaseModel):
+    """A memory that forget removed (or would remove, on a dry run)."""
+
+    id: str
+    content_preview: str
+    kind: str | None = None
+    project: str | None = None
+    similarity: float | None = None
+
+
+class ForgetResult(BaseModel):
+    """Outcome of ``forget``."""
+
+    forgotten: list[ForgottenItem]
+    count: int
+    dry_run: bool
+    hard: bool = False
+    scope: Scope

@@ -1,0 +1,121 @@
+"""The ``recall`` handler: hybrid retrieval, ranking, bounded reply.
+
+Dense (e5 query embedding, cosine) and keyword (CJK-aware sparse vector, IDF) channels
+each return candidates filtered inside the engine (user, projects, kinds, tags, time
+range, status, expiry). They are fused with weighted RRF (Cormack et al. 2009), then
+ordered by a weighted mean of relevance, importance and recency (exponential decay
+on last access). The reply is capped in count (k) and size (per-memory cut and a total
+budget), and every returned memory counts as accessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memvault.clock import to_iso
+from memvault.policy.ranking import final_score, normalise_rrf, recency, rrf_fuse
+from memvault.policy.text import cut
+from memvault.storage.facts import MemoryRow
+from memvault.tools import validation as v
+from memvault.tools.indexing import embed_query, keyword_vector, scope_filter
+from memvault.tools.models import MemoryOut, RecallResult, Scope
+from memvault.tools.runtime import MEMORY_COLLECTION, Runtime
+
+
+@dataclass
+class RecallArgs:
+    """Arguments of ``recall`` as the tool received them (validated here)."""
+
+    query: str
+    k: int = 5
+    kinds: list[str] | None = None
+    tags: list[str] | None = None
+    since: str | None = None
+    until: str | None = None
+
+
+@dataclass
+class Ranked:
+    """One ranked candidate (internal)."""
+
+    row: MemoryRow
+    score: float
+    relevance: float
+    similarity: float | None
+
+
+async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, limit: int,
+               kinds: list[str] | None = None, tags: list[str] | None = None,
+               since: float | None = None, until: float | None = None) -> list[Ranked]:
+    """Hybrid search + ranking over active, unexpired memories; best first, at most ``limit``.
+
+    Does not touch access statistics (``recall`` does). Used by recall, forget and benches.
+    """
+    s = rt.settings
+    _, vectors = await rt.ready()
+    now = rt.clock.now()
+    flt = scope_filter(user_id, projects, now, kinds=kinds, tags_any=tags or None,
+                       created_from=since, created_to=until)
+    qvec = await embed_query(rt, query)
+    n = max(s.candidates, limit)
+    dense_hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, qvec.tolist(), flt, n)
+    sparse = keyword_vector(query, query=True)
+    sparse_hits = []
+    if sparse.indices:
+        sparse_hits = await rt.run_sync(vectors.search_sparse, MEMORY_COLLECTION, sparse, flt, n)
+    weights = [s.weight_dense, s.weight_keyword]
+    fused = rrf_fuse([[h.id for h in dense_hits], [h.id for h in sparse_hits]], weights, s.rrf_k)
+    similarity = {h.id: h.score for h in dense_hits}
+    rows = {r.id: r for r in await rt.facts.get(fused.keys())}
+    ranked: list[Ranked] = []
+    for mid, raw in fused.items():
+        row = rows.get(mid)
+        # The index may briefly lag SQLite; SQLite decides what is alive.
+        if row is None or row.status != "active" or (row.expires_at is not None and row.expires_at <= now):
+            continue
+        rel = normalise_rrf(raw, weights, s.rrf_k)
+        rec = recency(row.last_accessed_at, now, s.half_life_days)
+        score = final_score(rel, row.importance, rec, s.weight_relevance, s.weight_importance, s.weight_recency)
+        ranked.append(Ranked(row=row, score=score, relevance=rel, similarity=similarity.get(mid)))
+    ranked.sort(key=lambda r: r.score, reverse=True)
+    return ranked[:limit]
+
+
+def bounded(ranked: list[Ranked], content_budget: int, reply_budget: int) -> tuple[list[MemoryOut], bool]:
+    """Turn ranked rows into reply items within the per-memory and total size budgets."""
+    out: list[MemoryOut] = []
+    used, truncated = 0, False
+    for r in ranked:
+        room = min(content_budget, reply_budget - used)
+        if room < 80:  # no space left for a useful snippet
+            truncated = True
+            break
+        text, was_cut = cut(r.row.content, room)
+        truncated |= was_cut
+        used += len(text)
+        row = r.row
+        out.append(MemoryOut(
+            id=row.id, content=text, content_truncated=was_cut, kind=row.kind, key=row.key, tags=row.tags,
+            project=row.project, score=round(r.score, 4), relevance=round(r.relevance, 4),
+            similarity=None if r.similarity is None else round(r.similarity, 4),
+            importance=row.importance, created_at=to_iso(row.created_at),
+            last_accessed_at=to_iso(row.last_accessed_at), source=row.source, expires_at=to_iso(row.expires_at),
+        ))
+    return out, truncated
+
+
+async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
+    """Ranked memories for ``args.query`` over ``scope.projects_read``; raises ToolError on bad input."""
+    s = rt.settings
+    query = v.check_query(args.query)
+    k = v.check_k(args.k, s.max_k)
+    kinds = v.check_kinds(args.kinds)
+    tags = v.check_tags(args.tags)
+    since, until = v.check_time("since", args.since), v.check_time("until", args.until)
+    if since is not None and until is not None and since > until:
+        raise v.ToolError("since is after until; give a time range that runs forwards")
+    ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=k, kinds=kinds, tags=tags,
+                        since=since, until=until)
+    memories, truncated = bounded(ranked, s.content_budget_chars, s.reply_budget_chars)
+    await rt.facts.touch([m.id for m in memories], rt.clock.now())
+    return RecallResult(scope=scope, memories=memories, truncated=truncated)

@@ -1,0 +1,103 @@
+"""The runtime the tool handlers share: settings, clock, stores, embedder, locks.
+
+Built by the server's lifespan. The fact store opens at once; the vector index and
+the embedding model load in the background (``start_background``), so the server
+answers ``initialize`` immediately and the first call that needs the model waits.
+Blocking engine calls run in worker threads (``run_sync``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from memvault.clock import Clock
+from memvault.config import Settings
+from memvault.storage.embedder import Embedder, load_embedder
+from memvault.storage.facts import FactStore
+from memvault.storage.vectors import open_vector_index
+from memvault.storage.vectors.base import VectorIndex
+
+log = logging.getLogger(__name__)
+
+MEMORY_COLLECTION = "memories"
+
+T = TypeVar("T")
+
+
+class NotReady(RuntimeError):
+    """The model or the vector index could not be loaded; the message says why and what to do."""
+
+
+@dataclass
+class Runtime:
+    """Everything a tool handler needs. One per server process."""
+
+    settings: Settings
+    clock: Clock
+    facts: FactStore
+    write_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    _vectors: VectorIndex | None = None
+    _embedder: Embedder | None = None
+    _ready: anyio.Event = field(default_factory=anyio.Event)
+    _error: str | None = None
+    # Limits concurrent engine calls in worker threads (the model already uses both cores).
+    _engine_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(2))
+
+    @classmethod
+    async def open(cls, settings: Settings) -> Runtime:
+        """Create the data dir (0700) and open the fact store. Model and index load later."""
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        settings.data_dir.chmod(0o700)
+        facts = await FactStore.open(settings.db_path)
+        return cls(settings=settings, clock=Clock(settings.clock_offset_s), facts=facts)
+
+    async def load(self, after_ready: Callable[[Runtime], Any] | None = None) -> None:
+        """Load the vector index and the embedder in worker threads, then run ``after_ready``.
+
+        Never raises: a failure is kept and reported by every call that needs the model.
+        """
+        try:
+            self._vectors = await anyio.to_thread.run_sync(open_vector_index, self.settings)
+            self._embedder = await anyio.to_thread.run_sync(load_embedder, self.settings)
+            emb = self._embedder
+            await self.run_sync(self._vectors.ensure_collection, MEMORY_COLLECTION, emb.dim, emb.model_id)
+            log.info("model %s ready (dim %d)", emb.model_id, emb.dim)
+        except Exception as exc:  # reported to the caller of every tool that needs it
+            log.error("memvault could not start its model or index: %s", exc)
+            self._error = str(exc) or type(exc).__name__
+        finally:
+            self._ready.set()
+        if self._error is None and after_ready is not None:
+            await after_ready(self)
+
+    async def ready(self) -> tuple[Embedder, VectorIndex]:
+        """Wait for the background load; raises NotReady with its reason if it failed."""
+        await self._ready.wait()
+        if self._error is not None or self._embedder is None or self._vectors is None:
+            raise NotReady(self._error or "the embedding model is not loaded")
+        return self._embedder, self._vectors
+
+    @property
+    def vectors(self) -> VectorIndex | None:
+        """The vector index once loaded (None before)."""
+        return self._vectors
+
+    async def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a blocking engine call in a worker thread."""
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._engine_limiter)
+
+    async def close(self) -> None:
+        """Flush and close the index, then the fact store."""
+        if self._vectors is not None:
+            try:
+                self._vectors.flush()
+                self._vectors.close()
+            except Exception as exc:  # closing must not hide the real shutdown reason
+                log.warning("closing the vector index: %s", exc)
+        await self.facts.close()

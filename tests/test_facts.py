@@ -1,0 +1,107 @@
+"""The SQLite fact store on a real file: migrations, writes, history, purge, filters."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+
+import pytest
+
+from memvault.policy.text import content_hash
+from memvault.storage.facts import FactStore, MemoryRow
+from memvault.storage.migrations import LATEST_VERSION
+
+pytestmark = pytest.mark.anyio
+
+NOW = 1_800_000_000.0
+
+
+def row(content: str, *, project: str = "", kind: str = "fact", key: str | None = None, tags=(),
+        expires_at: float | None = None, user: str = "u1", at: float = NOW) -> MemoryRow:
+    return MemoryRow(id=str(uuid.uuid4()), user_id=user, project=project, kind=kind, key=key, content=content,
+                     tags=list(tags), importance=0.6, created_at=at, updated_at=at, last_accessed_at=at,
+                     expires_at=expires_at, content_hash=content_hash(content), embedding_model="m")
+
+
+async def test_migrates_and_reopens(tmp_path):
+    db = tmp_path / "m.db"
+    store = await FactStore.open(db)
+    assert await store.schema_version() == LATEST_VERSION
+    r = row("hello world fact")
+    await store.add(r, actor="t")
+    await store.close()
+    assert db.stat().st_mode & 0o777 == 0o600
+    store = await FactStore.open(db)
+    got = await store.get([r.id])
+    assert got[0].content == "hello world fact" and got[0].index_state == "pending"
+    await store.mark_indexed([r.id])
+    assert (await store.get([r.id]))[0].index_state == "indexed"
+    assert await store.pending() == []
+    await store.close()
+
+
+async def test_supersede_history_and_key_lookup(tmp_path):
+    store = await FactStore.open(tmp_path / "m.db")
+    a = row("tabs", key="pref.indent", kind="preference")
+    await store.add(a, actor="t")
+    assert [r.id for r in await store.active_by_key("u1", "", "pref.indent", NOW)] == [a.id]
+    b = row("spaces", key="pref.indent", kind="preference", at=NOW + 1)
+    await store.add(b, supersede=[a], actor="t")
+    assert [r.id for r in await store.active_by_key("u1", "", "pref.indent", NOW)] == [b.id]
+    old = (await store.get([a.id]))[0]
+    assert old.status == "superseded" and old.superseded_by == b.id
+    hist = await store.history(a.id)
+    assert [h.action for h in hist] == ["add", "supersede"]
+    assert hist[1].old["status"] == "active" and hist[1].new["status"] == "superseded"
+    await store.close()
+
+
+async def test_select_filters_and_expiry(tmp_path):
+    store = await FactStore.open(tmp_path / "m.db")
+    r1 = row("one", project="p", tags=["ops", "db"])
+    r2 = row("two", project="", kind="note", tags=["ui"], at=NOW - 10 * 86400)
+    r3 = row("three", project="q")
+    r4 = row("four", project="p", expires_at=NOW - 1)
+    r5 = row("five", project="p", user="u2")
+    for r in (r1, r2, r3, r4, r5):
+        await store.add(r, actor="t")
+    ids = lambda rows: {r.id for r in rows}  # noqa: E731
+    assert ids(await store.select("u1", projects=["p", ""], now=NOW)) == {r1.id, r2.id}
+    assert ids(await store.select("u1", projects=["p", ""])) == {r1.id, r2.id, r4.id}
+    assert ids(await store.select("u1", tags_any=["db", "zzz"], now=NOW)) == {r1.id}
+    assert ids(await store.select("u1", kinds=["note"], now=NOW)) == {r2.id}
+    assert ids(await store.select("u1", created_before=NOW - 86400, now=NOW)) == {r2.id}
+    assert ids(await store.select("u2", now=NOW)) == {r5.id}
+    assert await store.count_active("u1", "p", NOW) == 1
+    assert ids(await store.expired(NOW)) == {r4.id}
+    assert await store.indexable_ids(NOW) == {r1.id, r2.id, r3.id, r5.id}
+    await store.close()
+
+
+async def test_purge_erases_content_everywhere(tmp_path):
+    db = tmp_path / "m.db"
+    store = await FactStore.open(db)
+    r = row("the launch code word is pineapple-zebra")
+    await store.add(r, actor="t")
+    await store.set_status([r], "deleted", action="delete", now=NOW, actor="t")
+    await store.purge([r], action="purge", now=NOW, actor="t")
+    assert await store.get([r.id]) == []
+    hist = await store.history(r.id)
+    assert [h.action for h in hist] == ["add", "delete", "purge"]
+    assert all(h.old is None and h.new is None for h in hist)
+    await store.close()
+    blob = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert b"pineapple-zebra" not in blob
+
+
+async def test_failed_transaction_changes_nothing(tmp_path):
+    store = await FactStore.open(tmp_path / "m.db")
+    a = row("first")
+    await store.add(a, actor="t")
+    dup = row("second")
+    dup.id = a.id  # primary key clash inside the transaction
+    with pytest.raises(sqlite3.IntegrityError):
+        await store.add(dup, actor="t")
+    assert [h.action for h in await store.history(a.id)] == ["add"]
+    assert (await store.get([a.id]))[0].content == "first"
+    await store.close()

@@ -1,0 +1,173 @@
+"""Ranking policy: weighted RRF, normalisation, recency, final score, eviction."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from memvault.policy.ranking import (
+    final_score,
+    normalise_rrf,
+    pick_evictions,
+    recency,
+    retention_score,
+    rrf_fuse,
+)
+
+DAY = 86_400.0
+NOW = 1_750_000_000.0
+
+
+# --- rrf_fuse ----------------------------------------------------------------------
+
+
+def test_rrf_matches_the_formula_by_hand() -> None:
+    fused = rrf_fuse([["a", "b", "c"], ["c", "a"]], [1.0, 1.0], k=60)
+    assert fused["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused["b"] == pytest.approx(1 / 62)
+    assert fused["c"] == pytest.approx(1 / 63 + 1 / 61)
+    assert list(fused) == ["a", "c", "b"]  # ordered by score, best first
+
+
+def test_rrf_weights_scale_each_channel() -> None:
+    fused = rrf_fuse([["a"], ["b"]], [2.0, 0.5], k=10)
+    assert fused == pytest.approx({"a": 2 / 11, "b": 0.5 / 11})
+    assert list(fused) == ["a", "b"]
+
+
+def test_rrf_zero_weight_channel_contributes_nothing() -> None:
+    fused = rrf_fuse([["a", "b"], ["b"]], [1.0, 0.0])
+    assert fused["b"] == pytest.approx(1 / 62)
+
+
+def test_rrf_duplicate_in_one_channel_counts_once_at_best_rank() -> None:
+    fused = rrf_fuse([["a", "b", "a"]], [1.0], k=0)
+    assert fused == pytest.approx({"a": 1.0, "b": 0.5})
+
+
+def test_rrf_empty_channels() -> None:
+    assert rrf_fuse([[], []], [1.0, 1.0]) == {}
+    assert rrf_fuse([], []) == {}
+
+
+def test_rrf_ties_keep_first_seen_order() -> None:
+    fused = rrf_fuse([["x", "y"], ["y", "x"]], [1.0, 1.0])
+    assert fused["x"] == fused["y"]
+    assert list(fused) == ["x", "y"]
+
+
+@pytest.mark.parametrize(
+    ("channels", "weights", "k"),
+    [([["a"]], [1.0, 1.0], 60), ([["a"]], [-1.0], 60), ([["a"]], [math.nan], 60), ([["a"]], [1.0], -1)],
+)
+def test_rrf_rejects_bad_arguments(channels, weights, k) -> None:
+    with pytest.raises(ValueError):
+        rrf_fuse(channels, weights, k)
+
+
+# --- normalise_rrf -----------------------------------------------------------------
+
+
+def test_normalise_top_in_every_channel_is_one() -> None:
+    weights = [1.0, 0.7]
+    fused = rrf_fuse([["a", "b"], ["a", "c"]], weights, k=60)
+    assert normalise_rrf(fused["a"], weights, 60) == pytest.approx(1.0)
+    assert 0 < normalise_rrf(fused["b"], weights, 60) < normalise_rrf(fused["a"], weights, 60)
+    assert normalise_rrf(fused["b"], weights, 60) == pytest.approx((1.0 / 62) / (1.7 / 61))
+
+
+def test_normalise_bounds() -> None:
+    assert normalise_rrf(0.0, [1.0, 1.0], 60) == 0.0
+    assert normalise_rrf(10.0, [1.0, 1.0], 60) == 1.0  # clamped
+    assert normalise_rrf(0.5, [0.0, 0.0], 60) == 0.0
+
+
+# --- recency -----------------------------------------------------------------------
+
+
+def test_recency_half_life() -> None:
+    assert recency(NOW, NOW, 30) == 1.0
+    assert recency(NOW - 30 * DAY, NOW, 30) == pytest.approx(0.5)
+    assert recency(NOW - 60 * DAY, NOW, 30) == pytest.approx(0.25)
+    assert recency(NOW - 15 * DAY, NOW, 30) == pytest.approx(2**-0.5)
+
+
+def test_recency_future_access_counts_as_now() -> None:
+    assert recency(NOW + 3600, NOW, 30) == 1.0
+
+
+def test_recency_never_reaches_zero() -> None:
+    r = recency(0.0, NOW, 0.001)
+    assert 0.0 < r < 1e-300
+
+
+def test_recency_is_monotonic() -> None:
+    values = [recency(NOW - d * DAY, NOW, 30) for d in (0, 1, 10, 100, 1000)]
+    assert values == sorted(values, reverse=True)
+
+
+@pytest.mark.parametrize("bad", [0, -1, math.inf, math.nan])
+def test_recency_rejects_bad_half_life(bad: float) -> None:
+    with pytest.raises(ValueError, match="half_life_days"):
+        recency(NOW, NOW, bad)
+
+
+# --- final_score -------------------------------------------------------------------
+
+
+def test_final_score_is_the_normalised_weighted_mean() -> None:
+    assert final_score(1.0, 0.5, 0.0, 0.8, 0.1, 0.1) == pytest.approx(0.85)
+    # Only ratios matter.
+    assert final_score(1.0, 0.5, 0.0, 8, 1, 1) == pytest.approx(0.85)
+    assert final_score(0.3, 0.9, 0.6, 1, 0, 0) == pytest.approx(0.3)
+
+
+def test_final_score_stays_in_unit_interval() -> None:
+    assert final_score(1, 1, 1, 0.8, 0.1, 0.1) == pytest.approx(1.0)
+    assert final_score(0, 0, 0, 0.8, 0.1, 0.1) == 0.0
+
+
+def test_final_score_rejects_bad_weights() -> None:
+    with pytest.raises(ValueError, match="must be > 0"):
+        final_score(1, 1, 1, 0, 0, 0)
+    with pytest.raises(ValueError):
+        final_score(1, 1, 1, -1, 1, 1)
+
+
+def test_importance_and_recency_break_relevance_ties() -> None:
+    a = final_score(0.9, 0.9, 1.0, 0.8, 0.1, 0.1)
+    b = final_score(0.9, 0.2, 0.1, 0.8, 0.1, 0.1)
+    assert a > b
+
+
+# --- retention and eviction --------------------------------------------------------
+
+
+def test_retention_is_importance_times_freshness() -> None:
+    assert retention_score(0.8, NOW - 30 * DAY, NOW, 30) == pytest.approx(0.4)
+    assert retention_score(0.0, NOW, NOW, 30) == 0.0
+
+
+def test_pick_evictions_lowest_retention_first() -> None:
+    records = [
+        ("fresh-important", 0.9, NOW),
+        ("old-important", 0.9, NOW - 120 * DAY),  # 0.9 / 16 = 0.056
+        ("fresh-trivial", 0.1, NOW),  # 0.1
+        ("old-trivial", 0.1, NOW - 60 * DAY),  # 0.025
+    ]
+    assert pick_evictions(records, 2, NOW, 30) == ["old-trivial", "old-important"]
+    assert pick_evictions(records, 3, NOW, 30) == ["old-trivial", "old-important", "fresh-trivial"]
+
+
+def test_pick_evictions_ties_go_to_the_oldest() -> None:
+    records = [("b", 0.0, NOW - 1 * DAY), ("a", 0.0, NOW - 5 * DAY), ("c", 0.0, NOW)]
+    assert pick_evictions(records, 2, NOW, 30) == ["a", "b"]
+
+
+def test_pick_evictions_bounds() -> None:
+    records = [("a", 0.5, NOW), ("b", 0.4, NOW)]
+    assert pick_evictions(records, 0, NOW, 30) == []
+    assert pick_evictions(records, -3, NOW, 30) == []
+    assert pick_evictions(records, 10, NOW, 30) == ["b", "a"]
+    assert pick_evictions([], 5, NOW, 30) == []
