@@ -54,7 +54,9 @@ class Settings(BaseSettings):
     max_content_chars: int = Field(20_000, ge=100, description="Longest memory accepted, characters.")
     importance_threshold: float = Field(0.3, ge=0, le=1, description="Writes scoring below are declined.")
     dedup_threshold: float = Field(
-        0.95, gt=0, le=1, description="Cosine above which a same-scope same-kind memory is a near duplicate."
+        0.97, gt=0, le=1,
+        description="Cosine at or above which a same-scope, same-kind memory with the same content words is a "
+        "near duplicate (calibrated for multilingual-e5-small; see policy/dedup.py).",
     )
     capacity_per_scope: int = Field(50_000, ge=10, description="Active memories per (user, project).")
     ttl_days_episode: float | None = Field(180.0, gt=0)

@@ -84,6 +84,7 @@ POSITIVES: list[tuple[str, str]] = [
     ("order 17 used card 4012888888881881", "card_number"),
     # password assignments, English
     ("password is hunter2", "password"),
+    ("my database password is hunter2-Blue-Falcon", "password"),
     ("my password: x", "password"),
     ("My password is 483920", "password"),
     ("the password for the staging db is Tr0ub4dor&3", "password"),

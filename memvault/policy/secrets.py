@@ -338,11 +338,13 @@ def _looks_secret(value: str, quoted: bool, password: bool) -> bool:
     tokens and keys are machine-made, so they need digits or symbols mixed with letters
     or a long high-entropy run.
     """
-    if _identifier_like(value) and not quoted:
-        return False
     n = len(value)
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
+    # "is config-v2" reads as a name, but after "my password is", letters mixed with
+    # digits ("hunter2-Blue-Falcon") are a password even when shaped like an identifier.
+    if _identifier_like(value) and not quoted and not (password and has_digit and has_alpha):
+        return False
     has_upper_inside = any(c.isupper() for c in value[1:])
     has_lower = any(c.islower() for c in value)
     has_symbol = any(c in "!@#$%^&*+=?~|<>" for c in value)

@@ -8,19 +8,19 @@ model that reads them.
 from __future__ import annotations
 
 import logging
-import weakref
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import Resolve
+from mcp_types import ListRootsResult
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from memvault import __version__
 from memvault.config import Settings
 from memvault.server.lifespan import make_lifespan
-from memvault.server.scope import make_scope, project_from_client_roots
-from memvault.tools import validation as v
+from memvault.server.scope import client_roots, resolve_scope
 from memvault.tools.forget import ForgetArgs
 from memvault.tools.forget import forget as forget_handler
 from memvault.tools.models import ForgetResult, RecallResult, RememberResult, Scope
@@ -49,6 +49,9 @@ memvault is this user's long-term memory across sessions and clients.
   or supersedes=[id] to correct one.
 """
 
+# Filled by the SDK (not by the model): the client's MCP roots when they decide the scope.
+Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
+
 RecallProject = Annotated[
     str | None,
     Field(description="Project to read; omit for the current project, '' for the user's global scope only."),
@@ -57,31 +60,6 @@ RecallProject = Annotated[
 
 def _runtime(ctx: Context) -> Runtime:
     return ctx.request_context.lifespan_context
-
-
-_roots_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-async def resolve_scope(ctx: Context, project: str | None, *, include_global: bool = True) -> Scope:
-    """Scope of this call: settings' user; project from argument, client roots, settings, else global."""
-    rt = _runtime(ctx)
-    project = v.check_project(project)
-    if project is not None:
-        return make_scope(rt.settings.user_id, project, "argument", include_global=include_global)
-    session = ctx.session
-    try:
-        from_roots = _roots_cache[session]
-    except (KeyError, TypeError):
-        from_roots = await project_from_client_roots(session)
-        try:
-            _roots_cache[session] = from_roots
-        except TypeError:
-            pass
-    if from_roots:
-        return make_scope(rt.settings.user_id, from_roots, "roots", include_global=include_global)
-    if rt.settings.project:
-        return make_scope(rt.settings.user_id, rt.settings.project, "settings", include_global=include_global)
-    return make_scope(rt.settings.user_id, "", "global", include_global=include_global)
 
 
 def _client_name(ctx: Context) -> str | None:
@@ -100,6 +78,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
     async def remember(
         content: Annotated[str, Field(description="One self-contained statement worth keeping, e.g. 'The user prefers pnpm over npm'.")],
         ctx: Context,
+        roots: Roots,
         kind: Annotated[Kind, Field(description="preference | fact | decision | episode | procedure | note")] = "fact",
         key: Annotated[str | None, Field(description="Stable slot, e.g. 'pref.package_manager'; a new value with the same key replaces the old.")] = None,
         tags: Annotated[list[str] | None, Field(description="Short labels for filtering.")] = None,
@@ -112,7 +91,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
     ) -> RememberResult:
         """Store a memory for later sessions. The reply says stored, reinforced (already known),
         superseded (replaced an older one) or declined (and why)."""
-        scope = await resolve_scope(ctx, project)
+        scope = resolve_scope(ctx, _runtime(ctx).settings, project, roots)
         args = RememberArgs(content=content, kind=kind, key=key, tags=tags or [], importance=importance,
                             ttl_days=ttl_days, supersedes=supersedes or [], source=source or _client_name(ctx),
                             force=force)
@@ -128,6 +107,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
     async def recall(
         query: Annotated[str, Field(description="What to look for, in any language; identifiers and error codes work too.")],
         ctx: Context,
+        roots: Roots,
         k: Annotated[int, Field(description="How many memories to return (1-50).")] = 5,
         kinds: Annotated[list[Kind] | None, Field(description="Only these kinds.")] = None,
         tags: Annotated[list[str] | None, Field(description="Only memories with at least one of these tags.")] = None,
@@ -138,7 +118,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
     ) -> RecallResult:
         """Find relevant memories from earlier sessions (current project + global by default),
         best first, each with its id, kind, scores and dates. Long contents are cut; the reply is bounded."""
-        scope = await resolve_scope(ctx, project, include_global=include_global)
+        scope = resolve_scope(ctx, _runtime(ctx).settings, project, roots, include_global=include_global)
         args = RecallArgs(query=query, k=k, kinds=list(kinds) if kinds else None, tags=tags, since=since, until=until)
         try:
             return await recall_handler(_runtime(ctx), scope, args)
@@ -151,6 +131,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
     )
     async def forget(
         ctx: Context,
+        roots: Roots,
         ids: Annotated[list[str] | None, Field(description="Memory ids to forget.")] = None,
         key: Annotated[str | None, Field(description="Forget the memory (and with hard=true, all versions) under this key.")] = None,
         query: Annotated[str | None, Field(description="Forget memories that closely match this text (high bar; listed in the reply).")] = None,
@@ -163,7 +144,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
     ) -> ForgetResult:
         """Forget memories chosen by selectors (combined with AND; at least one). Soft by default
         (kept in history); hard=true erases them. Use dry_run=true to preview."""
-        scope = await resolve_scope(ctx, project)
+        scope = resolve_scope(ctx, _runtime(ctx).settings, project, roots)
         args = ForgetArgs(ids=ids or [], key=key, query=query, kinds=list(kinds) if kinds else None, tags=tags,
                           older_than_days=older_than_days, hard=hard, dry_run=dry_run)
         try:

@@ -11,11 +11,17 @@ from __future__ import annotations
 import configparser
 import logging
 import re
-import warnings
+import weakref
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.resolve import ListRoots
+from mcp_types import ListRootsResult
+
+from memvault.config import Settings
 from memvault.tools.models import Scope
+from memvault.tools.validation import check_project
 
 log = logging.getLogger(__name__)
 
@@ -70,27 +76,67 @@ def project_from_root(uri: str) -> str | None:
     return git_remote(folder) or folder.name or None
 
 
-async def project_from_client_roots(session) -> str | None:
-    """Ask the client for its MCP roots and name the project after the first file root.
-
-    Returns None when the client has no roots capability, no file root, or the request
-    fails (roots are optional; resolution falls back to settings).
-    """
-    caps = getattr(session, "client_capabilities", None)
-    if caps is None or getattr(caps, "roots", None) is None:
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # roots are deprecated in the newest protocol, still widely used
-            result = await session.list_roots()
-    except Exception as exc:  # no back-channel, client refused, timeout...
-        log.debug("client roots unavailable: %s", exc)
+def project_from_roots(result: ListRootsResult | None) -> str | None:
+    """Project named after the first ``file://`` root of a ``roots/list`` result, or None."""
+    if result is None:
         return None
     for root in result.roots:
         name = project_from_root(str(root.uri))
         if name:
             return name
     return None
+
+
+# Project found from each client session's roots (asked once per session).
+_ROOTS_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _cached(session) -> tuple[bool, str | None]:
+    try:
+        return True, _ROOTS_CACHE[session]
+    except (KeyError, TypeError):
+        return False, None
+
+
+async def client_roots(ctx: Context, project: str | None = None) -> ListRoots | None:
+    """Resolver: ask the client for its MCP roots only when they decide the scope.
+
+    Returns None (no question) when the tool got a ``project`` argument, when this
+    session's roots were already read, or when the client has no roots capability.
+    The SDK sends the ``roots/list`` request the way the negotiated protocol wants
+    (mid-call, or as an input-required round on 2026-07-28+ connections).
+    """
+    if project is not None or _cached(ctx.session)[0]:
+        return None
+    caps = ctx.client_capabilities
+    if caps is None or caps.roots is None:
+        return None
+    return ListRoots()
+
+
+def resolve_scope(ctx: Context, settings: Settings, project: str | None, roots: ListRootsResult | None, *,
+                  include_global: bool = True) -> Scope:
+    """Scope of one call: settings' user; project from argument, client roots, settings, else global.
+
+    Raises ToolError when ``project`` is not an allowed name.
+    """
+    project = check_project(project)
+    user = settings.user_id
+    if project is not None:
+        return make_scope(user, project, "argument", include_global=include_global)
+    known, from_roots = _cached(ctx.session)
+    if not known:
+        from_roots = project_from_roots(roots)
+        if roots is not None or ctx.client_capabilities is None or ctx.client_capabilities.roots is None:
+            try:
+                _ROOTS_CACHE[ctx.session] = from_roots
+            except TypeError:
+                pass
+    if from_roots:
+        return make_scope(user, from_roots, "roots", include_global=include_global)
+    if settings.project:
+        return make_scope(user, settings.project, "settings", include_global=include_global)
+    return make_scope(user, "", "global", include_global=include_global)
 
 
 def make_scope(user_id: str, project: str, source: str, *, include_global: bool = True) -> Scope:

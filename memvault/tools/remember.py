@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from mcp.server.mcpserver.exceptions import ToolError
 
 from memvault.clock import to_iso
+from memvault.policy.dedup import is_near_duplicate
 from memvault.policy.importance import score_importance
 from memvault.policy.ranking import pick_evictions
 from memvault.policy.secrets import find_secret
@@ -114,19 +115,21 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
                 )
             old_rows += [r for r in found if r.id not in {o.id for o in old_rows}]
 
-        # 3. near duplicate (same scope and kind, cosine over the calibrated threshold) -> reinforce
+        # 3. near duplicate (same scope and kind): calibrated cosine AND same content words
         if not old_rows:
             flt = scope_filter(user, [project], now, kinds=[kind])
-            hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, dense.tolist(), flt, 1)
-            if hits and hits[0].score >= s.dedup_threshold:
-                near = (await rt.facts.get([hits[0].id]))
-                if near and near[0].status == "active" and near[0].key in (None, key):
-                    row = await rt.facts.reinforce(near[0], importance=importance, now=now, actor=source,
-                                                   reason=f"near duplicate (cosine {hits[0].score:.3f})")
+            hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, dense.tolist(), flt, 3)
+            close = {h.id: h.score for h in hits if h.score >= s.dedup_threshold}
+            for near in await rt.facts.get(close):
+                cos = close[near.id]
+                if near.status == "active" and near.key in (None, key) and \
+                        is_near_duplicate(content, near.content, cos, s.dedup_threshold):
+                    row = await rt.facts.reinforce(near, importance=importance, now=now, actor=source,
+                                                   reason=f"near duplicate (cosine {cos:.3f})")
                     return RememberResult(
                         id=row.id, status="reinforced", importance=row.importance,
-                        reason=f"a near-identical memory exists in this scope (cosine {hits[0].score:.3f}); "
-                        "it was reinforced. Pass supersedes=[id] to replace it instead",
+                        reason=f"this restates an existing memory (cosine {cos:.3f}); it was reinforced. "
+                        "Pass supersedes=[id] to replace it instead",
                         expires_at=to_iso(row.expires_at), scope=scope)
 
         row = MemoryRow(
