@@ -1,4 +1,4 @@
-"""Console script ``memvault``: serve, doctor, stats.
+"""Console script ``memvault``: serve, doctor, reindex, stats.
 
 ``memvault serve`` runs the MCP server on stdio (stdout is the protocol: everything
 else goes to stderr). Flags override ``MEMVAULT_*`` environment settings.
@@ -85,6 +85,34 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def cmd_reindex(args: argparse.Namespace) -> int:
+    """Drop the vector index and embed every live memory again with the configured model."""
+    os.umask(0o077)
+    _log_to_stderr("WARNING")
+    import anyio
+
+    from memvault.tools.indexing import reconcile
+    from memvault.tools.runtime import Runtime
+
+    async def run() -> int:
+        rt = await Runtime.open(_settings(args))
+        try:
+            await rt.load(rebuild=True)
+            emb, _ = await rt.ready()
+            t0 = time.perf_counter()
+            fixed = await reconcile(rt)
+            sys.stdout.write(f"re-embedded {fixed['reindexed']} memories with {emb.model_id} "
+                             f"in {time.perf_counter() - t0:.1f}s\n")
+            return 0
+        except Exception as exc:
+            sys.stderr.write(f"memvault reindex: {exc}\n")
+            return 1
+        finally:
+            await rt.close()
+
+    return anyio.run(run)
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     """Print counts per user, project, kind and status as JSON (no model needed)."""
     import sqlite3
@@ -123,6 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.set_defaults(func=cmd_doctor)
 
+    sp = sub.add_parser("reindex", help="rebuild the vector index from SQLite (after changing the model)")
+    common(sp)
+    sp.set_defaults(func=cmd_reindex)
+
     sp = sub.add_parser("stats", help="counts of stored memories")
     common(sp)
     sp.set_defaults(func=cmd_stats)
@@ -131,5 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memvault`` console script."""
+    # Before anything imports onnxruntime: no device id written under ~/.cache/Microsoft.
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     args = build_parser().parse_args(argv)
     return args.func(args)

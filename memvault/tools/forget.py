@@ -49,6 +49,7 @@ async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
     if not (ids or key or query or kinds or tags or args.older_than_days is not None):
         raise ToolError("forget needs at least one selector: ids, key, query, kinds, tags or older_than_days")
 
+    await rt.started()
     now = rt.clock.now()
     statuses = ("active", "superseded", "deleted") if args.hard else ("active",)
     created_before = now - args.older_than_days * 86400 if args.older_than_days is not None else None

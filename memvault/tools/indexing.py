@@ -90,7 +90,8 @@ async def reconcile(rt: Runtime) -> dict[str, int]:
 
     Pending rows that should be searchable are (re)embedded and upserted; pending rows
     that should not be (superseded, deleted, expired) lose their point; points with no
-    live row (orphans) are deleted.
+    live row (orphans) are deleted; live rows with no point (a lost or dropped index)
+    are embedded again.
     """
     _, vectors = await rt.ready()
     now = rt.clock.now()
@@ -112,6 +113,11 @@ async def reconcile(rt: Runtime) -> dict[str, int]:
         if orphans:
             await rt.run_sync(vectors.delete, MEMORY_COLLECTION, orphans)
         fixed["orphans"] = len(orphans)
+        # Rows marked indexed whose point is gone (index folder lost or rebuilt).
+        missing = sorted(wanted - present)
+        for i in range(0, len(missing), 256):
+            await index_rows(rt, await rt.facts.get(missing[i : i + 256]))
+        fixed["reindexed"] += len(missing)
     if any(fixed.values()):
         log.info("reconciled index with SQLite: %s", fixed)
     return fixed

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mcp.server.mcpserver.exceptions import ToolError
+
 from memvault.clock import to_iso
 from memvault.policy.ranking import final_score, normalise_rrf, recency, rrf_fuse
 from memvault.policy.text import cut
@@ -113,7 +115,8 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     tags = v.check_tags(args.tags)
     since, until = v.check_time("since", args.since), v.check_time("until", args.until)
     if since is not None and until is not None and since > until:
-        raise v.ToolError("since is after until; give a time range that runs forwards")
+        raise ToolError("since is after until; give a time range that runs forwards")
+    await rt.started()
     ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=k, kinds=kinds, tags=tags,
                         since=since, until=until)
     memories, truncated = bounded(ranked, s.content_budget_chars, s.reply_budget_chars)

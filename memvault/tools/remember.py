@@ -83,7 +83,7 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
                 importance,
             )
 
-    emb, vectors = await rt.ready()
+    emb, vectors = await rt.started()
     user, project = scope.user_id, scope.project
     chash = content_hash(content)
 

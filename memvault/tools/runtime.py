@@ -45,6 +45,7 @@ class Runtime:
     _vectors: VectorIndex | None = None
     _embedder: Embedder | None = None
     _ready: anyio.Event = field(default_factory=anyio.Event)
+    _started: anyio.Event = field(default_factory=anyio.Event)
     _error: str | None = None
     # Limits concurrent engine calls in worker threads (the model already uses both cores).
     _engine_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(2))
@@ -57,15 +58,19 @@ class Runtime:
         facts = await FactStore.open(settings.db_path)
         return cls(settings=settings, clock=Clock(settings.clock_offset_s), facts=facts)
 
-    async def load(self, after_ready: Callable[[Runtime], Any] | None = None) -> None:
+    async def load(self, after_ready: Callable[[Runtime], Any] | None = None, *, rebuild: bool = False) -> None:
         """Load the vector index and the embedder in worker threads, then run ``after_ready``.
 
-        Never raises: a failure is kept and reported by every call that needs the model.
+        ``rebuild``: drop the memory collection first (``memvault reindex``: a new model;
+        the points come back from SQLite through ``reconcile``). Never raises: a failure
+        is kept and reported by every call that needs the model.
         """
         try:
             self._vectors = await anyio.to_thread.run_sync(open_vector_index, self.settings)
             self._embedder = await anyio.to_thread.run_sync(load_embedder, self.settings)
             emb = self._embedder
+            if rebuild:
+                await self.run_sync(self._vectors.drop_collection, MEMORY_COLLECTION)
             await self.run_sync(self._vectors.ensure_collection, MEMORY_COLLECTION, emb.dim, emb.model_id)
             log.info("model %s ready (dim %d)", emb.model_id, emb.dim)
         except Exception as exc:  # reported to the caller of every tool that needs it
@@ -73,11 +78,23 @@ class Runtime:
             self._error = str(exc) or type(exc).__name__
         finally:
             self._ready.set()
-        if self._error is None and after_ready is not None:
-            await after_ready(self)
+        try:
+            if self._error is None and after_ready is not None:
+                await after_ready(self)
+        finally:
+            self._started.set()
+
+    async def started(self) -> tuple[Embedder, VectorIndex]:
+        """Wait until start-up housekeeping (index repair, expiry sweep) is done.
+
+        Tool handlers call this first, so that no call reads an index that start-up is
+        still repairing. Raises NotReady when the model or index failed to load.
+        """
+        await self._started.wait()
+        return await self.ready()
 
     async def ready(self) -> tuple[Embedder, VectorIndex]:
-        """Wait for the background load; raises NotReady with its reason if it failed."""
+        """Wait for the model and index (not for start-up housekeeping); raises NotReady if they failed."""
         await self._ready.wait()
         if self._error is not None or self._embedder is None or self._vectors is None:
             raise NotReady(self._error or "the embedding model is not loaded")
