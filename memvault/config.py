@@ -84,6 +84,16 @@ class Settings(BaseSettings):
     content_budget_chars: int = Field(2_000, ge=100, description="Per-memory content cut in replies.")
     reply_budget_chars: int = Field(16_000, ge=1000, description="Total content chars in one reply.")
 
+    # --- documents (issue 4: index_docs / search_docs) ---------------------------
+    docs_allowed_dirs: list[Path] = Field(
+        default_factory=list,
+        description="Folders index_docs may read besides the client's MCP roots "
+        '(env: JSON list, e.g. MEMVAULT_DOCS_ALLOWED_DIRS=\'["~/notes"]\').',
+    )
+    docs_max_file_bytes: int = Field(10_000_000, ge=1, description="Larger files are skipped by index_docs.")
+    docs_batch_chunks: int = Field(128, ge=1, description="Chunks gathered across files per embedding batch.")
+    docs_result_chars: int = Field(1_500, ge=100, description="Per-result text cut in search_docs replies.")
+
     # --- testing -----------------------------------------------------------------
     clock_offset_s: float = Field(0.0, description="Shift of the server clock (tests move time with it).")
 
@@ -91,6 +101,11 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, v: Path | None) -> Path | None:
         return v.expanduser() if v is not None else None
+
+    @field_validator("docs_allowed_dirs", mode="after")
+    @classmethod
+    def _expand_all(cls, v: list[Path]) -> list[Path]:
+        return [p.expanduser() for p in v]
 
     def default_ttl_days(self, kind: str) -> float | None:
         """Default TTL for a memory kind in days (None = never expires)."""

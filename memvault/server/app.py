@@ -58,6 +58,22 @@ RecallProject = Annotated[
 ]
 
 
+REMEMBER_DESCRIPTION = (
+    "Store a memory for later sessions. The reply says stored, reinforced (already known), "
+    "superseded (replaced an older one) or declined (and why)."
+)
+
+RECALL_DESCRIPTION = (
+    "Find relevant memories from earlier sessions (current project + global by default), best first, "
+    "each with its id, kind, scores and dates. Long contents are cut; the reply is bounded."
+)
+
+FORGET_DESCRIPTION = (
+    "Forget memories chosen by selectors (combined with AND; at least one). Soft by default (kept in "
+    "history); hard=true erases them. Use dry_run=true to preview."
+)
+
+
 def _runtime(ctx: Context) -> Runtime:
     return ctx.request_context.lifespan_context
 
@@ -73,6 +89,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
 
     @mcp.tool(
         title="Remember",
+        description=REMEMBER_DESCRIPTION,
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
     )
     async def remember(
@@ -89,8 +106,6 @@ def register_memory_tools(mcp: MCPServer) -> None:
         source: Annotated[str | None, Field(description="Where it came from (file, session, client); defaults to the client's name.")] = None,
         force: Annotated[bool, Field(description="Store even if scored unimportant (never overrides the secret check).")] = False,
     ) -> RememberResult:
-        """Store a memory for later sessions. The reply says stored, reinforced (already known),
-        superseded (replaced an older one) or declined (and why)."""
         scope = resolve_scope(ctx, _runtime(ctx).settings, project, roots)
         args = RememberArgs(content=content, kind=kind, key=key, tags=tags or [], importance=importance,
                             ttl_days=ttl_days, supersedes=supersedes or [], source=source or _client_name(ctx),
@@ -102,6 +117,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
 
     @mcp.tool(
         title="Recall",
+        description=RECALL_DESCRIPTION,
         annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False),
     )
     async def recall(
@@ -116,8 +132,6 @@ def register_memory_tools(mcp: MCPServer) -> None:
         project: RecallProject = None,
         include_global: Annotated[bool, Field(description="Also read the user's global scope.")] = True,
     ) -> RecallResult:
-        """Find relevant memories from earlier sessions (current project + global by default),
-        best first, each with its id, kind, scores and dates. Long contents are cut; the reply is bounded."""
         scope = resolve_scope(ctx, _runtime(ctx).settings, project, roots, include_global=include_global)
         args = RecallArgs(query=query, k=k, kinds=list(kinds) if kinds else None, tags=tags, since=since, until=until)
         try:
@@ -127,6 +141,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
 
     @mcp.tool(
         title="Forget",
+        description=FORGET_DESCRIPTION,
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True),
     )
     async def forget(
@@ -142,8 +157,6 @@ def register_memory_tools(mcp: MCPServer) -> None:
         dry_run: Annotated[bool, Field(description="Only list what would be forgotten.")] = False,
         project: RecallProject = None,
     ) -> ForgetResult:
-        """Forget memories chosen by selectors (combined with AND; at least one). Soft by default
-        (kept in history); hard=true erases them. Use dry_run=true to preview."""
         scope = resolve_scope(ctx, _runtime(ctx).settings, project, roots)
         args = ForgetArgs(ids=ids or [], key=key, query=query, kinds=list(kinds) if kinds else None, tags=tags,
                           older_than_days=older_than_days, hard=hard, dry_run=dry_run)

@@ -54,6 +54,44 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX memory_history_id ON memory_history (memory_id, seq);
         """,
     ),
+    (
+        2,
+        # issue 4: document registry for index_docs / search_docs. One row per indexed file
+        # per (project, collection); its chunks are the citable pieces whose ids are the
+        # points of the "docs" vector collection.
+        """
+        CREATE TABLE doc_files (
+            id               INTEGER PRIMARY KEY AUTOINCREMENT,
+            project          TEXT NOT NULL DEFAULT '',  -- '' = global (every project reads it)
+            collection       TEXT NOT NULL,             -- document collection name
+            abs_path         TEXT NOT NULL,             -- resolved absolute path (identity)
+            path             TEXT NOT NULL,             -- path cited in results (relative to a root)
+            size             INTEGER NOT NULL,          -- bytes
+            mtime            REAL NOT NULL,             -- st_mtime, unix seconds
+            content_hash     TEXT NOT NULL,             -- sha256 hex of the file's bytes
+            format           TEXT NOT NULL,
+            chunk_ids        TEXT NOT NULL DEFAULT '[]',-- JSON array of chunk UUIDs, in order
+            embedding_model  TEXT NOT NULL,
+            indexed_by       TEXT,                      -- user id that indexed it
+            indexed_at       REAL NOT NULL,             -- unix seconds
+            UNIQUE (project, collection, abs_path)
+        );
+        CREATE INDEX doc_files_scope ON doc_files (project, collection, path);
+
+        CREATE TABLE doc_chunks (
+            id          TEXT PRIMARY KEY,               -- UUID4 string = vector point id
+            doc_id      INTEGER NOT NULL REFERENCES doc_files (id) ON DELETE CASCADE,
+            seq         INTEGER NOT NULL,               -- order within the file, 0-based
+            heading     TEXT,                           -- heading path, e.g. 'Install > From source'
+            symbol      TEXT,                           -- code: top-level definition
+            start_line  INTEGER NOT NULL,               -- 1-based, inclusive
+            end_line    INTEGER NOT NULL,
+            page        INTEGER,                        -- PDF page, 1-based
+            text        TEXT NOT NULL
+        );
+        CREATE INDEX doc_chunks_doc ON doc_chunks (doc_id, seq);
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

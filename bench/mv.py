@@ -1,0 +1,82 @@
+"""Driving memvault in-process, through the same layer the MCP tools use.
+
+``open_runtime`` builds the server's ``Runtime`` on a data dir; ``remember_turn`` calls the
+``remember`` handler exactly as the MCP wrapper does (plus ``force`` and ``created_at``);
+``search`` calls ``recall.rank`` (the ranked list recall returns, without touching access
+statistics). ``bulk_load`` is for the speed bench only: it skips the write policies and
+writes rows and points through the stores in batches (embedding in batches).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from memvault.config import Settings
+from memvault.policy.text import content_hash
+from memvault.storage.facts import MemoryRow
+from memvault.tools.indexing import embed_passages, index_rows
+from memvault.tools.models import RememberResult, Scope
+from memvault.tools.recall import rank
+from memvault.tools.remember import RememberArgs, remember
+from memvault.tools.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+USER = "bench"
+PROJECT = ""
+SCOPE = Scope(user_id=USER, project=PROJECT, projects_read=[PROJECT], source="settings")
+
+
+async def open_runtime(data_dir: Path, model_cache: Path, **settings) -> Runtime:
+    """A loaded Runtime on ``data_dir`` (fresh or existing) with the model from ``model_cache``.
+
+    Raises memvault's NotReady if the model or index cannot load.
+    """
+    s = Settings(data_dir=data_dir, model_cache_dir=model_cache, user_id=USER, **settings)
+    rt = await Runtime.open(s)
+    await rt.load()
+    await rt.ready()
+    return rt
+
+
+async def remember_turn(rt: Runtime, text: str, created_at: float | None) -> RememberResult:
+    """One ``remember`` call through the real handler (force=True: chit-chat is stored too).
+
+    Returns the handler's result: ``stored`` with a new id, or ``reinforced`` with the id
+    of an existing (exact or near) duplicate.
+    """
+    return await remember(rt, SCOPE, RememberArgs(content=text, force=True, created_at=created_at,
+                                                  source="bench"))
+
+
+async def search(rt: Runtime, query: str, k: int) -> list[str]:
+    """Memory ids ranked by memvault's recall ranking (hybrid + RRF + importance/recency), best first."""
+    return [r.row.id for r in await rank(rt, USER, [PROJECT], query, limit=k)]
+
+
+async def bulk_load(rt: Runtime, texts: Sequence[str], *, batch: int = 256, progress: bool = True) -> None:
+    """Store ``texts`` as active ``fact`` memories of the bench user, bypassing the write policies.
+
+    Each batch: embed (the server's embedder), insert rows through ``FactStore.add``,
+    upsert points through ``index_rows`` (the same point layout remember writes).
+    """
+    from tqdm import tqdm
+
+    emb, _ = await rt.ready()
+    bar = tqdm(total=len(texts), desc="bulk load", unit="mem", disable=not progress)
+    for i in range(0, len(texts), batch):
+        part = list(texts[i : i + batch])
+        dense = await embed_passages(rt, part)
+        now = rt.clock.now()
+        rows = [MemoryRow(id=str(uuid.uuid4()), user_id=USER, project=PROJECT, kind="fact", key=None, content=t,
+                          tags=[], importance=0.5, source="bench:bulk", created_at=now, updated_at=now,
+                          last_accessed_at=now, expires_at=None, content_hash=content_hash(t),
+                          embedding_model=emb.model_id) for t in part]
+        for r in rows:
+            await rt.facts.add(r, actor="bench:bulk")
+        await index_rows(rt, rows, dense=dense)
+        bar.update(len(part))
+    bar.close()

@@ -1,0 +1,240 @@
+"""The document registry: which files are indexed, in which scope, as which chunks (SQLite).
+
+Tables ``doc_files`` and ``doc_chunks`` (schema migration 2 in ``storage.migrations``).
+SQLite is the truth for documents as for memories: a search hit counts only if its chunk
+row exists here, so a file is visible either in its old version or in its new one, never
+half-written (``replace_file`` and ``remove_files`` are single transactions).
+
+The store opens its own aiosqlite connection to the same database file (WAL mode lets it
+write beside the fact store's connection; the busy timeout covers the overlap), so that
+a long indexing run never interleaves its transactions with ``remember``'s on one
+connection. Use it as ``async with DocStore.connect(path) as store:``; the schema must
+already be migrated (``FactStore.open`` does that). Times are unix seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 10_000
+SCHEMA_VERSION = 2  # the migration that made these tables
+
+_FILE_COLS = (
+    "id, project, collection, abs_path, path, size, mtime, content_hash, format, chunk_ids, "
+    "embedding_model, indexed_by, indexed_at"
+)
+_CHUNK_COLS = "c.id, c.doc_id, c.seq, c.heading, c.symbol, c.start_line, c.end_line, c.page, c.text"
+
+
+class SchemaTooOld(RuntimeError):
+    """The database has no document tables yet (open it with FactStore first to migrate)."""
+
+
+@dataclass
+class DocFile:
+    """One indexed file in one (project, collection).
+
+    abs_path: resolved absolute path (the file's identity); path: the path cited in results.
+    size: bytes; mtime: st_mtime (unix seconds); content_hash: sha256 hex of the bytes.
+    chunk_ids: UUID strings of its chunks, in document order. id: row id (0 before insert).
+    """
+
+    project: str
+    collection: str
+    abs_path: str
+    path: str
+    size: int
+    mtime: float
+    content_hash: str
+    format: str
+    embedding_model: str
+    indexed_at: float
+    chunk_ids: list[str] = field(default_factory=list)
+    indexed_by: str | None = None
+    id: int = 0
+
+
+@dataclass
+class ChunkRow:
+    """One stored chunk: ``text`` is lines ``start_line..end_line`` (1-based, inclusive) of the file
+    (``page`` for PDF, ``heading`` path or code ``symbol`` when known). ``file`` is filled by reads."""
+
+    id: str
+    seq: int
+    heading: str | None
+    symbol: str | None
+    start_line: int
+    end_line: int
+    page: int | None
+    text: str
+    doc_id: int = 0
+    file: DocFile | None = None
+
+
+def _file(r: Iterable[Any]) -> DocFile:
+    (id_, project, collection, abs_path, path, size, mtime, content_hash, fmt, chunk_ids,
+     model, indexed_by, indexed_at) = tuple(r)
+    return DocFile(project=project, collection=collection, abs_path=abs_path, path=path, size=size,
+                   mtime=mtime, content_hash=content_hash, format=fmt, embedding_model=model,
+                   indexed_at=indexed_at, chunk_ids=json.loads(chunk_ids), indexed_by=indexed_by, id=id_)
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class DocStore:
+    """Async access to the document registry over its own connection (see the module docstring)."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._db = conn
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(cls, path: Path) -> AsyncIterator[DocStore]:
+        """Open a connection to the database at ``path`` for the duration of the block.
+
+        Raises SchemaTooOld when migration 2 has not run, sqlite3 errors on a bad file.
+        """
+        conn = await aiosqlite.connect(path, isolation_level=None)
+        try:
+            await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            await conn.execute("PRAGMA foreign_keys = ON")
+            await conn.execute("PRAGMA synchronous = NORMAL")
+            cur = await conn.execute("PRAGMA user_version")
+            (version,) = await cur.fetchone()
+            if version < SCHEMA_VERSION:
+                raise SchemaTooOld(f"{path} is at schema {version}; documents need {SCHEMA_VERSION}")
+            yield cls(conn)
+        finally:
+            await conn.close()
+
+    # ------------------------------------------------------------------ reads
+    async def files(self, project: str, collection: str) -> dict[str, DocFile]:
+        """Every indexed file of one (project, collection), keyed by abs_path."""
+        cur = await self._db.execute(
+            f"SELECT {_FILE_COLS} FROM doc_files WHERE project=? AND collection=?", [project, collection]
+        )
+        return {f.abs_path: f for f in map(_file, await cur.fetchall())}
+
+    async def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
+        """Chunks by id with their file (``ChunkRow.file``); unknown ids are skipped."""
+        out: dict[str, ChunkRow] = {}
+        ids = list(dict.fromkeys(ids))
+        files: dict[int, DocFile] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            cur = await self._db.execute(
+                f"SELECT {_CHUNK_COLS}, " + ", ".join(f"f.{c.strip()}" for c in _FILE_COLS.split(","))
+                + f" FROM doc_chunks c JOIN doc_files f ON f.id = c.doc_id WHERE c.id IN ({_marks(len(part))})",
+                part,
+            )
+            for r in await cur.fetchall():
+                cid, doc_id, seq, heading, symbol, start, end, page, text = r[:9]
+                f = files.get(doc_id) or files.setdefault(doc_id, _file(r[9:]))
+                out[cid] = ChunkRow(cid, seq, heading, symbol, start, end, page, text, doc_id, f)
+        return out
+
+    async def chunks_of(self, file_id: int) -> list[ChunkRow]:
+        """The chunks of one file, in document order (``file`` not filled)."""
+        cur = await self._db.execute(
+            f"SELECT {_CHUNK_COLS} FROM doc_chunks c WHERE c.doc_id=? ORDER BY c.seq", [file_id]
+        )
+        return [ChunkRow(r[0], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[1]) for r in await cur.fetchall()]
+
+    async def all_chunk_ids(self) -> set[str]:
+        """Every chunk id in the registry (all projects): the points the index should hold."""
+        cur = await self._db.execute("SELECT id FROM doc_chunks")
+        return {r[0] for r in await cur.fetchall()}
+
+    async def count(self, project: str | None = None, collection: str | None = None) -> tuple[int, int]:
+        """(files, chunks) registered, optionally for one project and/or collection."""
+        where, params = [], []
+        if project is not None:
+            where.append("project=?")
+            params.append(project)
+        if collection is not None:
+            where.append("collection=?")
+            params.append(collection)
+        w = (" WHERE " + " AND ".join(where)) if where else ""
+        cur = await self._db.execute(
+            f"SELECT COUNT(*), COALESCE(SUM(json_array_length(chunk_ids)), 0) FROM doc_files{w}", params
+        )
+        files, chunks = await cur.fetchone()
+        return int(files), int(chunks)
+
+    # ------------------------------------------------------------------ writes
+    async def replace_file(self, doc: DocFile, chunks: Sequence[ChunkRow]) -> DocFile:
+        """Insert or replace ``doc`` (by project, collection, abs_path) with exactly ``chunks``.
+
+        One transaction: the old chunk rows go, the new ones come, or nothing changes.
+        ``doc.chunk_ids`` is set from ``chunks``; returns ``doc`` with its row id.
+        """
+        doc.chunk_ids = [c.id for c in chunks]
+        await self._db.execute("BEGIN IMMEDIATE")
+        try:
+            cur = await self._db.execute(
+                "SELECT id FROM doc_files WHERE project=? AND collection=? AND abs_path=?",
+                [doc.project, doc.collection, doc.abs_path],
+            )
+            row = await cur.fetchone()
+            values = [doc.path, doc.size, doc.mtime, doc.content_hash, doc.format,
+                      json.dumps(doc.chunk_ids), doc.embedding_model, doc.indexed_by, doc.indexed_at]
+            if row is None:
+                cur = await self._db.execute(
+                    "INSERT INTO doc_files (project, collection, abs_path, path, size, mtime, content_hash, format,"
+                    " chunk_ids, embedding_model, indexed_by, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    [doc.project, doc.collection, doc.abs_path, *values],
+                )
+                doc.id = cur.lastrowid
+            else:
+                doc.id = row[0]
+                await self._db.execute("DELETE FROM doc_chunks WHERE doc_id=?", [doc.id])
+                await self._db.execute(
+                    "UPDATE doc_files SET path=?, size=?, mtime=?, content_hash=?, format=?, chunk_ids=?,"
+                    " embedding_model=?, indexed_by=?, indexed_at=? WHERE id=?",
+                    [*values, doc.id],
+                )
+            await self._db.executemany(
+                "INSERT INTO doc_chunks (id, doc_id, seq, heading, symbol, start_line, end_line, page, text)"
+                " VALUES (?,?,?,?,?,?,?,?,?)",
+                [(c.id, doc.id, c.seq, c.heading, c.symbol, c.start_line, c.end_line, c.page, c.text)
+                 for c in chunks],
+            )
+            await self._db.execute("COMMIT")
+        except BaseException:
+            await self._db.execute("ROLLBACK")
+            raise
+        return doc
+
+    async def touch_file(self, doc: DocFile, *, size: int, mtime: float, path: str) -> None:
+        """Record a new size / mtime / cited path for a file whose content did not change."""
+        await self._db.execute(
+            "UPDATE doc_files SET size=?, mtime=?, path=? WHERE id=?", [size, mtime, path, doc.id]
+        )
+        doc.size, doc.mtime, doc.path = size, mtime, path
+
+    async def remove_files(self, docs: Sequence[DocFile]) -> None:
+        """Delete files and their chunk rows in one transaction (the caller drops the points)."""
+        if not docs:
+            return
+        await self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for i in range(0, len(docs), 500):
+                part = [d.id for d in docs[i : i + 500]]
+                await self._db.execute(f"DELETE FROM doc_chunks WHERE doc_id IN ({_marks(len(part))})", part)
+                await self._db.execute(f"DELETE FROM doc_files WHERE id IN ({_marks(len(part))})", part)
+            await self._db.execute("COMMIT")
+        except BaseException:
+            await self._db.execute("ROLLBACK")
+            raise
