@@ -58,6 +58,10 @@ async def test_remember_then_recall_across_restart(tmp_path, model_cache):
         assert got["memories"][0]["id"] == first_id
         assert got["memories"][0]["kind"] == "preference"
         assert got["scope"]["projects_read"] == [""]
+    # the recall counted as an access
+    count, last = db_rows(d, "SELECT access_count, last_accessed_at FROM memories WHERE id=?", (first_id,))[0]
+    created = db_rows(d, "SELECT created_at FROM memories WHERE id=?", (first_id,))[0][0]
+    assert count == 1 and last > created
 
 
 async def test_cross_lingual_recall_both_ways(tmp_path, model_cache):

@@ -74,3 +74,29 @@ async def test_second_process_on_same_store_gets_clear_message(tmp_path, model_c
         # the first one is unharmed
         got = await call(first, "recall", query="who owns the store")
         assert got["memories"]
+
+
+def test_reindex_command_rebuilds_the_index(tmp_path, model_cache):
+    import subprocess
+
+    from tests.conftest import MEMVAULT, server_env
+
+    d = tmp_path / "d"
+
+    async def store() -> str:
+        async with memvault_client(d, model_cache) as c:
+            return (await call(c, "remember", content="Nightly builds are published to the internal registry",
+                               kind="fact"))["id"]
+
+    import anyio
+    mid = anyio.run(store)
+    out = subprocess.run([MEMVAULT, "reindex"], env=server_env(d, model_cache), capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "re-embedded 1 memories" in out.stdout
+
+    async def check() -> list[str]:
+        async with memvault_client(d, model_cache) as c:
+            return [m["id"] for m in (await call(c, "recall", query="where do nightly builds go?"))["memories"]]
+
+    assert anyio.run(check)[0] == mid
