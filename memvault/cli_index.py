@@ -1,0 +1,92 @@
+"""``memvault index PATH... [--collection NAME] [--project P]``: index documents from a terminal.
+
+Same handler as the ``index_docs`` tool, with a progress bar on stderr (files and
+chunks) and one summary line on stdout. The person at the terminal may index any path
+they name (the given paths are the allowed roots). Files under the current folder are
+cited relative to it, others by absolute path. Project: ``--project`` (``""`` = shared by
+every project), else ``MEMVAULT_PROJECT``, else the current folder's git remote or name
+(what the server derives from a client's workspace root).
+
+Embedded Qdrant Edge allows one process per store: stop a running ``memvault serve`` on
+the same data folder first (or use a Qdrant server through MEMVAULT_QDRANT_URL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+
+def add_parser(sub, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add the ``index`` sub-command to ``sub`` (the ``memvault`` sub-parsers)."""
+    sp = sub.add_parser("index", help="index documents (Markdown, text, code, PDF, HTML) for search_docs")
+    common(sp)
+    sp.add_argument("paths", nargs="+", metavar="PATH", help="folders or files to index")
+    sp.add_argument("--collection", default=None, help="document collection (default: 'default')")
+    sp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sp.set_defaults(func=cmd_index)
+
+
+def _project(settings) -> str:
+    if settings.project is not None:
+        return settings.project
+    from memvault.server.scope import project_from_root
+
+    return project_from_root(Path.cwd().resolve().as_uri()) or ""
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Run one incremental indexing pass and print its summary; 0 on success, 1 on error."""
+    os.umask(0o077)
+    from memvault.cli import _log_to_stderr, _settings
+
+    _log_to_stderr("WARNING")
+    import anyio
+    from mcp.server.mcpserver.exceptions import ToolError
+    from tqdm import tqdm
+
+    from memvault.server.scope import make_scope
+    from memvault.tools.docs import index_docs
+    from memvault.tools.runtime import NotReady, Runtime
+
+    settings = _settings(args)
+    scope = make_scope(settings.user_id, _project(settings), "argument")
+    given = [Path(p).expanduser().resolve() for p in args.paths]
+    bar = None
+
+    def progress(done: int, total: int, chunks: int) -> None:
+        nonlocal bar
+        if args.no_progress:
+            return
+        if bar is None:
+            bar = tqdm(total=total, unit="file", file=sys.stderr, dynamic_ncols=True, desc="indexing")
+        bar.update(done - bar.n)
+        bar.set_postfix(chunks=chunks, refresh=False)
+
+    async def run() -> int:
+        rt = await Runtime.open(settings)
+        try:
+            await rt.load()
+            res = await index_docs(rt, scope, [str(p) for p in given], args.collection, given,
+                                   cite_bases=[Path.cwd().resolve()], progress=progress)
+        except (ToolError, NotReady) as exc:
+            sys.stderr.write(f"memvault index: {exc}\n")
+            return 1
+        finally:
+            if bar is not None:
+                bar.close()
+            await rt.close()
+        for line in res.failed:
+            sys.stderr.write(f"skipped {line}\n")
+        where = res.scope.project or "(global)"
+        sys.stdout.write(
+            f"{res.added} added, {res.changed} changed, {res.unchanged} unchanged, {res.removed} removed; "
+            f"{res.chunks_embedded} chunks embedded ({res.chunks_total} in collection {res.collection!r}, "
+            f"project {where}) in {res.seconds:.1f}s\n"
+        )
+        return 0
+
+    return anyio.run(run)

@@ -1,0 +1,120 @@
+"""MCP wrappers of the document tools: ``index_docs`` and ``search_docs``.
+
+Thin, like ``server.app``: resolve the scope and the roots, call the handler in
+``memvault.tools.docs``. ``index_docs`` may read only inside the client's MCP roots and
+the folders in ``settings.docs_allowed_dirs``; it asks the client for its roots on every
+call (not only once per session, as the project resolver does), since they bound what
+may be read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import unquote, urlparse
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import ListRoots, Resolve
+from mcp_types import ListRootsResult, ToolAnnotations
+from pydantic import Field
+
+from memvault.server.scope import client_roots, resolve_scope
+from memvault.tools.docs import IndexDocsResult, SearchDocsResult
+from memvault.tools.docs import index_docs as index_handler
+from memvault.tools.docs import search_docs as search_handler
+from memvault.tools.runtime import NotReady, Runtime
+
+# The same resolver as the memory tools: roots asked once per session, for the project.
+Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
+
+Collection = Annotated[
+    str | None,
+    Field(description="Document collection, e.g. 'handbook'; omit for the default collection (index) or all (search)."),
+]
+Project = Annotated[
+    str | None,
+    Field(description="Omit for the current project; '' for documents shared by every project."),
+]
+
+
+async def workspace_roots(ctx: Context) -> ListRoots | None:
+    """Resolver: the client's MCP roots on every call (None when it has no roots capability)."""
+    caps = ctx.client_capabilities
+    if caps is None or caps.roots is None:
+        return None
+    return ListRoots()
+
+
+WorkspaceRoots = Annotated[ListRootsResult | None, Resolve(workspace_roots)]
+
+
+def _runtime(ctx: Context) -> Runtime:
+    return ctx.request_context.lifespan_context
+
+
+def root_folders(result: ListRootsResult | None) -> list[Path]:
+    """Local folders named by the ``file://`` roots of a ``roots/list`` result, in order."""
+    if result is None:
+        return []
+    out = []
+    for root in result.roots:
+        parsed = urlparse(str(root.uri))
+        if parsed.scheme == "file" and parsed.path:
+            out.append(Path(unquote(parsed.path)))
+    return out
+
+
+def register_doc_tools(mcp: MCPServer) -> None:
+    """Register index_docs / search_docs on ``mcp``."""
+
+    @mcp.tool(
+        title="Index documents",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+    )
+    async def index_docs(
+        paths: Annotated[list[str], Field(description="Folders or files to index, absolute or relative to the workspace root, e.g. ['docs', 'README.md'].")],
+        ctx: Context,
+        roots: WorkspaceRoots,
+        collection: Collection = None,
+        project: Project = None,
+    ) -> IndexDocsResult:
+        """Index documentation (Markdown, reStructuredText, text, source code, HTML, PDF) so that
+        search_docs can find and cite it. Incremental: unchanged files cost nothing, changed files
+        are re-chunked, deleted files dropped; .gitignore is honoured. Only paths inside the
+        workspace roots (or configured folders) are read."""
+        rt = _runtime(ctx)
+        folders = root_folders(roots)
+        scope = resolve_scope(ctx, rt.settings, project, roots)
+        allowed = [*folders, *rt.settings.docs_allowed_dirs]
+        if not allowed:
+            raise ToolError("index_docs has no folder it may read: this client offers no workspace roots and "
+                            "MEMVAULT_DOCS_ALLOWED_DIRS is empty. Run `memvault index PATH` in a terminal instead.")
+        try:
+            return await index_handler(rt, scope, paths, collection, allowed, cite_bases=folders)
+        except NotReady as exc:
+            raise ToolError(str(exc)) from None
+
+    @mcp.tool(
+        title="Search documents",
+        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
+    )
+    async def search_docs(
+        query: Annotated[str, Field(description="What to look for, in any language; identifiers and file names work too.")],
+        ctx: Context,
+        roots: Roots,
+        k: Annotated[int, Field(description="How many chunks to return (1-50).")] = 5,
+        collection: Collection = None,
+        path_prefix: Annotated[str | None, Field(description="Only files whose path starts with this, e.g. 'docs/api/'.")] = None,
+        project: Project = None,
+        include_global: Annotated[bool, Field(description="Also read documents shared by every project.")] = True,
+    ) -> SearchDocsResult:
+        """Search the indexed documentation of this project. Each result gives the file path, the
+        heading (or code symbol), the exact line range (and PDF page) and the text: cite them
+        as path:start_line-end_line. A cut text says so; open the file at those lines for the rest."""
+        rt = _runtime(ctx)
+        scope = resolve_scope(ctx, rt.settings, project, roots, include_global=include_global)
+        try:
+            return await search_handler(rt, scope, query, k, collection, path_prefix)
+        except NotReady as exc:
+            raise ToolError(str(exc)) from None

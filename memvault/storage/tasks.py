@@ -1,0 +1,192 @@
+"""Task state (working memory) in SQLite: one versioned JSON object per task, with history.
+
+Tables ``tasks`` and ``task_history`` (migration 3). A task is keyed by (user_id,
+project, task_id). Every write stores the whole new version and appends it to the
+history, which keeps the newest ``history_max`` versions per task. ``expires_at`` is
+the idle TTL of an open task or the retention of a finished one; expired rows are
+left out of every read and purged by ``sweep``. Times are unix seconds (float).
+
+The store shares the fact store's SQLite connection (one connection per process, so
+transactions never nest); callers serialise writes with the runtime's write lock,
+as every fact-store writer does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiosqlite
+
+from memvault.storage.facts import FactStore
+
+OPEN_STATUSES = ("active", "blocked")
+FINISHED_STATUSES = ("done", "abandoned")
+STATUSES = OPEN_STATUSES + FINISHED_STATUSES
+
+_COLUMNS = ("user_id, project, task_id, title, status, version, state, created_at, updated_at, expires_at, "
+            "ttl_days, outcome, episode_id, actor")
+
+
+@dataclass
+class TaskRow:
+    """One task as stored. ``state`` is a JSON object (dict); times in unix seconds."""
+
+    user_id: str
+    project: str
+    task_id: str
+    title: str
+    status: str
+    version: int
+    state: dict[str, Any]
+    created_at: float
+    updated_at: float
+    expires_at: float
+    ttl_days: float | None = None
+    outcome: str | None = None
+    episode_id: str | None = None
+    actor: str | None = None
+
+
+@dataclass
+class TaskVersion:
+    """One past (or the current) version of a task from ``task_history``."""
+
+    version: int
+    title: str
+    status: str
+    state: dict[str, Any] = field(default_factory=dict)
+    at: float = 0.0
+    actor: str | None = None
+
+
+def _task(r: Sequence[Any]) -> TaskRow:
+    (user_id, project, task_id, title, status, version, state, created_at, updated_at, expires_at, ttl_days,
+     outcome, episode_id, actor) = tuple(r)
+    return TaskRow(user_id=user_id, project=project, task_id=task_id, title=title, status=status,
+                   version=version, state=json.loads(state), created_at=created_at, updated_at=updated_at,
+                   expires_at=expires_at, ttl_days=ttl_days, outcome=outcome, episode_id=episode_id, actor=actor)
+
+
+def state_json(state: dict[str, Any]) -> str:
+    """The stored form of a state: compact JSON, UTF-8 kept (its byte length is what the limit counts)."""
+    return json.dumps(state, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class TaskStore:
+    """Async access to the task tables over the fact store's connection (see module doc)."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._db = conn
+
+    @classmethod
+    def on(cls, facts: FactStore) -> TaskStore:
+        """A task store sharing ``facts``' connection (schema migrated by ``FactStore.open``)."""
+        return cls(facts.connection)
+
+    # ------------------------------------------------------------------ reads
+    async def get(self, user_id: str, projects: Sequence[str], task_id: str, now: float) -> TaskRow | None:
+        """The unexpired task ``task_id`` in the first of ``projects`` that holds one, else None."""
+        for project in projects:
+            cur = await self._db.execute(
+                f"SELECT {_COLUMNS} FROM tasks WHERE user_id=? AND project=? AND task_id=? AND expires_at > ?",
+                [user_id, project, task_id, now],
+            )
+            row = await cur.fetchone()
+            if row is not None:
+                return _task(row)
+        return None
+
+    async def list_tasks(self, user_id: str, projects: Sequence[str], now: float, *, include_done: bool = False,
+                   limit: int = 20) -> tuple[list[TaskRow], int]:
+        """Unexpired tasks over ``projects``, open ones first (active before blocked), newest first.
+
+        Returns (at most ``limit`` rows, total number matching).
+        """
+        statuses = STATUSES if include_done else OPEN_STATUSES
+        marks = ",".join("?" * len(projects))
+        smarks = ",".join("?" * len(statuses))
+        where = (f"user_id=? AND project IN ({marks}) AND status IN ({smarks}) AND expires_at > ?")
+        params = [user_id, *projects, *statuses, now]
+        cur = await self._db.execute(f"SELECT COUNT(*) FROM tasks WHERE {where}", params)
+        (total,) = await cur.fetchone()
+        cur = await self._db.execute(
+            f"SELECT {_COLUMNS} FROM tasks WHERE {where} ORDER BY status IN ('done','abandoned'), "
+            "status != 'active', updated_at DESC LIMIT ?",
+            [*params, int(limit)],
+        )
+        return [_task(r) for r in await cur.fetchall()], total
+
+    async def history(self, user_id: str, project: str, task_id: str, limit: int) -> list[TaskVersion]:
+        """Stored versions of one task, newest first, at most ``limit``."""
+        cur = await self._db.execute(
+            "SELECT version, title, status, state, at, actor FROM task_history"
+            " WHERE user_id=? AND project=? AND task_id=? ORDER BY version DESC LIMIT ?",
+            [user_id, project, task_id, int(limit)],
+        )
+        return [TaskVersion(v, t, s, json.loads(st), at, a) for v, t, s, st, at, a in await cur.fetchall()]
+
+    # ------------------------------------------------------------------ writes
+    async def write(self, row: TaskRow, *, history_max: int) -> None:
+        """Store ``row`` as the task's current version and append it to the history.
+
+        Sweep first (``sweep``) so that an expired row with the same key is gone and the
+        task starts over at version 1. History beyond ``history_max`` versions of this
+        task is dropped. One transaction.
+        """
+        key = [row.user_id, row.project, row.task_id]
+        await self._db.execute("BEGIN IMMEDIATE")
+        try:
+            state = state_json(row.state)
+            await self._db.execute(
+                f"INSERT INTO tasks ({_COLUMNS}) VALUES ({','.join('?' * 14)})"
+                " ON CONFLICT (user_id, project, task_id) DO UPDATE SET title=excluded.title,"
+                " status=excluded.status, version=excluded.version, state=excluded.state,"
+                " updated_at=excluded.updated_at, expires_at=excluded.expires_at, ttl_days=excluded.ttl_days,"
+                " outcome=excluded.outcome, episode_id=excluded.episode_id, actor=excluded.actor",
+                [*key, row.title, row.status, row.version, state, row.created_at, row.updated_at, row.expires_at,
+                 row.ttl_days, row.outcome, row.episode_id, row.actor],
+            )
+            await self._db.execute(
+                "INSERT INTO task_history (user_id, project, task_id, version, title, status, state, at, actor)"
+                " VALUES (?,?,?,?,?,?,?,?,?)",
+                [*key, row.version, row.title, row.status, state, row.updated_at, row.actor],
+            )
+            await self._db.execute(
+                "DELETE FROM task_history WHERE user_id=? AND project=? AND task_id=? AND version <= ?",
+                [*key, row.version - history_max],
+            )
+            await self._db.execute("COMMIT")
+        except BaseException:
+            await self._db.execute("ROLLBACK")
+            raise
+
+    async def set_episode(self, row: TaskRow, episode_id: str) -> None:
+        """Record the id of the episode memory written when ``row`` finished."""
+        row.episode_id = episode_id
+        await self._db.execute(
+            "UPDATE tasks SET episode_id=? WHERE user_id=? AND project=? AND task_id=? AND version=?",
+            [episode_id, row.user_id, row.project, row.task_id, row.version],
+        )
+
+    async def sweep(self, now: float, limit: int = 1000) -> int:
+        """Purge up to ``limit`` expired tasks with their history; returns how many went."""
+        cur = await self._db.execute(
+            "SELECT user_id, project, task_id FROM tasks WHERE expires_at <= ? LIMIT ?", [now, int(limit)]
+        )
+        keys = await cur.fetchall()
+        if not keys:
+            return 0
+        await self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for key in keys:
+                await self._db.execute("DELETE FROM tasks WHERE user_id=? AND project=? AND task_id=?", list(key))
+                await self._db.execute("DELETE FROM task_history WHERE user_id=? AND project=? AND task_id=?",
+                                       list(key))
+            await self._db.execute("COMMIT")
+        except BaseException:
+            await self._db.execute("ROLLBACK")
+            raise
+        return len(keys)

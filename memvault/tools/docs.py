@@ -1,0 +1,499 @@
+"""The document handlers: ``index_docs`` (incremental) and ``search_docs`` (hybrid, citable).
+
+Indexing: paths are checked against the allowed roots (``ingest.pathguard``), walked
+(``ingest.discovery``: .gitignore, default ignores, no binaries, no symlink escape), read
+and chunked along headings / definitions / pages within the model's token window
+(``ingest.readers``, ``ingest.chunking``, token counts from the embedder's tokenizer).
+A file whose size and mtime match the registry is unchanged without being read; else its
+bytes are hashed and only a new hash is re-chunked and re-embedded. Chunks of several
+files are embedded together (``settings.docs_batch_chunks``) for throughput.
+
+Crash safety, per file: the new points are upserted under fresh ids, then one SQLite
+transaction swaps the file's chunk rows, then the old points are deleted. A search hit
+counts only when its chunk row exists, so a file is seen whole in its old or its new
+version, never half; points left by a crash are orphans, invisible, and deleted at the
+start of the next run.
+
+Vectors: one vector collection ``docs`` (beside ``memories``) holds every document
+collection of every project; payload ``{project, collection, path, kind: "doc"}``.
+Documents belong to a project (shared by that project's users on this server, never by
+another project); ``project == ""`` is global and read by every project.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from memvault.ingest.chunking import Chunk, chunk_document
+from memvault.ingest.discovery import DiscoveredFile, discover
+from memvault.ingest.pathguard import PathNotAllowed, check_allowed
+from memvault.ingest.readers import UnreadableDocument, read_document
+from memvault.policy.ranking import normalise_rrf, rrf_fuse
+from memvault.policy.text import cut
+from memvault.storage.docs import ChunkRow, DocFile, DocStore
+from memvault.storage.vectors.base import CollectionMismatch, Point, VectorFilter
+from memvault.tools import validation as v
+from memvault.tools.indexing import embed_passages, embed_query, keyword_vector
+from memvault.tools.models import Scope
+from memvault.tools.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+DOCS_COLLECTION = "docs"
+"""The vector collection holding every document chunk."""
+DEFAULT_COLLECTION = "default"
+"""Document collection used when the caller names none."""
+HEADING_RESERVE_TOKENS = 32
+"""Tokens of the model window kept for the heading line put before each chunk's text."""
+MAX_HEADING_CHARS = 80
+MAX_PATHS = 100
+MAX_PREFIX_CHARS = 1_000
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+Progress = Callable[[int, int, int], None]
+"""progress(files_done, files_total, chunks_embedded), called as indexing advances."""
+
+
+# ------------------------------------------------------------------------- results
+
+
+class IndexDocsResult(BaseModel):
+    """Outcome of ``index_docs``: what happened to each file found, and how long it took."""
+
+    scope: Scope
+    collection: str
+    added: int = Field(description="Files indexed for the first time.")
+    changed: int = Field(description="Files whose content changed: re-chunked, old chunks removed.")
+    unchanged: int = Field(description="Files already indexed with the same content: nothing embedded.")
+    removed: int = Field(description="Files indexed before under these paths that are gone (or now ignored).")
+    chunks_embedded: int = Field(description="Chunks embedded in this run.")
+    chunks_total: int = Field(description="Chunks of this collection and project after the run.")
+    failed: list[str] = Field(default_factory=list, description="Files that could not be read, with the reason.")
+    seconds: float
+
+
+class DocHit(BaseModel):
+    """One search_docs result: cite ``path`` lines ``start_line``-``end_line`` (or ``page``)."""
+
+    path: str = Field(description="File path (relative to the workspace root when indexed from one).")
+    heading: str | None = Field(None, description="Heading path, e.g. 'Install > From source'.")
+    symbol: str | None = Field(None, description="Code: the definition the chunk belongs to.")
+    start_line: int
+    end_line: int
+    page: int | None = Field(None, description="PDF page (1-based).")
+    text: str
+    text_truncated: bool = False
+    shown_end_line: int = Field(description="Last line shown whole in text; open the file from the next one for the rest.")
+    score: float = Field(description="Fused (RRF) relevance, 0..1.")
+    collection: str
+    project: str
+
+
+class SearchDocsResult(BaseModel):
+    """Outcome of ``search_docs``: chunks best first, bounded in count and size."""
+
+    scope: Scope
+    results: list[DocHit]
+    truncated: bool = Field(description="True when a text was cut or results were dropped by the size budget.")
+
+
+# ------------------------------------------------------------------------- checks
+
+
+def check_collection(name: str | None) -> str | None:
+    """None or a collection name: letters, digits, '_', '-', '.', at most 64 characters."""
+    if name is None:
+        return None
+    n = name.strip()
+    if not _NAME.match(n):
+        raise ToolError(f"collection {name!r} is not allowed; use 1-64 letters, digits, '_', '-' or '.'")
+    return n
+
+
+def check_path_prefix(prefix: str | None) -> str | None:
+    """None or a path prefix without control characters (``"docs/"``)."""
+    if prefix is None or prefix == "":
+        return None
+    if len(prefix) > MAX_PREFIX_CHARS or _CONTROL.search(prefix):
+        raise ToolError(f"path_prefix is too long or has control characters; at most {MAX_PREFIX_CHARS} printable characters")
+    return prefix
+
+
+# ------------------------------------------------------------------------- shared
+
+
+def _docs_lock(rt: Runtime) -> anyio.Lock:
+    """One indexing run at a time per runtime (searches never wait on it)."""
+    lock = rt.__dict__.get("_docs_lock")
+    if lock is None:
+        lock = rt.__dict__["_docs_lock"] = anyio.Lock()
+    return lock
+
+
+async def ensure_docs_collection(rt: Runtime, *, rebuild_on_mismatch: bool) -> None:
+    """Open the ``docs`` vector collection for the loaded model.
+
+    Built with another model: dropped and recreated when ``rebuild_on_mismatch`` (the
+    registry records each file's model, so every file is then re-embedded when its
+    path is indexed again), else ToolError saying to re-index. Raises NotReady.
+    """
+    emb, vectors = await rt.ready()
+    try:
+        await rt.run_sync(vectors.ensure_collection, DOCS_COLLECTION, emb.dim, emb.model_id)
+    except CollectionMismatch as exc:
+        if not rebuild_on_mismatch:
+            raise ToolError(f"documents were indexed with another embedding model; run index_docs "
+                            f"(or `memvault index`) on them again. ({exc})") from None
+        log.warning("%s; rebuilding the document index", exc)
+        await rt.run_sync(vectors.drop_collection, DOCS_COLLECTION)
+        await rt.run_sync(vectors.ensure_collection, DOCS_COLLECTION, emb.dim, emb.model_id)
+
+
+def _embed_text(c: ChunkRow) -> str:
+    label = c.heading or c.symbol
+    if label:
+        return label[:MAX_HEADING_CHARS] + "\n" + c.text
+    return c.text
+
+
+def _keyword_text(path: str, c: ChunkRow) -> str:
+    return " ".join(x for x in (path, c.heading, c.symbol, c.text) if x)
+
+
+# ------------------------------------------------------------------------- writing
+
+
+@dataclass
+class PreparedFile:
+    """A file read and chunked, waiting for its embeddings (``write_documents``).
+
+    doc: its registry row to be (``doc.chunk_ids`` set on commit); chunks: in order, with
+    fresh UUIDs; old: the row it replaces, if any (its points are deleted after commit).
+    """
+
+    doc: DocFile
+    chunks: list[ChunkRow]
+    old: DocFile | None = None
+
+
+def prepare_chunks(chunks: Sequence[Chunk]) -> list[ChunkRow]:
+    """Registry rows with fresh UUIDs for ``chunks`` (as ``chunk_document`` returns them)."""
+    return [
+        ChunkRow(id=str(uuid.uuid4()), seq=i, heading=c.heading, symbol=c.symbol, start_line=c.start_line,
+                 end_line=c.end_line, page=c.page, text=c.text)
+        for i, c in enumerate(chunks)
+    ]
+
+
+async def write_documents(rt: Runtime, store: DocStore, files: Sequence[PreparedFile]) -> int:
+    """Embed every chunk of ``files`` in one batch, upsert the points, then commit file by file.
+
+    Per file: one SQLite transaction swaps its chunk rows; its old points go after the
+    commit. Returns the number of chunks embedded. Raises NotReady.
+    """
+    _, vectors = await rt.ready()
+    rows = [c for f in files for c in f.chunks]
+    if rows:
+        dense = await embed_passages(rt, [_embed_text(c) for c in rows])
+        points, i = [], 0
+        for f in files:
+            payload = {"project": f.doc.project, "collection": f.doc.collection, "path": f.doc.path,
+                       "kind": "doc"}
+            for c in f.chunks:
+                points.append(Point(id=c.id, dense=dense[i], payload=payload,
+                                    sparse=keyword_vector(_keyword_text(f.doc.path, c), query=False)))
+                i += 1
+        await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
+    for f in files:
+        await store.replace_file(f.doc, f.chunks)
+        if f.old is not None and f.old.chunk_ids:
+            await rt.run_sync(vectors.delete, DOCS_COLLECTION, f.old.chunk_ids)
+    return len(rows)
+
+
+async def remove_documents(rt: Runtime, store: DocStore, docs: Sequence[DocFile]) -> None:
+    """Drop ``docs`` from the registry (one transaction), then their points."""
+    if not docs:
+        return
+    _, vectors = await rt.ready()
+    await store.remove_files(docs)
+    ids = [i for d in docs for i in d.chunk_ids]
+    if ids:
+        await rt.run_sync(vectors.delete, DOCS_COLLECTION, ids)
+
+
+async def drop_orphans(rt: Runtime, store: DocStore) -> int:
+    """Delete points with no chunk row (left by an interrupted run). Returns how many."""
+    _, vectors = await rt.ready()
+    present = await rt.run_sync(vectors.ids, DOCS_COLLECTION)
+    orphans = sorted(present - await store.all_chunk_ids())
+    if orphans:
+        await rt.run_sync(vectors.delete, DOCS_COLLECTION, orphans)
+        log.info("deleted %d orphaned document points", len(orphans))
+    return len(orphans)
+
+
+def _cite(path: Path, cite_bases: Sequence[Path]) -> str:
+    for base in cite_bases:
+        if path.is_relative_to(base):
+            rel = path.relative_to(base).as_posix()
+            return rel or path.name
+    return path.as_posix()
+
+
+def _read_and_chunk(path: Path, cite: str, count_tokens: Callable[[str], int], budget: int
+                    ) -> tuple[str, str, list[Chunk]]:
+    """(sha256 hex, format, chunks) of one file; blocking (worker thread)."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    doc = read_document(path)
+    return digest, doc.format, chunk_document(doc, cite, count_tokens=count_tokens, max_tokens=budget)
+
+
+def _hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass
+class _Run:
+    added: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    embedded: int = 0
+    failed: list[str] = field(default_factory=list)
+
+
+async def index_docs(
+    rt: Runtime,
+    scope: Scope,
+    paths: Sequence[str | Path],
+    collection: str | None = None,
+    allowed_roots: Sequence[Path] = (),
+    *,
+    cite_bases: Sequence[Path] = (),
+    progress: Progress | None = None,
+) -> IndexDocsResult:
+    """Index ``paths`` (folders or files) into ``collection`` of ``scope.project``, incrementally.
+
+    allowed_roots: every path must resolve inside one of them (symlinks followed, ``..``
+        collapsed), else ToolError before anything is read. Relative paths are taken
+        relative to the first allowed root.
+    cite_bases: files under one of these are cited relative to it; others by absolute path.
+    progress: optional callback, see ``Progress``.
+    Files found under a given path are added, re-chunked when their content changed, or
+    left alone; registered files under a given path that are no longer found are removed.
+    Raises ToolError on bad input, NotReady when the model could not load.
+    """
+    t0 = time.perf_counter()
+    s = rt.settings
+    name = check_collection(collection) or DEFAULT_COLLECTION
+    if not paths:
+        raise ToolError("paths is empty; give at least one folder or file to index")
+    if len(paths) > MAX_PATHS:
+        raise ToolError(f"paths has {len(paths)} entries; at most {MAX_PATHS} per call")
+    allowed = [Path(os.path.expanduser(r)).resolve() for r in allowed_roots]
+    roots: list[Path] = []
+    for p in paths:
+        raw = Path(os.path.expanduser(str(p)))
+        if not raw.is_absolute():
+            if not allowed:
+                raise ToolError(f"{p} is a relative path and there is no root to take it from; give an absolute path")
+            raw = allowed[0] / raw
+        try:
+            roots.append(check_allowed(raw, allowed))
+        except PathNotAllowed as exc:
+            raise ToolError(f"refused: {exc}. index_docs reads only inside the client's workspace roots "
+                            "and the folders in MEMVAULT_DOCS_ALLOWED_DIRS.") from None
+    bases = [Path(b).resolve() for b in cite_bases]
+    emb, _ = await rt.ready()
+    budget = max(16, emb.max_tokens - HEADING_RESERVE_TOKENS)
+    project = scope.project
+    run = _Run()
+    async with _docs_lock(rt):
+        await ensure_docs_collection(rt, rebuild_on_mismatch=True)
+        found: list[DiscoveredFile] = await anyio.to_thread.run_sync(
+            lambda: list(discover(roots, max_file_bytes=s.docs_max_file_bytes))
+        )
+        async with DocStore.connect(s.db_path) as store:
+            await drop_orphans(rt, store)
+            registered = await store.files(project, name)
+            seen = {str(f.path) for f in found}
+            gone = [d for key, d in registered.items() if key not in seen
+                    and any(Path(key) == r or Path(key).is_relative_to(r) for r in roots)]
+            await remove_documents(rt, store, gone)
+            run.removed = len(gone)
+
+            batch: list[PreparedFile] = []
+            done = 0  # files settled: unchanged, failed, or committed with their chunks
+            if progress is not None:
+                progress(0, len(found), 0)
+
+            async def flush() -> None:
+                nonlocal batch, done
+                if batch:
+                    run.embedded += await write_documents(rt, store, batch)
+                    done += len(batch)
+                    for f in batch:
+                        if f.old is None:
+                            run.added += 1
+                        else:
+                            run.changed += 1
+                    batch = []
+                if progress is not None:
+                    progress(done, len(found), run.embedded)
+
+            for f in found:
+                cite = _cite(f.path, bases)
+                old = registered.get(str(f.path))
+                same_model = old is not None and old.embedding_model == emb.model_id
+                if same_model and old.size == f.size and old.mtime == f.mtime and old.path == cite:
+                    run.unchanged += 1
+                    done += 1
+                    if progress is not None:
+                        progress(done, len(found), run.embedded)
+                    continue
+                try:
+                    if same_model and old.size == f.size:
+                        digest = await rt.run_sync(_hash, f.path)
+                        if digest == old.content_hash:
+                            if old.path != cite:
+                                _, vectors = await rt.ready()
+                                await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, old.chunk_ids, {"path": cite})
+                            await store.touch_file(old, size=f.size, mtime=f.mtime, path=cite)
+                            run.unchanged += 1
+                            done += 1
+                            continue
+                    digest, fmt, chunks = await rt.run_sync(_read_and_chunk, f.path, cite, emb.count_tokens, budget)
+                except (OSError, UnreadableDocument) as exc:
+                    log.warning("index_docs: skipping %s: %s", f.path, exc)
+                    run.failed.append(f"{cite}: {exc}")
+                    done += 1
+                    continue
+                if same_model and digest == old.content_hash:  # touched but same bytes
+                    await store.touch_file(old, size=f.size, mtime=f.mtime, path=cite)
+                    run.unchanged += 1
+                    done += 1
+                    continue
+                doc = DocFile(project=project, collection=name, abs_path=str(f.path), path=cite, size=f.size,
+                              mtime=f.mtime, content_hash=digest, format=fmt, embedding_model=emb.model_id,
+                              indexed_at=rt.clock.now(), indexed_by=scope.user_id)
+                batch.append(PreparedFile(doc, prepare_chunks(chunks), old))
+                if sum(len(p.chunks) for p in batch) >= s.docs_batch_chunks:
+                    await flush()
+            await flush()
+            _, total = await store.count(project, name)
+    seconds = time.perf_counter() - t0
+    log.info("index_docs %s/%s: +%d ~%d =%d -%d, %d chunks embedded in %.1fs", project or "(global)", name,
+             run.added, run.changed, run.unchanged, run.removed, run.embedded, seconds)
+    return IndexDocsResult(scope=scope, collection=name, added=run.added, changed=run.changed,
+                           unchanged=run.unchanged, removed=run.removed, chunks_embedded=run.embedded,
+                           chunks_total=total, failed=run.failed[:50], seconds=round(seconds, 3))
+
+
+# ------------------------------------------------------------------------- searching
+
+
+async def rank_chunks(
+    rt: Runtime,
+    projects: Sequence[str],
+    query: str,
+    *,
+    limit: int,
+    collection: str | None = None,
+    path_prefix: str | None = None,
+) -> list[tuple[ChunkRow, float]]:
+    """Hybrid search over document chunks of ``projects``: [(chunk with file, score 0..1)], best first.
+
+    Dense (e5 query vs passage, cosine) and keyword (the CJK-aware sparse channel of
+    recall) candidates are filtered in the engine (projects, collection, path prefix),
+    fused with weighted RRF, and kept only when their chunk row exists (SQLite decides).
+    Raises NotReady, ToolError when the index was built with another model.
+    """
+    s = rt.settings
+    _, vectors = await rt.ready()
+    await ensure_docs_collection(rt, rebuild_on_mismatch=False)
+    flt = VectorFilter(projects=list(projects), status=None, path_prefix=path_prefix,
+                       equals={"collection": collection} if collection else None)
+    n = max(s.candidates, limit)
+    qvec = await embed_query(rt, query)
+    dense_hits = await rt.run_sync(vectors.search_dense, DOCS_COLLECTION, qvec.tolist(), flt, n)
+    sparse = keyword_vector(query, query=True)
+    sparse_hits = []
+    if sparse.indices:
+        sparse_hits = await rt.run_sync(vectors.search_sparse, DOCS_COLLECTION, sparse, flt, n)
+    weights = [s.weight_dense, s.weight_keyword]
+    fused = rrf_fuse([[h.id for h in dense_hits], [h.id for h in sparse_hits]], weights, s.rrf_k)
+    async with DocStore.connect(s.db_path) as store:
+        rows = await store.chunks(list(fused)[: max(limit * 2, limit + 20)])
+    out: list[tuple[ChunkRow, float]] = []
+    for cid, raw in fused.items():
+        row = rows.get(cid)
+        if row is None or row.file is None or row.file.project not in projects:
+            continue  # an orphan of an interrupted run, or a chunk replaced since
+        out.append((row, normalise_rrf(raw, weights, s.rrf_k)))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _hit(row: ChunkRow, score: float, room: int) -> tuple[DocHit, bool]:
+    text, was_cut = cut(row.text, room)
+    shown = row.end_line
+    if was_cut:
+        whole_lines = text.count("\n")  # the last (cut) line is not shown whole
+        shown = max(row.start_line - 1, row.start_line + whole_lines - 1)
+    f = row.file
+    assert f is not None
+    return DocHit(path=f.path, heading=row.heading, symbol=row.symbol, start_line=row.start_line,
+                  end_line=row.end_line, page=row.page, text=text, text_truncated=was_cut, shown_end_line=shown,
+                  score=round(score, 4), collection=f.collection, project=f.project), was_cut
+
+
+async def search_docs(
+    rt: Runtime,
+    scope: Scope,
+    query: str,
+    k: int = 5,
+    collection: str | None = None,
+    path_prefix: str | None = None,
+) -> SearchDocsResult:
+    """Chunks of indexed documents matching ``query`` over ``scope.projects_read``, best first.
+
+    Each result's text is cut to ``settings.docs_result_chars`` and the whole reply to
+    ``settings.reply_budget_chars``; a cut text keeps its line range (``start_line`` ..
+    ``end_line``) so the rest can be opened. Raises ToolError on bad input, NotReady.
+    """
+    s = rt.settings
+    q = v.check_query(query)
+    k = v.check_k(k, s.max_k)
+    name = check_collection(collection)
+    prefix = check_path_prefix(path_prefix)
+    ranked = await rank_chunks(rt, scope.projects_read, q, limit=k, collection=name, path_prefix=prefix)
+    results: list[DocHit] = []
+    used, truncated = 0, False
+    for row, score in ranked:
+        room = min(s.docs_result_chars, s.reply_budget_chars - used)
+        if room < 80:
+            truncated = True
+            break
+        hit, was_cut = _hit(row, score, room)
+        truncated |= was_cut
+        used += len(hit.text)
+        results.append(hit)
+    return SearchDocsResult(scope=scope, results=results, truncated=truncated)
+

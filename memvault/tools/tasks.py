@@ -1,0 +1,336 @@
+"""The task-state handlers (working memory): ``set_task_state``, ``get_task_state``.
+
+Task state is not memory: it never enters recall. A task is a versioned JSON object
+with a title and a status (active | blocked | done | abandoned). Writes replace the
+state, apply a JSON Merge Patch (RFC 7396), or only change the status; each write
+raises the version by one, and ``expected_version`` makes concurrent writers fail
+loudly instead of overwriting each other. Open tasks expire after an idle TTL;
+finished ones after a retention period. Finishing a task with an ``outcome`` leaves
+one episode memory behind, written through the ``remember`` handler.
+
+Also here: ``deictic_query`` (recall of "continue" / "上次那个方案" searches for the
+current task) and ``task_step`` (the current step read from a state).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from memvault.clock import to_iso
+from memvault.policy.deixis import detect_deixis, enrich_query
+from memvault.policy.merge_patch import merge_patch
+from memvault.policy.text import cut
+from memvault.policy.ttl import SECONDS_PER_DAY
+from memvault.storage.tasks import FINISHED_STATUSES, STATUSES, TaskRow, TaskStore, TaskVersion, state_json
+from memvault.tools import validation as v
+from memvault.tools.models import Scope
+from memvault.tools.remember import RememberArgs, remember
+from memvault.tools.runtime import Runtime
+from memvault.tools.task_models import GetTaskResult, SetTaskResult, TaskOut, TaskSummary, TaskVersionOut
+
+log = logging.getLogger(__name__)
+
+MAX_TASK_ID_CHARS = 128
+MAX_TITLE_CHARS = 200
+MAX_OUTCOME_CHARS = 2_000
+STEP_CHARS = 200
+APPROACH_CHARS = 800
+
+_TASK_ID_RE = re.compile(r"^[\w][\w.\-:/#]*$", re.UNICODE)
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+# State members read as "the current step", in order of preference.
+_STEP_KEYS = ("current_step", "step", "next_step", "now", "doing")
+_STEP_LIST_KEYS = ("steps", "plan")
+# State members read as "the approach" of a finished task, in order of preference.
+_APPROACH_KEYS = ("approach", "plan", "decisions", "notes", "done_steps", "done", "steps")
+
+
+@dataclass
+class SetTaskArgs:
+    """Arguments of ``set_task_state`` as the tool received them (validated here)."""
+
+    task_id: str
+    state: dict[str, Any] | None = None
+    patch: dict[str, Any] | None = None
+    title: str | None = None
+    status: str | None = None
+    expected_version: int | None = None
+    ttl_days: float | None = None
+    outcome: str | None = None
+    actor: str | None = None
+
+
+# ---------------------------------------------------------------------- pure helpers
+def _short(value: Any, limit: int) -> str:
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, dict):
+        text = str(value.get("title") or value.get("name") or value.get("text") or state_json(value))
+    else:
+        text = state_json(value) if isinstance(value, list) else str(value)
+    return cut(" ".join(text.split()), limit)[0]
+
+
+def task_step(state: dict[str, Any]) -> str | None:
+    """The current step of a task as one short line, read from its state; None if not found.
+
+    Looks at ``current_step`` / ``step`` / ``next_step`` / ``now`` / ``doing``; a number
+    n with a ``steps`` (or ``plan``) list gives "step n of m: <steps[n-1]>" (1-based).
+    """
+    for key in _STEP_KEYS:
+        if key not in state or state[key] is None:
+            continue
+        value = state[key]
+        if isinstance(value, int) and not isinstance(value, bool):
+            for lk in _STEP_LIST_KEYS:
+                steps = state.get(lk)
+                if isinstance(steps, list) and 1 <= value <= len(steps):
+                    return _short(f"step {value} of {len(steps)}: {_short(steps[value - 1], STEP_CHARS)}", STEP_CHARS)
+            return f"step {value}"
+        return _short(value, STEP_CHARS)
+    return None
+
+
+def episode_text(title: str, state: dict[str, Any], outcome: str) -> str:
+    """The episode memory of a finished task: "Task: <title>. Approach: <...>. Outcome: <outcome>."
+
+    The approach comes from the state's ``approach`` / ``plan`` / ``decisions`` /
+    ``notes`` / ``done_steps`` / ``done`` / ``steps`` (first present), cut to APPROACH_CHARS.
+    """
+    approach = None
+    for key in _APPROACH_KEYS:
+        value = state.get(key)
+        if value in (None, "", [], {}):
+            continue
+        if isinstance(value, list):
+            value = "; ".join(_short(x, APPROACH_CHARS) for x in value)
+        approach = _short(value, APPROACH_CHARS)
+        break
+    parts = [f"Task: {title.strip().rstrip('.')}."]
+    if approach:
+        parts.append(f"Approach: {approach.rstrip('.')}.")
+    parts.append(f"Outcome: {outcome.strip().rstrip('.')}.")
+    return " ".join(parts)
+
+
+def _check_task_id(task_id: str) -> str:
+    t = (task_id or "").strip()
+    if not t or len(t) > MAX_TASK_ID_CHARS or not _TASK_ID_RE.match(t):
+        raise ToolError(
+            f"task_id {task_id!r} is not allowed; use 1-{MAX_TASK_ID_CHARS} letters, digits and . _ - : / # "
+            "such as 'migrate-billing' or 'issue-42'"
+        )
+    return t
+
+
+def _check_text(name: str, value: str | None, limit: int, *, control_ok: bool = False) -> str | None:
+    if value is None:
+        return None
+    t = value.strip()
+    if not t:
+        raise ToolError(f"{name} is empty; leave it out or give some text")
+    if len(t) > limit or (not control_ok and _CONTROL_RE.search(t)):
+        raise ToolError(f"{name} is too long or has control characters; at most {limit} printable characters")
+    return t
+
+
+def _iso(ts: float) -> str:
+    return to_iso(ts) or ""
+
+
+def task_out(row: TaskRow) -> TaskOut:
+    """A stored task as the tools return it."""
+    return TaskOut(task_id=row.task_id, version=row.version, title=row.title, status=row.status,
+                   state=row.state, step=task_step(row.state), project=row.project,
+                   created_at=_iso(row.created_at), updated_at=_iso(row.updated_at),
+                   expires_at=_iso(row.expires_at), outcome=row.outcome, episode_id=row.episode_id)
+
+
+def task_summary(row: TaskRow) -> TaskSummary:
+    """A stored task as a list entry (no state)."""
+    return TaskSummary(task_id=row.task_id, title=row.title, status=row.status, step=task_step(row.state),
+                       version=row.version, project=row.project, updated_at=_iso(row.updated_at),
+                       expires_at=_iso(row.expires_at))
+
+
+def _version_out(h: TaskVersion) -> TaskVersionOut:
+    return TaskVersionOut(version=h.version, title=h.title, status=h.status, state=h.state, at=_iso(h.at),
+                          actor=h.actor)
+
+
+def _where(projects: list[str]) -> str:
+    names = [f"project {p!r}" if p else "the global scope" for p in projects]
+    return " or ".join(names)
+
+
+# ---------------------------------------------------------------------- handlers
+async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTaskResult:
+    """Create or update one task in ``scope.project``; returns the task as stored.
+
+    Raises ToolError (nothing written) for bad arguments, a version conflict (the message
+    carries the current version), a state over ``task_state_max_bytes``, or when an
+    episode is due and the model is not loaded.
+    """
+    s = rt.settings
+    task_id = _check_task_id(args.task_id)
+    title = _check_text("title", args.title, MAX_TITLE_CHARS)
+    outcome = _check_text("outcome", args.outcome, MAX_OUTCOME_CHARS, control_ok=True)
+    ttl_days = v.check_ttl(args.ttl_days)
+    if args.status is not None and args.status not in STATUSES:
+        raise ToolError(f"status {args.status!r} is not known; use one of: {', '.join(STATUSES)}")
+    if args.state is not None and args.patch is not None:
+        raise ToolError("give either state (replaces the whole object) or patch (JSON Merge Patch), not both")
+    for name, value in (("state", args.state), ("patch", args.patch)):
+        if value is not None and not isinstance(value, dict):
+            raise ToolError(f"{name} must be a JSON object, got {type(value).__name__}")
+    if args.expected_version is not None and args.expected_version < 0:
+        raise ToolError("expected_version must be 0 (the task must not exist yet) or a version number")
+    if outcome is not None and args.status not in FINISHED_STATUSES:
+        raise ToolError("outcome is recorded when a task finishes; pass it with status='done' or 'abandoned'")
+    if outcome is not None:
+        await rt.started()  # the episode needs the model: fail before writing anything
+
+    store = TaskStore.on(rt.facts)
+    user, project = scope.user_id, scope.project
+    async with rt.write_lock:
+        now = rt.clock.now()
+        await store.sweep(now)
+        cur = await store.get(user, [project], task_id, now)
+        current = cur.version if cur is not None else 0
+        if args.expected_version is not None and args.expected_version != current:
+            seen = (f"it is at version {current} (updated {_iso(cur.updated_at)}, status {cur.status})"
+                    if cur is not None else "it does not exist (current version 0)")
+            raise ToolError(
+                f"version conflict on task {task_id!r}: expected_version={args.expected_version} but {seen}; "
+                f"current_version={current}. Another writer changed it: read it with get_task_state, "
+                f"re-apply your change and pass expected_version={current}."
+            )
+        base = cur.state if cur is not None else {}
+        if args.state is not None:
+            new_state = args.state
+        elif args.patch is not None:
+            new_state = merge_patch(base, args.patch)
+        else:
+            new_state = base
+        try:
+            size = len(state_json(new_state).encode("utf-8"))
+        except (ValueError, TypeError) as exc:
+            raise ToolError(f"state is not valid JSON: {exc}") from None
+        if size > s.task_state_max_bytes:
+            raise ToolError(
+                f"task state would be {size} bytes; the limit is {s.task_state_max_bytes} bytes "
+                "(setting MEMVAULT_TASK_STATE_MAX_BYTES). Keep bulky text in files or memories and store "
+                "references (paths, ids) in the state."
+            )
+        status = args.status or (cur.status if cur is not None else "active")
+        finished = status in FINISHED_STATUSES
+        task_ttl = ttl_days if ttl_days is not None else (cur.ttl_days if cur is not None else None)
+        days = s.task_retention_days if finished else (task_ttl or s.task_idle_ttl_days)
+        expires_at = now + days * SECONDS_PER_DAY
+        if not math.isfinite(expires_at):
+            raise ToolError(f"ttl_days={days} is too large")
+        row = TaskRow(
+            user_id=user, project=project, task_id=task_id,
+            title=title or (cur.title if cur is not None else task_id), status=status, version=current + 1,
+            state=new_state, created_at=cur.created_at if cur is not None else now, updated_at=now,
+            expires_at=expires_at, ttl_days=task_ttl,
+            outcome=outcome or (cur.outcome if cur is not None and finished else None),
+            episode_id=cur.episode_id if cur is not None and finished else None, actor=args.actor,
+        )
+        await store.write(row, history_max=s.task_history_max)
+
+    episode = None
+    if outcome is not None:
+        episode = await remember(rt, scope, RememberArgs(
+            content=episode_text(row.title, row.state, outcome), kind="episode", tags=["task"],
+            source=f"task:{task_id}", force=True,
+        ))
+        if episode.id is not None:
+            async with rt.write_lock:
+                await store.set_episode(row, episode.id)
+    return SetTaskResult(**task_out(row).model_dump(), created=cur is None, episode=episode, scope=scope)
+
+
+async def get_task_state(rt: Runtime, scope: Scope, task_id: str | None = None, *, include_done: bool = False,
+                         include_history: bool = False) -> GetTaskResult:
+    """One task (``task_id`` given; looked up in ``scope.projects_read`` in order) or the scope's tasks.
+
+    Lists are open tasks (plus finished ones with ``include_done``), active before
+    blocked, newest first, at most ``task_list_max``. ``include_history`` adds the
+    stored versions of one task, newest first, within the reply budget. Raises
+    ToolError when the named task does not exist (or has expired).
+    """
+    s = rt.settings
+    store = TaskStore.on(rt.facts)
+    now = rt.clock.now()
+    if task_id is None:
+        rows, total = await store.list_tasks(scope.user_id, scope.projects_read, now, include_done=include_done,
+                                             limit=s.task_list_max)
+        return GetTaskResult(scope=scope, tasks=[task_summary(r) for r in rows], total=total,
+                             truncated=total > len(rows))
+    tid = _check_task_id(task_id)
+    row = await store.get(scope.user_id, scope.projects_read, tid, now)
+    if row is None:
+        raise ToolError(
+            f"no task {tid!r} in {_where(scope.projects_read)}; it may have expired "
+            f"(open tasks vanish after {s.task_idle_ttl_days:g} idle days, finished ones after "
+            f"{s.task_retention_days:g} days). Call get_task_state without task_id to list the open tasks."
+        )
+    history: list[TaskVersionOut] = []
+    truncated = False
+    if include_history:
+        used = 0
+        for h in await store.history(scope.user_id, row.project, tid, s.task_history_max):
+            size = len(state_json(h.state))
+            if used + size > s.reply_budget_chars:
+                truncated = True
+                break
+            used += size
+            history.append(_version_out(h))
+    return GetTaskResult(scope=scope, task=task_out(row), history=history, total=1, truncated=truncated)
+
+
+async def open_tasks(rt: Runtime, scope: Scope, limit: int) -> list[TaskRow]:
+    """Open tasks over ``scope.projects_read``: active before blocked, newest first."""
+    rows, _ = await TaskStore.on(rt.facts).list_tasks(scope.user_id, scope.projects_read, rt.clock.now(),
+                                                      limit=limit)
+    return rows
+
+
+async def deictic_query(rt: Runtime, scope: Scope, query: str) -> tuple[str, str | None]:
+    """The query recall should search, and a note when it was changed.
+
+    A query that only points ("continue", "上次那个方案") is replaced by the scope's most
+    recent open task (title, current step) followed by the query; otherwise the query
+    is returned unchanged with no note.
+    """
+    d = detect_deixis(query)
+    if not d.deictic:
+        return query, None
+    rows = await open_tasks(rt, scope, 1)
+    if not rows:
+        return query, (f"the query {query!r} {d.reason}, but there is no open task in this scope to resolve it; "
+                       "searched as written")
+    t = rows[0]
+    enriched = enrich_query(query, t.title, task_step(t.state))
+    return enriched, (f"the query {query!r} {d.reason}; searched for the current task instead: {enriched!r} "
+                      f"(task {t.task_id!r}, {t.status}, version {t.version})")
+
+
+async def sweep_tasks(rt: Runtime) -> int:
+    """Purge tasks past their idle TTL or retention (rows and history); returns how many went."""
+    total = 0
+    async with rt.write_lock:
+        store = TaskStore.on(rt.facts)
+        while n := await store.sweep(rt.clock.now()):
+            total += n
+    if total:
+        log.info("swept %d expired tasks", total)
+    return total

@@ -1,0 +1,134 @@
+"""The document registry (SQLite) and the indexing handler called directly (no MCP).
+
+Registry tests use a real SQLite file; handler tests a real Runtime (model, Qdrant Edge),
+with the embedder wrapped to count its calls.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memvault.config import Settings
+from memvault.server.scope import make_scope
+from memvault.storage.docs import ChunkRow, DocFile, DocStore, SchemaTooOld
+from memvault.storage.facts import FactStore
+from memvault.tools import docs as docs_mod
+from memvault.tools.docs import DOCS_COLLECTION, index_docs, rank_chunks
+from memvault.tools.runtime import Runtime
+from tests.docs_fixtures import write_tree
+
+pytestmark = pytest.mark.anyio
+
+
+def doc(path: str = "/r/a.md", h: str = "h1") -> DocFile:
+    return DocFile(project="p", collection="c", abs_path=path, path=Path(path).name, size=3, mtime=1.0,
+                   content_hash=h, format="markdown", embedding_model="m", indexed_at=2.0)
+
+
+def chunk(cid: str, seq: int, text: str) -> ChunkRow:
+    return ChunkRow(id=cid, seq=seq, heading="A > B", symbol=None, start_line=seq + 1, end_line=seq + 1,
+                    page=None, text=text)
+
+
+async def test_registry_swaps_versions_in_one_transaction(tmp_path):
+    db = tmp_path / "m.db"
+    await (await FactStore.open(db)).close()  # migrates, documents included
+    async with DocStore.connect(db) as store:
+        d = await store.replace_file(doc(), [chunk("c1", 0, "one"), chunk("c2", 1, "two")])
+        assert d.id > 0 and d.chunk_ids == ["c1", "c2"]
+        await store.replace_file(doc(h="h2"), [chunk("c3", 0, "three")])
+        got = await store.chunks(["c1", "c2", "c3"])
+        assert list(got) == ["c3"] and got["c3"].file.content_hash == "h2" and got["c3"].heading == "A > B"
+        # a failing new version (duplicate chunk id) leaves the old one whole
+        with pytest.raises(sqlite3.IntegrityError):
+            await store.replace_file(doc(h="h3"), [chunk("c4", 0, "x"), chunk("c4", 1, "y")])
+        files = await store.files("p", "c")
+        assert files["/r/a.md"].content_hash == "h2" and files["/r/a.md"].chunk_ids == ["c3"]
+        assert await store.all_chunk_ids() == {"c3"}
+        assert await store.count("p", "c") == (1, 1) and await store.count("other") == (0, 0)
+        await store.remove_files([files["/r/a.md"]])
+        assert await store.files("p", "c") == {} and await store.all_chunk_ids() == set()
+
+
+async def test_registry_refuses_an_unmigrated_database(tmp_path):
+    sqlite3.connect(tmp_path / "old.db").close()
+    with pytest.raises(SchemaTooOld):
+        async with DocStore.connect(tmp_path / "old.db"):
+            pass
+
+
+@pytest.fixture
+async def runtime(tmp_path, model_cache):
+    rt = await Runtime.open(Settings(data_dir=tmp_path / "d", model_cache_dir=model_cache))
+    await rt.load()
+    yield rt
+    await rt.close()
+
+
+def count_embeds(rt: Runtime) -> list[int]:
+    """Wrap the loaded embedder's passage call; the list grows by the batch size per call."""
+    calls: list[int] = []
+    emb = rt._embedder
+    real = emb.embed_passages
+
+    def counted(texts):
+        calls.append(len(texts))
+        return real(texts)
+
+    emb.embed_passages = counted  # instance attribute shadows the method
+    return calls
+
+
+@pytest.mark.slow
+async def test_unchanged_rerun_never_calls_the_embedder(tmp_path, runtime):
+    tree = write_tree(tmp_path / "proj")
+    scope = make_scope("local", "proj", "argument")
+    calls = count_embeds(runtime)
+    first = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
+    assert first.added == 5 and sum(calls) == first.chunks_embedded
+    # batched: far fewer embedder calls than files
+    assert len(calls) == 1
+    calls.clear()
+    again = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
+    assert calls == [] and again.unchanged == 5 and again.chunks_embedded == 0
+
+
+@pytest.mark.slow
+async def test_interrupted_run_leaves_no_half_indexed_file(tmp_path, runtime, monkeypatch):
+    tree = write_tree(tmp_path / "proj")
+    scope = make_scope("local", "proj", "argument")
+    _, vectors = await runtime.ready()
+    real = DocStore.replace_file
+    committed: list[str] = []
+
+    async def crash_on_second(self, d, chunks):
+        if committed:
+            raise KeyboardInterrupt("power cut")
+        committed.append(d.path)
+        return await real(self, d, chunks)
+
+    monkeypatch.setattr(DocStore, "replace_file", crash_on_second)
+    monkeypatch.setattr(runtime.settings, "docs_batch_chunks", 10_000)
+    with pytest.raises(KeyboardInterrupt):
+        await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
+    monkeypatch.setattr(DocStore, "replace_file", real)
+    # every chunk's point was written, but only the first file is in the registry
+    async with DocStore.connect(runtime.settings.db_path) as store:
+        files = await store.files("proj", "default")
+        assert [f.path for f in files.values()] == committed
+        registered = await store.all_chunk_ids()
+    assert len(await runtime.run_sync(vectors.ids, DOCS_COLLECTION)) > len(registered)
+    # searches see only the committed file, never a piece of the others
+    for q in ("flamingo census", "reticulate_splines_v2", "from source procedure compiler"):
+        hits = await rank_chunks(runtime, ["proj"], q, limit=20)
+        assert {row.file.path for row, _ in hits} <= set(committed)
+        assert {row.id for row, _ in hits} <= registered
+    # the next run repairs it: orphans dropped, the rest indexed
+    res = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
+    assert res.added == 4 and res.unchanged == 1
+    async with DocStore.connect(runtime.settings.db_path) as store:
+        assert await runtime.run_sync(vectors.ids, DOCS_COLLECTION) == await store.all_chunk_ids()
+    assert docs_mod.DEFAULT_COLLECTION == "default"

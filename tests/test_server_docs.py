@@ -1,0 +1,151 @@
+"""End-to-end tests of index_docs / search_docs through a real MCP stdio session.
+
+Each test spawns ``memvault serve`` (real model, SQLite file, Qdrant Edge) with the
+fixture folder offered as the client's MCP root, as an editor would.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import call, call_error, memvault_client
+from tests.docs_fixtures import write_tree
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+def lines_of(path: Path, start: int, end: int) -> str:
+    return "\n".join(path.read_text(encoding="utf-8").split("\n")[start - 1 : end])
+
+
+async def test_index_and_search_cite_files_lines_pages(tmp_path, model_cache):
+    tree = write_tree(tmp_path / "proj")
+    async with memvault_client(tmp_path / "d", model_cache, roots=[tree.root.as_uri()]) as c:
+        res = await call(c, "index_docs", paths=["."])
+        assert res["scope"]["project"] == "proj"
+        assert res["added"] == 5 and res["changed"] == res["unchanged"] == res["removed"] == 0, res
+        assert res["failed"] == [] and res["chunks_embedded"] == res["chunks_total"] > 5
+
+        # Markdown: heading path and exact line range of the section
+        got = await call(c, "search_docs", query="from source procedure compiler checkout toolchain", k=3)
+        top = got["results"][0]
+        assert top["path"] == "docs/guide.md"
+        assert top["heading"] == "Guide > Install > From source"
+        assert (top["start_line"], top["end_line"]) == (tree.lines["source"], tree.lines["source_end"])
+
+        # code: an identifier finds its definition, split on definitions
+        got = await call(c, "search_docs", query="reticulate_splines_v2", k=3)
+        top = got["results"][0]
+        assert (top["path"], top["symbol"]) == ("src/splines.py", "reticulate_splines_v2")
+        assert top["start_line"] == tree.lines["reticulate"]
+        assert "unrelated_helper" not in top["text"]
+
+        # PDF: found with its page
+        got = await call(c, "search_docs", query="flamingo census", k=3)
+        top = got["results"][0]
+        assert top["path"] == "docs/paper.pdf" and top["page"] == 2 and "4212" in top["text"]
+
+        # Chinese document: by a Chinese query and by an English paraphrase
+        for q in ("数据库连接池应该设为多大？", "how big must the database connection pool be before deploying?"):
+            got = await call(c, "search_docs", query=q, k=3)
+            assert "docs/deploy-zh.md" in [r["path"] for r in got["results"]], (q, got)
+
+        # .gitignore honoured: neither the ignored folder nor *.log is searchable
+        got = await call(c, "search_docs", query="zebra migration", k=10)
+        assert not {"private/plan.md", "debug.log"} & {r["path"] for r in got["results"]}
+
+        # path_prefix narrows to a folder
+        got = await call(c, "search_docs", query="reticulate splines", k=10, path_prefix="docs/")
+        assert got["results"] and all(r["path"].startswith("docs/") for r in got["results"])
+
+        # every cited range really holds the text (non-PDF files)
+        for q in ("configure setting variable profile", "install wheel interpreter", "splines", "部署"):
+            got = await call(c, "search_docs", query=q, k=5)
+            for r in got["results"]:
+                if r["page"] is None and not r["text_truncated"]:
+                    assert r["text"] == lines_of(tree.root / r["path"], r["start_line"], r["end_line"]), r
+
+
+async def test_incremental_reindex_edit_and_delete(tmp_path, model_cache):
+    tree = write_tree(tmp_path / "proj")
+    async with memvault_client(tmp_path / "d", model_cache, roots=[tree.root.as_uri()]) as c:
+        first = await call(c, "index_docs", paths=["docs", "src"], collection="handbook")
+        assert first["added"] == 4 and first["collection"] == "handbook"
+
+        again = await call(c, "index_docs", paths=["docs", "src"], collection="handbook")
+        assert again["chunks_embedded"] == 0 and again["unchanged"] == 4
+        assert again["added"] == again["changed"] == again["removed"] == 0
+
+        # touching a file without changing it embeds nothing either
+        os.utime(tree.root / "src" / "splines.py", (1_000_000_000, 1_000_000_000))
+        touched = await call(c, "index_docs", paths=["docs", "src"], collection="handbook")
+        assert touched["chunks_embedded"] == 0 and touched["unchanged"] == 4
+
+        # edit one file: only it is re-chunked, its old text is gone
+        code = tree.root / "src" / "splines.py"
+        code.write_text(code.read_text().replace("reticulate_splines_v2", "reticulate_splines_v3"))
+        edited = await call(c, "index_docs", paths=["docs", "src"], collection="handbook")
+        assert (edited["changed"], edited["unchanged"], edited["added"]) == (1, 3, 0), edited
+        assert 1 <= edited["chunks_embedded"] <= 3
+        assert edited["chunks_total"] == first["chunks_total"]
+        got = await call(c, "search_docs", query="reticulate_splines_v3", collection="handbook", k=5)
+        assert got["results"][0]["symbol"] == "reticulate_splines_v3"
+        got = await call(c, "search_docs", query="reticulate_splines_v2", collection="handbook", k=10)
+        assert all("reticulate_splines_v2" not in r["text"] for r in got["results"])
+
+        # delete a file: its chunks are gone from search and from the totals
+        (tree.root / "docs" / "paper.pdf").unlink()
+        removed = await call(c, "index_docs", paths=["docs", "src"], collection="handbook")
+        assert removed["removed"] == 1 and removed["chunks_embedded"] == 0
+        assert removed["chunks_total"] < edited["chunks_total"]
+        got = await call(c, "search_docs", query="flamingo census", collection="handbook", k=10)
+        assert "docs/paper.pdf" not in [r["path"] for r in got["results"]]
+
+        # another collection name sees nothing of this one
+        got = await call(c, "search_docs", query="flamingo census", collection="other", k=5)
+        assert got["results"] == []
+
+
+async def test_traversal_and_symlink_escape_refused(tmp_path, model_cache):
+    tree = write_tree(tmp_path / "proj")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nThe vault combination is 31-41-59.\n")
+    (tree.root / "escape").symlink_to(outside, target_is_directory=True)
+    (tree.root / "docs" / "leak.md").symlink_to(outside / "secret.md")
+    async with memvault_client(tmp_path / "d", model_cache, roots=[tree.root.as_uri()]) as c:
+        for bad in ("../outside", str(outside), "escape", "docs/../../outside/secret.md", "/etc/passwd"):
+            err = await call_error(c, "index_docs", paths=[bad])
+            assert "refused" in err and "outside the allowed" in err, (bad, err)
+        # walking the root skips links that lead out of it
+        res = await call(c, "index_docs", paths=["."])
+        assert res["added"] == 5
+        got = await call(c, "search_docs", query="vault combination", k=10)
+        assert all("31-41-59" not in r["text"] for r in got["results"])
+    # a client without roots and no allowed folders may not index anything
+    async with memvault_client(tmp_path / "d", model_cache) as c:
+        err = await call_error(c, "index_docs", paths=[str(tree.root)])
+        assert "no folder it may read" in err
+
+
+async def test_documents_stay_in_their_project(tmp_path, model_cache):
+    a = write_tree(tmp_path / "alpha")
+    b = tmp_path / "beta"
+    b.mkdir()
+    (b / "notes.md").write_text("# Notes\n\nThe beta service listens on port 8125.\n")
+    d = tmp_path / "d"
+    async with memvault_client(d, model_cache, roots=[a.root.as_uri()]) as c:
+        await call(c, "index_docs", paths=["src"])
+    async with memvault_client(d, model_cache, roots=[b.as_uri()]) as c:
+        got = await call(c, "search_docs", query="reticulate_splines_v2", k=5)
+        assert got["scope"]["project"] == "beta" and got["results"] == []
+        shared = await call(c, "index_docs", paths=["notes.md"], project="")
+        assert shared["scope"]["project"] == ""
+    async with memvault_client(d, model_cache, roots=[a.root.as_uri()]) as c:
+        got = await call(c, "search_docs", query="which port does the beta service listen on?", k=3)
+        assert got["results"][0]["path"] == "notes.md" and got["results"][0]["project"] == ""
+        got = await call(c, "search_docs", query="beta service port", k=3, include_global=False)
+        assert all(r["path"] != "notes.md" for r in got["results"])
