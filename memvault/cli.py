@@ -155,6 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.set_defaults(func=cmd_reindex)
 
+    from memvault.cli_index import add_parser as add_index_parser  # issue 4
+
+    add_index_parser(sub, common)
+
     sp = sub.add_parser("stats", help="counts of stored memories")
     common(sp)
     sp.set_defaults(func=cmd_stats)

@@ -94,6 +94,23 @@ class Settings(BaseSettings):
     docs_batch_chunks: int = Field(128, ge=1, description="Chunks gathered across files per embedding batch.")
     docs_result_chars: int = Field(1_500, ge=100, description="Per-result text cut in search_docs replies.")
 
+    # --- issue 3: profile and working memory (task state) -------------------------
+    task_idle_ttl_days: float = Field(
+        7.0, gt=0, description="An open task not updated for this many days expires (per-call ttl_days overrides)."
+    )
+    task_retention_days: float = Field(
+        30.0, gt=0, description="Days a done or abandoned task stays readable before it is purged."
+    )
+    task_state_max_bytes: int = Field(65_536, ge=256, description="Largest task state, UTF-8 bytes of its JSON.")
+    task_history_max: int = Field(50, ge=1, le=10_000, description="Versions kept per task (oldest dropped).")
+    task_list_max: int = Field(20, ge=1, le=500, description="Tasks listed by get_task_state / get_profile.")
+    profile_max_preferences: int = Field(100, ge=1, le=2_000, description="Keyed entries in get_profile.")
+    profile_max_facts: int = Field(10, ge=0, le=200, description="Top facts by importance in get_profile.")
+    profile_value_chars: int = Field(500, ge=50, description="Cut of each profile value / fact, characters.")
+    context_budget_chars: int = Field(
+        8_000, ge=1_000, description="Size of the recall_context prompt block and the profile resource, characters."
+    )
+
     # --- testing -----------------------------------------------------------------
     clock_offset_s: float = Field(0.0, description="Shift of the server clock (tests move time with it).")
 

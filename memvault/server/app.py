@@ -19,7 +19,9 @@ from pydantic import Field
 
 from memvault import __version__
 from memvault.config import Settings
+from memvault.server.docs_tools import register_doc_tools
 from memvault.server.lifespan import make_lifespan
+from memvault.server.profile_tools import register_profile_tools
 from memvault.server.scope import client_roots, resolve_scope
 from memvault.tools.forget import ForgetArgs
 from memvault.tools.forget import forget as forget_handler
@@ -178,4 +180,6 @@ def build_server(settings: Settings) -> MCPServer:
         log_level="WARNING",
     )
     register_memory_tools(mcp)
+    register_doc_tools(mcp)
+    register_profile_tools(mcp)
     return mcp

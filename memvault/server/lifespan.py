@@ -16,6 +16,7 @@ import anyio
 
 from memvault.config import Settings
 from memvault.tools.indexing import reconcile, sweep_expired
+from memvault.tools.tasks import sweep_tasks
 from memvault.tools.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -24,10 +25,11 @@ SWEEP_INTERVAL_S = 600.0
 
 
 async def after_ready(rt: Runtime) -> None:
-    """First housekeeping once the model is loaded: repair the index, purge the expired."""
+    """First housekeeping once the model is loaded: repair the index, purge expired memories and tasks."""
     try:
         await reconcile(rt)
         await sweep_expired(rt)
+        await sweep_tasks(rt)
     except Exception:
         log.exception("start-up reconcile/sweep failed (will retry on the next sweep)")
 
@@ -48,6 +50,7 @@ async def _housekeeping(rt: Runtime) -> None:
             since_sweep = 0.0
             try:
                 await sweep_expired(rt)
+                await sweep_tasks(rt)
             except Exception:
                 log.exception("expiry sweep failed")
 

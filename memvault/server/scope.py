@@ -11,7 +11,6 @@ from __future__ import annotations
 import configparser
 import logging
 import re
-import weakref
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -87,26 +86,37 @@ def project_from_roots(result: ListRootsResult | None) -> str | None:
     return None
 
 
-# Project found from each client session's roots (asked once per session).
-_ROOTS_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+class _WorkspaceCache:
+    """The project read from the client's roots, asked once per server process.
+
+    On stdio a server process serves exactly one client, and on 2026-07-28 connections
+    every request arrives with a fresh session object, so the process is the only
+    stable key. (An HTTP transport serving several clients must key this by client.)
+    """
+
+    def __init__(self) -> None:
+        self.known = False
+        self.project: str | None = None
+
+    def set(self, project: str | None) -> None:
+        self.known, self.project = True, project
+
+    def clear(self) -> None:
+        self.known, self.project = False, None
 
 
-def _cached(session) -> tuple[bool, str | None]:
-    try:
-        return True, _ROOTS_CACHE[session]
-    except (KeyError, TypeError):
-        return False, None
+WORKSPACE = _WorkspaceCache()
 
 
 async def client_roots(ctx: Context, project: str | None = None) -> ListRoots | None:
     """Resolver: ask the client for its MCP roots only when they decide the scope.
 
-    Returns None (no question) when the tool got a ``project`` argument, when this
-    session's roots were already read, or when the client has no roots capability.
+    Returns None (no question) when the tool got a ``project`` argument, when the
+    client's roots were already read, or when the client has no roots capability.
     The SDK sends the ``roots/list`` request the way the negotiated protocol wants
     (mid-call, or as an input-required round on 2026-07-28+ connections).
     """
-    if project is not None or _cached(ctx.session)[0]:
+    if project is not None or WORKSPACE.known:
         return None
     caps = ctx.client_capabilities
     if caps is None or caps.roots is None:
@@ -124,14 +134,12 @@ def resolve_scope(ctx: Context, settings: Settings, project: str | None, roots: 
     user = settings.user_id
     if project is not None:
         return make_scope(user, project, "argument", include_global=include_global)
-    known, from_roots = _cached(ctx.session)
-    if not known:
+    if WORKSPACE.known:
+        from_roots = WORKSPACE.project
+    else:
         from_roots = project_from_roots(roots)
         if roots is not None or ctx.client_capabilities is None or ctx.client_capabilities.roots is None:
-            try:
-                _ROOTS_CACHE[ctx.session] = from_roots
-            except TypeError:
-                pass
+            WORKSPACE.set(from_roots)
     if from_roots:
         return make_scope(user, from_roots, "roots", include_global=include_global)
     if settings.project:

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5_000
 
-_COLUMNS = (
+MEMORY_COLUMNS = (
     "id, user_id, project, kind, key, content, tags, importance, confidence, source, created_at, "
     "updated_at, last_accessed_at, access_count, expires_at, status, superseded_by, content_hash, "
     "embedding_model, index_state"
@@ -76,7 +76,8 @@ class HistoryEntry:
     reason: str | None
 
 
-def _row(r: sqlite3.Row | tuple) -> MemoryRow:
+def row_from_sql(r: sqlite3.Row | tuple) -> MemoryRow:
+    """A ``SELECT MEMORY_COLUMNS`` result tuple -> MemoryRow (tags decoded from JSON)."""
     (id_, user_id, project, kind, key, content, tags, importance, confidence, source, created_at,
      updated_at, last_accessed_at, access_count, expires_at, status, superseded_by, content_hash,
      embedding_model, index_state) = tuple(r)
@@ -149,6 +150,14 @@ class FactStore:
                 os.chmod(p, 0o600)
         return store
 
+    @property
+    def connection(self) -> aiosqlite.Connection:
+        """The shared connection, for the other stores of the same file (tasks, profile, docs).
+
+        One connection per process keeps SQLite writes serialised in one place.
+        """
+        return self._db
+
     async def close(self) -> None:
         """Close the connection (checkpointing the WAL)."""
         await self._db.close()
@@ -178,7 +187,7 @@ class FactStore:
     # ------------------------------------------------------------------ internals
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[MemoryRow]:
         cur = await self._db.execute(sql, list(params))
-        return [_row(r) for r in await cur.fetchall()]
+        return [row_from_sql(r) for r in await cur.fetchall()]
 
     async def _history(self, row: MemoryRow, action: str, actor: str | None, at: float,
                        old: str | None, new: str | None, reason: str | None = None) -> None:
@@ -206,7 +215,7 @@ class FactStore:
         out: list[MemoryRow] = []
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
-            out += await self._fetch(f"SELECT {_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part)
+            out += await self._fetch(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part)
         return out
 
     async def find_by_hash(self, user_id: str, project: str, kind: str, content_hash: str,
@@ -214,7 +223,7 @@ class FactStore:
         """The active, unexpired memory with this content hash in this scope and kind, if any."""
         alive, p = _alive(now)
         rows = await self._fetch(
-            f"SELECT {_COLUMNS} FROM memories WHERE user_id=? AND project=? AND kind=? AND content_hash=?"
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE user_id=? AND project=? AND kind=? AND content_hash=?"
             f" AND status='active' AND {alive} LIMIT 1",
             [user_id, project, kind, content_hash, *p],
         )
@@ -224,7 +233,7 @@ class FactStore:
         """Active, unexpired memories holding ``key`` in exactly this scope."""
         alive, p = _alive(now)
         return await self._fetch(
-            f"SELECT {_COLUMNS} FROM memories WHERE user_id=? AND project=? AND key=? AND status='active'"
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE user_id=? AND project=? AND key=? AND status='active'"
             f" AND {alive}",
             [user_id, project, key, *p],
         )
@@ -268,7 +277,7 @@ class FactStore:
                 f"EXISTS (SELECT 1 FROM json_each(memories.tags) WHERE json_each.value IN ({_marks(len(tags_any))}))"
             )
             params += list(tags_any)
-        sql = f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC"
+        sql = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
@@ -296,7 +305,7 @@ class FactStore:
     async def pending(self, limit: int = 1000) -> list[MemoryRow]:
         """Rows whose index entry is not confirmed (crash between SQLite and Qdrant)."""
         return await self._fetch(
-            f"SELECT {_COLUMNS} FROM memories WHERE index_state='pending' LIMIT ?", [limit]
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE index_state='pending' LIMIT ?", [limit]
         )
 
     async def indexable_ids(self, now: float) -> set[str]:
@@ -308,7 +317,7 @@ class FactStore:
     async def expired(self, now: float, limit: int = 1000) -> list[MemoryRow]:
         """Rows (any status) whose expiry has passed."""
         return await self._fetch(
-            f"SELECT {_COLUMNS} FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?",
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?",
             [now, limit],
         )
 
@@ -335,7 +344,7 @@ class FactStore:
         await self._begin()
         try:
             await self._db.execute(
-                f"INSERT INTO memories ({_COLUMNS}) VALUES ({_marks(20)})",
+                f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES ({_marks(20)})",
                 [row.id, row.user_id, row.project, row.kind, row.key, row.content,
                  json.dumps(row.tags, ensure_ascii=False), row.importance, row.confidence, row.source,
                  row.created_at, row.updated_at, row.last_accessed_at, row.access_count, row.expires_at,

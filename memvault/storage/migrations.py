@@ -92,6 +92,45 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX doc_chunks_doc ON doc_chunks (doc_id, seq);
         """,
     ),
+    (
+        3,
+        # issue 3: task state (working memory), versioned JSON with bounded history.
+        """
+        CREATE TABLE tasks (
+            user_id     TEXT NOT NULL,
+            project     TEXT NOT NULL DEFAULT '',
+            task_id     TEXT NOT NULL,
+            title       TEXT NOT NULL,
+            status      TEXT NOT NULL,             -- active | blocked | done | abandoned
+            version     INTEGER NOT NULL,          -- +1 per write
+            state       TEXT NOT NULL,             -- JSON object
+            created_at  REAL NOT NULL,             -- unix seconds
+            updated_at  REAL NOT NULL,
+            expires_at  REAL NOT NULL,             -- idle TTL (open) or retention (finished)
+            ttl_days    REAL,                      -- per-task idle TTL; NULL = the setting
+            outcome     TEXT,
+            episode_id  TEXT,                      -- memory written when the task finished
+            actor       TEXT,
+            PRIMARY KEY (user_id, project, task_id)
+        );
+        CREATE INDEX tasks_open ON tasks (user_id, project, status, updated_at);
+        CREATE INDEX tasks_expiry ON tasks (expires_at);
+
+        CREATE TABLE task_history (
+            seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id     TEXT NOT NULL,
+            project     TEXT NOT NULL,
+            task_id     TEXT NOT NULL,
+            version     INTEGER NOT NULL,
+            title       TEXT NOT NULL,
+            status      TEXT NOT NULL,
+            state       TEXT NOT NULL,             -- JSON object as of this version
+            at          REAL NOT NULL,
+            actor       TEXT
+        );
+        CREATE INDEX task_history_task ON task_history (user_id, project, task_id, version);
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -22,6 +22,7 @@ from memvault.tools import validation as v
 from memvault.tools.indexing import embed_query, keyword_vector, scope_filter
 from memvault.tools.models import MemoryOut, RecallResult, Scope
 from memvault.tools.runtime import MEMORY_COLLECTION, Runtime
+from memvault.tools.tasks import deictic_query
 
 
 @dataclass
@@ -116,9 +117,10 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     since, until = v.check_time("since", args.since), v.check_time("until", args.until)
     if since is not None and until is not None and since > until:
         raise ToolError("since is after until; give a time range that runs forwards")
+    query, query_note = await deictic_query(rt, scope, query)  # "continue" -> the current task
     await rt.started()
     ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=k, kinds=kinds, tags=tags,
                         since=since, until=until)
     memories, truncated = bounded(ranked, s.content_budget_chars, s.reply_budget_chars)
     await rt.facts.touch([m.id for m in memories], rt.clock.now())
-    return RecallResult(scope=scope, memories=memories, truncated=truncated)
+    return RecallResult(scope=scope, memories=memories, truncated=truncated, query_note=query_note)
