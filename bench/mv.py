@@ -37,8 +37,12 @@ async def open_runtime(data_dir: Path, model_cache: Path, **settings) -> Runtime
     """
     s = Settings(data_dir=data_dir, model_cache_dir=model_cache, user_id=USER, **settings)
     rt = await Runtime.open(s)
-    await rt.load()
-    await rt.ready()
+    try:
+        await rt.load()
+        await rt.ready()
+    except BaseException:
+        await rt.close()
+        raise
     return rt
 
 
@@ -80,3 +84,26 @@ async def bulk_load(rt: Runtime, texts: Sequence[str], *, batch: int = 256, prog
         await index_rows(rt, rows, dense=dense)
         bar.update(len(part))
     bar.close()
+
+
+_EMBEDDERS: dict[tuple, object] = {}
+
+
+def share_embedder_across_runtimes() -> None:
+    """Make every Runtime of this process reuse one loaded model instead of loading its own.
+
+    The quality benches open one Runtime per conversation / question (one data dir each);
+    loading the model each time would cost ~1.5 s and ~400 MB apiece. This replaces
+    ``load_embedder`` as ``memvault.tools.runtime`` sees it with a cache keyed by the model
+    settings; the Embedder object itself is memvault's own (thread-safe, see embedder.py).
+    """
+    import memvault.tools.runtime as runtime_mod
+    from memvault.storage.embedder import load_embedder
+
+    def cached(settings, **kwargs):
+        key = (settings.embedding_model, str(settings.model_path), str(settings.models_dir))
+        if key not in _EMBEDDERS:
+            _EMBEDDERS[key] = load_embedder(settings, **kwargs)
+        return _EMBEDDERS[key]
+
+    runtime_mod.load_embedder = cached

@@ -1,0 +1,197 @@
+"""LoCoMo turn retrieval (no LLM), by the rule of LoCoMo's own ``task_eval/evaluation.py``.
+
+Protocol (../shared/bench/README.md): every turn of one conversation is one memory
+(text = ``"<speaker>: <text>"`` plus ``" [shares a photo: <blip_caption>]"`` where the turn
+has an image; time = the session date). Each QA item of categories 1-4 is a query;
+recall@k = |evidence ∩ top-k| / |evidence|, evidence normalised with ``D\\d+:\\d+`` and
+restricted to the conversation's turns. Reported overall and per category (1 multi-hop,
+2 temporal, 3 open-domain, 4 single-hop).
+
+memvault runs in-process through its tool handlers: one data dir per conversation,
+``remember(force=True, created_at=session date)`` per turn in order (an exact or near
+duplicate comes back ``reinforced`` with the existing id: such turns share one memory),
+then ``recall.rank`` (the list recall returns, before access statistics) per question.
+The ranked memories are expanded to their turn ids in rank order and cut at k.
+Baselines on the same turns: BM25 and dense-only (same embedder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from bench.baselines import Bm25, Dense, embed_passages_sorted
+from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result
+from bench.metrics import recall_at_k
+
+KS = (1, 5, 10, 25)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+_DIA = re.compile(r"D\d+:\d+")
+SYSTEMS = ("memvault", "bm25", "dense")
+
+
+def session_time(s: str) -> float:
+    """Unix seconds of a LoCoMo session date such as ``"1:56 pm on 8 May, 2023"`` (taken as UTC)."""
+    return datetime.strptime(s.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc).timestamp()
+
+
+def turns(sample: dict) -> list[tuple[str, str, float]]:
+    """(dia_id, text, session unix time) of every turn of one conversation, in order."""
+    conv = sample["conversation"]
+    out = []
+    nums = sorted(int(m.group(1)) for k in conv if (m := re.fullmatch(r"session_(\d+)", k)) and conv[k])
+    for n in nums:
+        when = session_time(conv[f"session_{n}_date_time"])
+        for t in conv[f"session_{n}"]:
+            text = f"{t['speaker']}: {t['text']}"
+            if t.get("blip_caption"):
+                text += f" [shares a photo: {t['blip_caption']}]"
+            out.append((t["dia_id"], text, when))
+    return out
+
+
+def questions(sample: dict, known: set[str]) -> list[tuple[str, int, list[str]]]:
+    """(question, category, normalised evidence ids) for categories 1-4 with some known evidence."""
+    out = []
+    for qa in sample["qa"]:
+        cat = qa.get("category")
+        if cat not in CATEGORIES:
+            continue
+        ev = sorted({m for e in qa.get("evidence", []) for m in _DIA.findall(str(e)) if m in known})
+        if ev:
+            out.append((qa["question"], cat, ev))
+    return out
+
+
+async def run_conversation(sample: dict, model_cache: Path, systems: tuple[str, ...], kmax: int,
+                           progress: bool) -> tuple[list[dict], dict[str, Any]]:
+    """Score one conversation with each system; returns per-question rows and store stats."""
+    from tqdm import tqdm
+
+    from bench.mv import open_runtime, remember_turn, search
+
+    ts = turns(sample)
+    known = {d for d, _, _ in ts}
+    qs = questions(sample, known)
+    rows = [{"sample": sample["sample_id"], "category": c, "evidence": ev, "ranked": {}} for _, c, ev in qs]
+    stats: dict[str, Any] = {"sample": sample["sample_id"], "turns": len(ts), "questions": len(qs)}
+    with tempfile.TemporaryDirectory(prefix="memvault-locomo-") as tmp:
+        rt = await open_runtime(Path(tmp) / "data", model_cache)
+        try:
+            emb, _ = await rt.ready()
+            if "memvault" in systems:
+                t0 = time.perf_counter()
+                mem_turns: dict[str, list[str]] = defaultdict(list)
+                status: dict[str, int] = defaultdict(int)
+                for dia, text, when in tqdm(ts, desc=f"{sample['sample_id']} remember", disable=not progress,
+                                            leave=False):
+                    r = await remember_turn(rt, text, when)
+                    status[r.status] += 1
+                    if r.id is not None:
+                        mem_turns[r.id].append(dia)
+                stats["remember_s"] = round(time.perf_counter() - t0, 1)
+                stats["statuses"] = dict(status)
+                stats["memories"] = len(mem_turns)
+                t0 = time.perf_counter()
+                for (q, _, _), row in zip(tqdm(qs, desc=f"{sample['sample_id']} recall", disable=not progress,
+                                               leave=False), rows):
+                    ids = await search(rt, q, kmax)
+                    row["ranked"]["memvault"] = [d for i in ids for d in mem_turns[i]][:kmax]
+                stats["recall_s"] = round(time.perf_counter() - t0, 1)
+            texts = [t for _, t, _ in ts]
+            dias = [d for d, _, _ in ts]
+            if "bm25" in systems:
+                bm = Bm25(texts)
+                for (q, _, _), row in zip(qs, rows):
+                    row["ranked"]["bm25"] = [dias[i] for i in bm.search(q, kmax)]
+            if "dense" in systems:
+                dense = Dense(await anyio.to_thread.run_sync(embed_passages_sorted, emb, texts))
+                qv = await anyio.to_thread.run_sync(emb.embed_queries, [q for q, _, _ in qs])
+                for v, row in zip(qv, rows):
+                    row["ranked"]["dense"] = [dias[i] for i in dense.search_vec(v, kmax)]
+        finally:
+            await rt.close()
+    return rows, stats
+
+
+def summarise(rows: list[dict], systems: tuple[str, ...]) -> dict[str, dict[str, dict[str, float]]]:
+    """{system: {"overall"|category name: {"n": count, "R@k": mean recall}}}."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for sys_ in systems:
+        groups: dict[str, list[dict]] = defaultdict(list)
+        for r in rows:
+            groups["overall"].append(r)
+            groups[CATEGORIES[r["category"]]].append(r)
+        out[sys_] = {g: {"n": len(rs), **{f"R@{k}": sum(recall_at_k(r["ranked"][sys_], r["evidence"], k)
+                                                          for r in rs) / len(rs) for k in KS}}
+                     for g, rs in groups.items()}
+    return out
+
+
+def table(summary: dict) -> str:
+    """Markdown: one row per (system, group) with R@1/5/10/25."""
+    body = []
+    for sys_, groups in summary.items():
+        for g in ["overall", *CATEGORIES.values()]:
+            if g in groups:
+                m = groups[g]
+                body.append([sys_, g, int(m["n"]), *[m[f"R@{k}"] for k in KS]])
+    return md_table(["system", "questions", "n", *[f"R@{k}" for k in KS]], body)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the selected conversations; print the table; write JSON; return the payload."""
+    from bench.mv import share_embedder_across_runtimes
+
+    share_embedder_across_runtimes()
+    samples = json.loads((data_dir(args.data) / "locomo_dev.json").read_text())
+    if args.conversations:
+        samples = [s for s in samples if s["sample_id"] in args.conversations]
+    if args.limit:
+        samples = samples[: args.limit]
+    systems = tuple(args.systems)
+    rows, stats = [], []
+    t0 = time.perf_counter()
+    for s in samples:
+        print(f"# locomo {s['sample_id']}", file=sys.stderr)
+        r, st = await run_conversation(s, args.model_cache, systems, max(KS), not args.no_progress)
+        rows += r
+        stats.append(st)
+    summary = summarise(rows, systems)
+    payload = {"protocol": __doc__.strip(), "driver": "in-process tool handlers (remember / recall.rank)",
+               "conversations": [s["sample_id"] for s in samples], "store_stats": stats,
+               "elapsed_s": round(time.perf_counter() - t0, 1), "summary": summary}
+    path = write_result("locomo", payload)
+    print(table(summary))
+    print(f"\nJSON: {path}")
+    return payload
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    """Command-line flags of this bench."""
+    p.add_argument("--data", help="benchmark data folder (default ../shared/bench)")
+    p.add_argument("--conversations", nargs="*", help="sample ids to run (default all)")
+    p.add_argument("--limit", type=int, help="first N conversations only")
+    p.add_argument("--systems", nargs="*", default=list(SYSTEMS), choices=SYSTEMS)
+    p.add_argument("--model-cache", type=Path, default=DEFAULT_MODEL_CACHE)
+    p.add_argument("--no-progress", action="store_true")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.locomo", description=__doc__.splitlines()[0])
+    add_args(p)
+    anyio.run(run, p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Where recall's time goes, in-process: query embedding, dense / keyword search, SQLite fetch, rank total.
+
+Fills a temp store with ``--memories`` synthetic sentences (``bench.mv.bulk_load``), then
+times each stage of ``recall.rank`` separately over ``--queries`` synthetic queries and
+prints p50 per stage (ms). Run: ``python -m bench.recall_breakdown --memories 2000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from bench import synth
+from bench.common import DEFAULT_MODEL_CACHE, md_table
+from bench.mv import PROJECT, USER, bulk_load, open_runtime
+from memvault.tools.indexing import embed_query, keyword_vector, scope_filter
+from memvault.tools.recall import rank
+from memvault.tools.runtime import MEMORY_COLLECTION
+
+
+async def run(args: argparse.Namespace) -> dict[str, float]:
+    """Returns {stage: p50 ms} and prints it as a table."""
+    with tempfile.TemporaryDirectory(prefix="memvault-breakdown-") as tmp:
+        rt = await open_runtime(Path(tmp) / "d", args.model_cache)
+        try:
+            await bulk_load(rt, synth.sentences(args.memories), progress=False)
+            _, vec = await rt.ready()
+            t: dict[str, list[float]] = {k: [] for k in ("query embedding", "dense search", "keyword search",
+                                                          "SQLite fetch", "rank total")}
+            for q in synth.queries(args.queries, seed=7):
+                t0 = time.perf_counter()
+                qv = await embed_query(rt, q)
+                t["query embedding"].append(time.perf_counter() - t0)
+                flt = scope_filter(USER, [PROJECT], rt.clock.now())
+                t0 = time.perf_counter()
+                dense = await rt.run_sync(vec.search_dense, MEMORY_COLLECTION, qv.tolist(), flt, 100)
+                t["dense search"].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                sparse = await rt.run_sync(vec.search_sparse, MEMORY_COLLECTION, keyword_vector(q, query=True), flt,
+                                           100)
+                t["keyword search"].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                await rt.facts.get({h.id for h in dense} | {h.id for h in sparse})
+                t["SQLite fetch"].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                await rank(rt, USER, [PROJECT], q, limit=5)
+                t["rank total"].append(time.perf_counter() - t0)
+        finally:
+            await rt.close()
+    out = {k: statistics.median(v) * 1000 for k, v in t.items()}
+    print(md_table(["stage", "p50 ms"], [[k, v] for k, v in out.items()]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.recall_breakdown", description=__doc__.splitlines()[0])
+    p.add_argument("--memories", type=int, default=2000)
+    p.add_argument("--queries", type=int, default=60)
+    p.add_argument("--model-cache", type=Path, default=DEFAULT_MODEL_CACHE)
+    anyio.run(run, p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()

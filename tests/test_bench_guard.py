@@ -1,0 +1,65 @@
+"""CI-sized retrieval regression guard on public data (issue 5).
+
+A fixed slice of the benchmarks runs through memvault's real code path (in-process
+remember / recall handlers, real model, real SQLite, real Qdrant Edge), with quality
+floors a little below the values measured when this guard was written (see
+docs/benchmarks.md). A change that breaks retrieval drops below a floor and fails.
+Skipped when ../shared/bench (the data, never copied into the repo) is absent.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from bench.common import DEFAULT_DATA
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+LOCOMO_SAMPLE = "conv-30"  # the shortest of the 7 (369 turns, 81 questions of categories 1-4)
+LME_QUESTIONS = 2  # round-robin over question types: one knowledge-update, one multi-session
+
+# Floors: measured value minus a margin (measured values in the comments).
+# LoCoMo conv-30, memvault, measured 2026-11-29: R@5 0.536, R@10 0.697, R@25 0.784.
+FLOOR_LOCOMO = {"R@5": 0.50, "R@10": 0.65, "R@25": 0.75}
+# LongMemEval 2 questions, measured 2026-11-29: session any@5 1.0, session nDCG@10 0.977, turn any@10 0.5
+# (two questions: values move in steps of 0.5 for the recall metrics).
+FLOOR_LME = {"session any@5": 0.99, "session ndcg@10": 0.85, "turn any@10": 0.45}
+
+
+def _need_data() -> None:
+    if not (DEFAULT_DATA / "locomo_dev.json").is_file() or not (DEFAULT_DATA / "longmemeval_s_dev.json.gz").is_file():
+        pytest.skip(f"benchmark data not found at {DEFAULT_DATA} (../shared/bench next to the repo)")
+
+
+async def test_locomo_slice_recall_floor(model_cache):
+    _need_data()
+    from bench import locomo
+    from bench.mv import share_embedder_across_runtimes
+
+    share_embedder_across_runtimes()
+    samples = json.loads((DEFAULT_DATA / "locomo_dev.json").read_text())
+    sample = next(s for s in samples if s["sample_id"] == LOCOMO_SAMPLE)
+    rows, stats = await locomo.run_conversation(sample, model_cache, ("memvault",), 25, progress=False)
+    assert stats["questions"] == len(rows) > 50
+    assert stats["statuses"].get("declined", 0) == 0, stats
+    overall = locomo.summarise(rows, ("memvault",))["memvault"]["overall"]
+    for metric, floor in FLOOR_LOCOMO.items():
+        assert overall[metric] >= floor, f"LoCoMo {LOCOMO_SAMPLE} {metric} {overall[metric]:.3f} < floor {floor}"
+
+
+async def test_longmemeval_slice_recall_floor(model_cache):
+    _need_data()
+    from bench import longmemeval
+    from bench.mv import share_embedder_across_runtimes
+
+    share_embedder_across_runtimes()
+    with gzip.open(DEFAULT_DATA / "longmemeval_s_dev.json.gz", "rt") as f:
+        items = longmemeval.selected(json.load(f), LME_QUESTIONS)
+    results = [await longmemeval.run_question(it, model_cache, ("memvault",)) for it in items]
+    summary = longmemeval.summarise(results, ("memvault",))["memvault"]
+    assert summary["n"] == LME_QUESTIONS
+    for metric, floor in FLOOR_LME.items():
+        assert summary[metric] >= floor, f"LongMemEval {metric} {summary[metric]:.3f} < floor {floor}"
