@@ -149,3 +149,23 @@ async def test_documents_stay_in_their_project(tmp_path, model_cache):
         assert got["results"][0]["path"] == "notes.md" and got["results"][0]["project"] == ""
         got = await call(c, "search_docs", query="beta service port", k=3, include_global=False)
         assert all(r["path"] != "notes.md" for r in got["results"])
+
+
+async def test_credentials_are_never_indexed(tmp_path, model_cache):
+    root = tmp_path / "ws"
+    (root / "conf").mkdir(parents=True)
+    key_body = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZWQyNTUxOQ"
+    (root / "id_ed25519").write_text(f"-----BEGIN OPENSSH PRIVATE KEY-----\n{key_body}\n"
+                                     "-----END OPENSSH PRIVATE KEY-----\n")
+    (root / "conf" / "deploy.md").write_text("# Deploy\n\nDeploys go through the blue-green pipeline on Fridays.\n")
+    (root / "conf" / "settings.ini").write_text(
+        "[aws]\nregion = eu-west-1\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY9\n")
+    d = tmp_path / "d"
+    async with memvault_client(d, model_cache, roots=[root.as_uri()]) as c:
+        await call(c, "index_docs", paths=["."])
+        hits = await call(c, "search_docs", query="blue-green deploy pipeline", k=5)
+        assert any("blue-green" in r["text"] for r in hits["results"])
+        leaked = await call(c, "search_docs", query="aws_secret_access_key private key", k=10)
+        assert all("wJalrXUtnFEMI" not in r["text"] and "PRIVATE KEY" not in r["text"] for r in leaked["results"])
+    blob = b"".join(p.read_bytes() for p in d.rglob("*") if p.is_file())
+    assert b"wJalrXUtnFEMI" not in blob and key_body.encode() not in blob

@@ -193,6 +193,9 @@ async def test_secret_declined_and_never_on_disk(tmp_path, model_cache):
         assert token not in r["reason"]
         r = await call(c, "remember", content="my database password is hunter2-Blue-Falcon", force=True)
         assert r["status"] == "declined"
+        for where in ({"tags": [token]}, {"key": "ci." + token}, {"source": token}):
+            r = await call(c, "remember", content="The CI pipeline needs a token to publish", force=True, **where)
+            assert r["status"] == "declined", where
         ok = await call(c, "remember", content="CI secrets are kept in the GitHub repository settings", kind="fact")
         assert ok["status"] == "stored"
     blob = file_bytes(d)
@@ -224,6 +227,15 @@ async def test_forget_soft_hard_dry_run_and_query_bar(tmp_path, model_cache):
         assert vague["count"] == 0
         close = await call(c, "forget", query="The user's cat is called Miso", dry_run=True)
         assert [f["id"] for f in close["forgotten"]] == [a["id"]]
+        # cosine cannot separate these two; the exact statement wins
+        p1 = await call(c, "remember", content="The user prefers pnpm over npm", kind="preference")
+        p2 = await call(c, "remember", content="The user prefers npm over pnpm", kind="preference")
+        exact = await call(c, "forget", query="The user prefers pnpm over npm", dry_run=True)
+        assert [f["id"] for f in exact["forgotten"]] == [p1["id"]] != [p2["id"]]
+        # an explicit project narrows forget to that project (no global memories)
+        await call(c, "remember", content="The shop uses Stripe for payments", kind="fact", project="shop")
+        narrowed = await call(c, "forget", project="shop", kinds=["fact"], dry_run=True)
+        assert narrowed["count"] == 1 and narrowed["forgotten"][0]["project"] == "shop"
         soft = await call(c, "forget", ids=[a["id"]])
         assert soft["count"] == 1
         assert a["id"] not in [m["id"] for m in (await call(c, "recall", query="cat name"))["memories"]]

@@ -217,3 +217,12 @@ async def test_deictic_recall_resources_and_prompt(tmp_path, model_cache):
         assert len(text) <= 8_000
         md = (await c.read_resource("memvault://profile", cache_mode="bypass")).contents[0].text
         assert "from global" in md and "billing-pg" in md
+
+
+async def test_task_state_refuses_secrets(tmp_path, model_cache):
+    async with memvault_client(tmp_path / "d", model_cache) as c:
+        err = await call_error(c, "set_task_state", task_id="deploy",
+                               state={"notes": ["token ghp_Zx81TqL0pW4mN7vB2cR9yK3sD6fH1jA5uE0g"]})
+        assert "secret" in err.lower() or "token" in err.lower()
+        ok = await call(c, "set_task_state", task_id="deploy", state={"step": 1}, title="Deploy the API")
+        assert ok["version"] == 1

@@ -65,15 +65,31 @@ async def test_lost_index_is_rebuilt_from_sqlite(tmp_path, model_cache):
 
 
 async def test_second_process_on_same_store_gets_clear_message(tmp_path, model_cache):
+    import anyio
+
     d = tmp_path / "d"
-    async with memvault_client(d, model_cache) as first:
-        await call(first, "remember", content="The first server owns this store", kind="fact")
-        async with memvault_client(d, model_cache) as second:
-            err = await call_error(second, "recall", query="who owns the store")
+    owner_ready, release, owner_gone = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def owner() -> None:
+        async with memvault_client(d, model_cache) as first:
+            await call(first, "remember", content="The first server owns this store", kind="fact")
+            owner_ready.set()
+            await release.wait()
+            got = await call(first, "recall", query="who owns the store")  # unharmed by the other one
+            assert got["memories"]
+        owner_gone.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(owner)
+        await owner_ready.wait()
+        async with memvault_client(d, model_cache) as waiting:
+            err = await call_error(waiting, "recall", query="who owns the store")
             assert str(d / "vectors") in err or "another" in err.lower(), err
-        # the first one is unharmed
-        got = await call(first, "recall", query="who owns the store")
-        assert got["memories"]
+            release.set()
+            await owner_gone.wait()
+            # once the owner exits, the refused server recovers without a restart
+            got = await call(waiting, "recall", query="who owns the store")
+            assert got["memories"][0]["content"] == "The first server owns this store"
 
 
 def test_reindex_command_rebuilds_the_index(tmp_path, model_cache):

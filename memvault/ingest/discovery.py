@@ -41,7 +41,8 @@ DEFAULT_IGNORES: tuple[str, ...] = (
     # editor and OS litter
     ".idea/", ".vscode/", ".DS_Store", "Thumbs.db", "*.swp", "*~",
     # secrets and machine files that are never documentation
-    ".env", ".env.*", "*.pem", "*.key",
+    ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
+    ".ssh/", ".aws/", ".gnupg/", ".netrc", ".pgpass", ".npmrc", ".pypirc", "credentials", "*.kdbx",
     # generated or compiled files that pass the text sniff
     "*.pyc", "*.pyo", "*.min.js", "*.min.css", "*.map", "*.lock", "package-lock.json",
     "pnpm-lock.yaml",

@@ -159,7 +159,8 @@ def register_memory_tools(mcp: MCPServer) -> None:
         dry_run: Annotated[bool, Field(description="Only list what would be forgotten.")] = False,
         project: RecallProject = None,
     ) -> ForgetResult:
-        scope = resolve_scope(ctx, _runtime(ctx).settings, project, roots)
+        # An explicit project narrows forget to that project alone (recall would add global).
+        scope = resolve_scope(ctx, _runtime(ctx).settings, project, roots, include_global=project is None)
         args = ForgetArgs(ids=ids or [], key=key, query=query, kinds=list(kinds) if kinds else None, tags=tags,
                           older_than_days=older_than_days, hard=hard, dry_run=dry_run)
         try:

@@ -38,6 +38,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from memvault.ingest.chunking import Chunk, chunk_document
+from memvault.policy.secrets import find_secret
 from memvault.ingest.discovery import DiscoveredFile, discover
 from memvault.ingest.pathguard import PathNotAllowed, check_allowed
 from memvault.ingest.readers import UnreadableDocument, read_document
@@ -261,7 +262,13 @@ def _read_and_chunk(path: Path, cite: str, count_tokens: Callable[[str], int], b
     """(sha256 hex, format, chunks) of one file; blocking (worker thread)."""
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     doc = read_document(path)
-    return digest, doc.format, chunk_document(doc, cite, count_tokens=count_tokens, max_tokens=budget)
+    chunks = chunk_document(doc, cite, count_tokens=count_tokens, max_tokens=budget)
+    # Never index credentials (private keys, tokens, passwords in config files): the
+    # chunks holding one are left out, the rest of the file stays searchable.
+    kept = [c for c in chunks if find_secret(c.text) is None]
+    if len(kept) < len(chunks):
+        log.warning("%s: %d chunk(s) hold a secret and were not indexed", cite, len(chunks) - len(kept))
+    return digest, doc.format, kept
 
 
 def _hash(path: Path) -> str:

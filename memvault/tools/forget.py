@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from mcp.server.mcpserver.exceptions import ToolError
 
+from memvault.policy.dedup import content_words
 from memvault.policy.text import preview
 from memvault.storage.facts import MemoryRow
 from memvault.tools import validation as v
@@ -21,6 +22,7 @@ from memvault.tools.recall import rank
 from memvault.tools.runtime import MEMORY_COLLECTION, Runtime
 
 MAX_FORGET = 1000
+MAX_LISTED = 50  # the reply lists at most this many; count says how many were forgotten
 
 
 @dataclass
@@ -65,15 +67,22 @@ async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
             ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=rt.settings.max_k,
                                 kinds=kinds, tags=tags)
             similarity = {r.row.id: r.similarity for r in ranked if r.similarity is not None and r.similarity >= bar}
+            # Cosine cannot tell "prefers pnpm over npm" from "prefers npm over pnpm" (0.999):
+            # when some memory says exactly what the query says, only those are taken.
+            exact = {r.row.id for r in ranked if r.row.id in similarity
+                     and content_words(r.row.content) == content_words(query)}
+            if exact:
+                similarity = {i: similarity[i] for i in exact}
             rows = [r for r in rows if r.id in similarity]
         if len(rows) > MAX_FORGET:
             raise ToolError(f"these selectors match more than {MAX_FORGET} memories; narrow them "
                             "(add kinds, tags, key or older_than_days) or forget in parts")
         items = [ForgottenItem(id=r.id, content_preview=preview(r.content), kind=r.kind, project=r.project,
-                               similarity=similarity.get(r.id)) for r in rows]
+                               similarity=similarity.get(r.id)) for r in rows[:MAX_LISTED]]
         if not args.dry_run and rows:
             await _apply(rt, rows, hard=args.hard, now=now)
-    return ForgetResult(forgotten=items, count=len(items), dry_run=args.dry_run, hard=args.hard, scope=scope)
+    return ForgetResult(forgotten=items, count=len(rows), dry_run=args.dry_run, hard=args.hard,
+                        listed_truncated=len(rows) > len(items), scope=scope)
 
 
 async def _apply(rt: Runtime, rows: list[MemoryRow], *, hard: bool, now: float) -> None:

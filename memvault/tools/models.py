@@ -79,8 +79,9 @@ class ForgottenItem(BaseModel):
 class ForgetResult(BaseModel):
     """Outcome of ``forget``."""
 
-    forgotten: list[ForgottenItem]
-    count: int
+    forgotten: list[ForgottenItem] = Field(description="What was forgotten (at most 50 listed; see count).")
+    count: int = Field(description="How many memories were forgotten (or would be, on a dry run).")
+    listed_truncated: bool = False
     dry_run: bool
     hard: bool = False
     scope: Scope

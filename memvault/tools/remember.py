@@ -65,7 +65,9 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     def declined(reason: str, importance: float | None = None) -> RememberResult:
         return RememberResult(id=None, status="declined", reason=reason, importance=importance, scope=scope)
 
-    secret = find_secret(content)
+    # Every text that would reach the disk is checked, not only the content.
+    secret = next((f for f in map(find_secret, [content, key or "", source or "", scope.project, *tags]) if f),
+                  None)
     if secret is not None:
         return declined(f"{secret.reason} memvault never stores secrets; store where to find it instead "
                         "(e.g. 'the API key is in 1Password under billing').")

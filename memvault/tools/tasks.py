@@ -14,6 +14,7 @@ current task) and ``task_step`` (the current step read from a state).
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -25,6 +26,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from memvault.clock import to_iso
 from memvault.policy.deixis import detect_deixis, enrich_query
 from memvault.policy.merge_patch import merge_patch
+from memvault.policy.secrets import find_secret
 from memvault.policy.text import cut
 from memvault.policy.ttl import SECONDS_PER_DAY
 from memvault.storage.tasks import FINISHED_STATUSES, STATUSES, TaskRow, TaskStore, TaskVersion, state_json
@@ -194,6 +196,11 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
         raise ToolError("expected_version must be 0 (the task must not exist yet) or a version number")
     if outcome is not None and args.status not in FINISHED_STATUSES:
         raise ToolError("outcome is recorded when a task finishes; pass it with status='done' or 'abandoned'")
+    for name, value in (("task_id", task_id), ("title", title), ("outcome", outcome), ("state", args.state),
+                        ("patch", args.patch)):
+        if value is not None and (found := find_secret(value if isinstance(value, str) else
+                                                        json.dumps(value, ensure_ascii=False))):
+            raise ToolError(f"{name}: {found.reason} Task state is stored and versioned; keep secrets out of it.")
     if outcome is not None:
         await rt.started()  # the episode needs the model: fail before writing anything
 

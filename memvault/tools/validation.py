@@ -28,10 +28,16 @@ _KEY_RE = re.compile(r"^[\w][\w.\-:/]*$", re.UNICODE)
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
+def shown(value: object, limit: int = 60) -> str:
+    """``repr`` of a bad value for an error message, cut so a huge input is not echoed back."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def check_kind(kind: str) -> str:
     """One of the memory kinds."""
     if kind not in KINDS:
-        raise ToolError(f"kind {kind!r} is not known; use one of: {', '.join(KINDS)}")
+        raise ToolError(f"kind {shown(kind)} is not known; use one of: {', '.join(KINDS)}")
     return kind
 
 
@@ -51,7 +57,7 @@ def check_key(key: str | None) -> str | None:
     key = key.strip()
     if not key or len(key) > MAX_KEY_CHARS or not _KEY_RE.match(key):
         raise ToolError(
-            f"key {key!r} is not allowed; use 1-{MAX_KEY_CHARS} letters, digits and . _ - : / "
+            f"key {shown(key)} is not allowed; use 1-{MAX_KEY_CHARS} letters, digits and . _ - : / "
             "such as 'pref.package_manager'"
         )
     return key
@@ -65,7 +71,7 @@ def check_tags(tags: Sequence[str] | None) -> list[str]:
     for t in tags:
         t = t.strip()
         if not t or len(t) > MAX_TAG_CHARS or _CONTROL_RE.search(t):
-            raise ToolError(f"tag {t!r} is not allowed; tags are 1-{MAX_TAG_CHARS} printable characters")
+            raise ToolError(f"tag {shown(t)} is not allowed; tags are 1-{MAX_TAG_CHARS} printable characters")
         if t not in out:
             out.append(t)
     if len(out) > MAX_TAGS:
@@ -80,7 +86,7 @@ def check_project(project: str | None) -> str | None:
     p = project.strip()
     if not p or len(p) > MAX_PROJECT_CHARS or _CONTROL_RE.search(p):
         raise ToolError(
-            f"project {project!r} is not allowed; use '' for the global scope or a name of 1-{MAX_PROJECT_CHARS} "
+            f"project {shown(project)} is not allowed; use '' for the global scope or a name of 1-{MAX_PROJECT_CHARS} "
             "printable characters"
         )
     return p
@@ -117,7 +123,7 @@ def check_ids(name: str, ids: Sequence[str] | None) -> list[str]:
         try:
             out.append(str(uuid.UUID(str(i).strip())))
         except ValueError:
-            raise ToolError(f"{name} contains {i!r}, which is not a memory id (ids are UUIDs returned by remember/recall)") from None
+            raise ToolError(f"{name} contains {shown(i)}, which is not a memory id (ids are UUIDs returned by remember/recall)") from None
     return list(dict.fromkeys(out))
 
 
