@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import sys
 import tempfile
 import time
 from collections import defaultdict

@@ -18,6 +18,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from memvault import __version__
+from memvault.server.ctx import client_name, runtime
 from memvault.config import Settings
 from memvault.server.docs_tools import register_doc_tools
 from memvault.server.lifespan import make_lifespan
@@ -25,12 +26,12 @@ from memvault.server.profile_tools import register_profile_tools
 from memvault.server.scope import client_roots, resolve_scope
 from memvault.tools.forget import ForgetArgs
 from memvault.tools.forget import forget as forget_handler
-from memvault.tools.models import ForgetResult, RecallResult, RememberResult, Scope
+from memvault.tools.models import ForgetResult, RecallResult, RememberResult
 from memvault.tools.recall import RecallArgs
 from memvault.tools.recall import recall as recall_handler
 from memvault.tools.remember import RememberArgs
 from memvault.tools.remember import remember as remember_handler
-from memvault.tools.runtime import NotReady, Runtime
+from memvault.tools.runtime import NotReady
 
 log = logging.getLogger(__name__)
 
@@ -76,14 +77,6 @@ FORGET_DESCRIPTION = (
 )
 
 
-def _runtime(ctx: Context) -> Runtime:
-    return ctx.request_context.lifespan_context
-
-
-def _client_name(ctx: Context) -> str | None:
-    params = getattr(ctx.session, "client_params", None)
-    info = getattr(params, "client_info", None)
-    return getattr(info, "name", None)
 
 
 def register_memory_tools(mcp: MCPServer) -> None:
@@ -108,12 +101,12 @@ def register_memory_tools(mcp: MCPServer) -> None:
         source: Annotated[str | None, Field(description="Where it came from (file, session, client); defaults to the client's name.")] = None,
         force: Annotated[bool, Field(description="Store even if scored unimportant (never overrides the secret check).")] = False,
     ) -> RememberResult:
-        scope = resolve_scope(ctx, _runtime(ctx).settings, project, roots)
+        scope = resolve_scope(ctx, runtime(ctx).settings, project, roots)
         args = RememberArgs(content=content, kind=kind, key=key, tags=tags or [], importance=importance,
-                            ttl_days=ttl_days, supersedes=supersedes or [], source=source or _client_name(ctx),
+                            ttl_days=ttl_days, supersedes=supersedes or [], source=source or client_name(ctx),
                             force=force)
         try:
-            return await remember_handler(_runtime(ctx), scope, args)
+            return await remember_handler(runtime(ctx), scope, args)
         except NotReady as exc:
             raise ToolError(str(exc)) from None
 
@@ -134,10 +127,10 @@ def register_memory_tools(mcp: MCPServer) -> None:
         project: RecallProject = None,
         include_global: Annotated[bool, Field(description="Also read the user's global scope.")] = True,
     ) -> RecallResult:
-        scope = resolve_scope(ctx, _runtime(ctx).settings, project, roots, include_global=include_global)
+        scope = resolve_scope(ctx, runtime(ctx).settings, project, roots, include_global=include_global)
         args = RecallArgs(query=query, k=k, kinds=list(kinds) if kinds else None, tags=tags, since=since, until=until)
         try:
-            return await recall_handler(_runtime(ctx), scope, args)
+            return await recall_handler(runtime(ctx), scope, args)
         except NotReady as exc:
             raise ToolError(str(exc)) from None
 
@@ -160,11 +153,11 @@ def register_memory_tools(mcp: MCPServer) -> None:
         project: RecallProject = None,
     ) -> ForgetResult:
         # An explicit project narrows forget to that project alone (recall would add global).
-        scope = resolve_scope(ctx, _runtime(ctx).settings, project, roots, include_global=project is None)
+        scope = resolve_scope(ctx, runtime(ctx).settings, project, roots, include_global=project is None)
         args = ForgetArgs(ids=ids or [], key=key, query=query, kinds=list(kinds) if kinds else None, tags=tags,
                           older_than_days=older_than_days, hard=hard, dry_run=dry_run)
         try:
-            return await forget_handler(_runtime(ctx), scope, args)
+            return await forget_handler(runtime(ctx), scope, args)
         except NotReady as exc:
             raise ToolError(str(exc)) from None
 

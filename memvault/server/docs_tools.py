@@ -19,11 +19,12 @@ from mcp.server.mcpserver.resolve import ListRoots, Resolve
 from mcp_types import ListRootsResult, ToolAnnotations
 from pydantic import Field
 
+from memvault.server.ctx import runtime
 from memvault.server.scope import client_roots, resolve_scope
 from memvault.tools.docs import IndexDocsResult, SearchDocsResult
 from memvault.tools.docs import index_docs as index_handler
 from memvault.tools.docs import search_docs as search_handler
-from memvault.tools.runtime import NotReady, Runtime
+from memvault.tools.runtime import NotReady
 
 # The same resolver as the memory tools: roots asked once per session, for the project.
 Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
@@ -48,9 +49,6 @@ async def workspace_roots(ctx: Context) -> ListRoots | None:
 
 WorkspaceRoots = Annotated[ListRootsResult | None, Resolve(workspace_roots)]
 
-
-def _runtime(ctx: Context) -> Runtime:
-    return ctx.request_context.lifespan_context
 
 
 def root_folders(result: ListRootsResult | None) -> list[Path]:
@@ -83,7 +81,7 @@ def register_doc_tools(mcp: MCPServer) -> None:
         search_docs can find and cite it. Incremental: unchanged files cost nothing, changed files
         are re-chunked, deleted files dropped; .gitignore is honoured. Only paths inside the
         workspace roots (or configured folders) are read."""
-        rt = _runtime(ctx)
+        rt = runtime(ctx)
         folders = root_folders(roots)
         scope = resolve_scope(ctx, rt.settings, project, roots)
         allowed = [*folders, *rt.settings.docs_allowed_dirs]
@@ -112,7 +110,7 @@ def register_doc_tools(mcp: MCPServer) -> None:
         """Search the indexed documentation of this project. Each result gives the file path, the
         heading (or code symbol), the exact line range (and PDF page) and the text: cite them
         as path:start_line-end_line. A cut text says so; open the file at those lines for the rest."""
-        rt = _runtime(ctx)
+        rt = runtime(ctx)
         scope = resolve_scope(ctx, rt.settings, project, roots, include_global=include_global)
         try:
             return await search_handler(rt, scope, query, k, collection, path_prefix)

@@ -25,11 +25,12 @@ from mcp.server.mcpserver.resolve import Resolve, build_resolver_plans, resolve_
 from mcp_types import InputRequiredResult, ListRootsResult, ToolAnnotations
 from pydantic import Field
 
+from memvault.server.ctx import client_name, runtime
 from memvault.server.scope import client_roots, resolve_scope
 from memvault.tools.models import Scope
 from memvault.tools.profile import context_block, profile_markdown
 from memvault.tools.profile import get_profile as profile_handler
-from memvault.tools.runtime import NotReady, Runtime
+from memvault.tools.runtime import NotReady
 from memvault.tools.task_models import GetTaskResult, ProfileResult, SetTaskResult
 from memvault.tools.tasks import SetTaskArgs
 from memvault.tools.tasks import get_task_state as get_task_handler
@@ -49,14 +50,6 @@ Project = Annotated[
 Status = Literal["active", "blocked", "done", "abandoned"]
 
 
-def _runtime(ctx: Context) -> Runtime:
-    return ctx.request_context.lifespan_context
-
-
-def _client_name(ctx: Context) -> str | None:
-    params = getattr(ctx.session, "client_params", None)
-    info = getattr(params, "client_info", None)
-    return getattr(info, "name", None)
 
 
 # The tools' roots resolver, planned once for use outside tools (resources, prompt).
@@ -66,7 +59,7 @@ _ROOTS_PLANS = build_resolver_plans(_ROOTS_PARAMS, {"project"})
 
 async def _scope_or_ask(ctx: Context) -> Scope | InputRequiredResult:
     """Scope of a resource read or prompt, or the input-required round that asks for the roots."""
-    settings = _runtime(ctx).settings
+    settings = runtime(ctx).settings
     got = await resolve_arguments(_ROOTS_PARAMS, _ROOTS_PLANS, {"project": None}, ctx)
     if isinstance(got, InputRequiredResult):
         return got
@@ -74,7 +67,7 @@ async def _scope_or_ask(ctx: Context) -> Scope | InputRequiredResult:
 
 
 async def _profile_markdown(ctx: Context) -> str | InputRequiredResult:
-    rt = _runtime(ctx)
+    rt = runtime(ctx)
     scope = await _scope_or_ask(ctx)
     if isinstance(scope, InputRequiredResult):
         return scope
@@ -124,8 +117,8 @@ def register_profile_tools(mcp: MCPServer) -> None:
         """The user's profile for this project: keyed preferences (project values override global ones;
         each says which won), the most important facts, open tasks and memory counts. Call it at the
         start of a session. Write to it with remember(..., key="pref.language")."""
-        scope = resolve_scope(ctx, _runtime(ctx).settings, project, roots)
-        return await profile_handler(_runtime(ctx), scope)
+        scope = resolve_scope(ctx, runtime(ctx).settings, project, roots)
+        return await profile_handler(runtime(ctx), scope)
 
     @mcp.tool(
         title="Set task state",
@@ -148,11 +141,11 @@ def register_profile_tools(mcp: MCPServer) -> None:
         later session can resume it. Task state is not memory: it never shows in recall. Each write adds
         one version; pass expected_version to avoid overwriting another writer. Finishing with an
         outcome leaves one episode memory ("Task ... Approach ... Outcome ...")."""
-        rt = _runtime(ctx)
+        rt = runtime(ctx)
         scope = resolve_scope(ctx, rt.settings, project, roots)
         args = SetTaskArgs(task_id=task_id, state=state, patch=patch, title=title, status=status,
                            expected_version=expected_version, ttl_days=ttl_days, outcome=outcome,
-                           actor=_client_name(ctx))
+                           actor=client_name(ctx))
         try:
             return await set_task_handler(rt, scope, args)
         except NotReady as exc:
@@ -171,8 +164,8 @@ def register_profile_tools(mcp: MCPServer) -> None:
         project: Project = None,
     ) -> GetTaskResult:
         """Read one task's state (to resume it) or list the open tasks of this project. Bounded."""
-        scope = resolve_scope(ctx, _runtime(ctx).settings, project, roots)
-        return await get_task_handler(_runtime(ctx), scope, task_id, include_done=include_done,
+        scope = resolve_scope(ctx, runtime(ctx).settings, project, roots)
+        return await get_task_handler(runtime(ctx), scope, task_id, include_done=include_done,
                                       include_history=include_history)
 
     _serve_profile_resource(mcp)
@@ -184,7 +177,7 @@ def register_profile_tools(mcp: MCPServer) -> None:
         if isinstance(scope, InputRequiredResult):
             return scope
         try:
-            got = await get_task_handler(_runtime(ctx), scope, task_id)
+            got = await get_task_handler(runtime(ctx), scope, task_id)
         except ToolError as exc:
             raise ResourceNotFoundError(str(exc)) from None
         return json.dumps(got.model_dump(mode="json", exclude={"tasks", "history"}), ensure_ascii=False, indent=1)
@@ -199,4 +192,4 @@ def register_profile_tools(mcp: MCPServer) -> None:
         scope = await _scope_or_ask(ctx)
         if isinstance(scope, InputRequiredResult):
             return scope
-        return await context_block(_runtime(ctx), scope, topic)
+        return await context_block(runtime(ctx), scope, topic)

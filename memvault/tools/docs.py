@@ -42,12 +42,12 @@ from memvault.policy.secrets import find_secret
 from memvault.ingest.discovery import DiscoveredFile, discover
 from memvault.ingest.pathguard import PathNotAllowed, check_allowed
 from memvault.ingest.readers import UnreadableDocument, read_document
-from memvault.policy.ranking import normalise_rrf, rrf_fuse
+from memvault.policy.ranking import normalise_rrf
 from memvault.policy.text import cut
 from memvault.storage.docs import ChunkRow, DocFile, DocStore
 from memvault.storage.vectors.base import CollectionMismatch, Point, VectorFilter
 from memvault.tools import validation as v
-from memvault.tools.indexing import embed_passages, embed_query, keyword_vector
+from memvault.tools.indexing import embed_passages, hybrid_search, keyword_vector
 from memvault.tools.models import Scope
 from memvault.tools.runtime import Runtime
 
@@ -432,19 +432,11 @@ async def rank_chunks(
     Raises NotReady, ToolError when the index was built with another model.
     """
     s = rt.settings
-    _, vectors = await rt.ready()
     await ensure_docs_collection(rt, rebuild_on_mismatch=False)
     flt = VectorFilter(projects=list(projects), status=None, path_prefix=path_prefix,
                        equals={"collection": collection} if collection else None)
-    n = max(s.candidates, limit)
-    qvec = await embed_query(rt, query)
-    dense_hits = await rt.run_sync(vectors.search_dense, DOCS_COLLECTION, qvec.tolist(), flt, n)
-    sparse = keyword_vector(query, query=True)
-    sparse_hits = []
-    if sparse.indices:
-        sparse_hits = await rt.run_sync(vectors.search_sparse, DOCS_COLLECTION, sparse, flt, n)
+    fused, _ = await hybrid_search(rt, DOCS_COLLECTION, query, flt, max(s.candidates, limit))
     weights = [s.weight_dense, s.weight_keyword]
-    fused = rrf_fuse([[h.id for h in dense_hits], [h.id for h in sparse_hits]], weights, s.rrf_k)
     async with DocStore.connect(s.db_path) as store:
         rows = await store.chunks(list(fused)[: max(limit * 2, limit + 20)])
     out: list[tuple[ChunkRow, float]] = []

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from mcp.server.mcpserver.exceptions import ToolError
 
 from memvault.clock import to_iso
-from memvault.policy.ranking import final_score, normalise_rrf, recency, rrf_fuse
+from memvault.policy.ranking import final_score, normalise_rrf, recency
 from memvault.policy.text import cut
 from memvault.storage.facts import MemoryRow
 from memvault.tools import validation as v
-from memvault.tools.indexing import embed_query, keyword_vector, scope_filter
+from memvault.tools.indexing import hybrid_search, scope_filter
 from memvault.tools.models import MemoryOut, RecallResult, Scope
 from memvault.tools.runtime import MEMORY_COLLECTION, Runtime
 from memvault.tools.tasks import deictic_query
@@ -55,20 +55,11 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
     Does not touch access statistics (``recall`` does). Used by recall, forget and benches.
     """
     s = rt.settings
-    _, vectors = await rt.ready()
     now = rt.clock.now()
     flt = scope_filter(user_id, projects, now, kinds=kinds, tags_any=tags or None,
                        created_from=since, created_to=until)
-    qvec = await embed_query(rt, query)
-    n = max(s.candidates, limit)
-    dense_hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, qvec.tolist(), flt, n)
-    sparse = keyword_vector(query, query=True)
-    sparse_hits = []
-    if sparse.indices:
-        sparse_hits = await rt.run_sync(vectors.search_sparse, MEMORY_COLLECTION, sparse, flt, n)
+    fused, similarity = await hybrid_search(rt, MEMORY_COLLECTION, query, flt, max(s.candidates, limit))
     weights = [s.weight_dense, s.weight_keyword]
-    fused = rrf_fuse([[h.id for h in dense_hits], [h.id for h in sparse_hits]], weights, s.rrf_k)
-    similarity = {h.id: h.score for h in dense_hits}
     rows = {r.id: r for r in await rt.facts.get(fused.keys())}
     ranked: list[Ranked] = []
     for mid, raw in fused.items():
