@@ -123,8 +123,14 @@ class Embedder:
         items = [prefix + t for t in texts]
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
-        rows = list(self._engine.embed(items, batch_size=self.batch_size))
-        out = np.asarray(rows, dtype=np.float32).reshape(len(items), self.dim)
+        # Each batch is padded to its longest text: embedding in length order keeps short
+        # texts out of long texts' batches (less padding, same vectors), then the rows go
+        # back to the caller's order.
+        order = sorted(range(len(items)), key=lambda i: len(items[i]))
+        rows = list(self._engine.embed([items[i] for i in order], batch_size=self.batch_size))
+        sorted_out = np.asarray(rows, dtype=np.float32).reshape(len(items), self.dim)
+        out = np.empty_like(sorted_out)
+        out[order] = sorted_out
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
 
