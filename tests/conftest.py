@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -65,6 +66,15 @@ async def memvault_client(data_dir: Path, model_cache: Path, *, roots: list[str]
         kwargs["list_roots_callback"] = list_roots
     async with Client(params, **kwargs) as client:
         yield client
+
+
+def db_rows(data_dir: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    """Rows of a read-only query on a server's SQLite file (the truth the tests check)."""
+    con = sqlite3.connect(data_dir / "memvault.db")
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:

@@ -6,24 +6,15 @@ and talks to it with the SDK's client, as Claude Desktop or Claude Code would.
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import call, call_error, memvault_client
+from tests.conftest import call, call_error, db_rows, memvault_client
 from tests.corpus import filler_memories
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-
-def db_rows(data_dir: Path, sql: str, params: tuple = ()) -> list[tuple]:
-    con = sqlite3.connect(data_dir / "memvault.db")
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 def file_bytes(data_dir: Path) -> bytes:

@@ -7,25 +7,15 @@ Real model, real SQLite file, real Qdrant Edge, as in tests/test_server_memory.p
 from __future__ import annotations
 
 import json
-import sqlite3
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import call, call_error, memvault_client
+from tests.conftest import call, call_error, db_rows, memvault_client
 from tests.corpus import filler_memories
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 DAY = 86_400
-
-
-def db_rows(data_dir: Path, sql: str, params: tuple = ()) -> list[tuple]:
-    con = sqlite3.connect(data_dir / "memvault.db")
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 async def test_listed_with_annotations(tmp_path, model_cache):
