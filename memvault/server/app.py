@@ -11,7 +11,6 @@ import logging
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Resolve
 from mcp_types import ListRootsResult
 from mcp_types import ToolAnnotations
@@ -31,7 +30,6 @@ from memvault.tools.recall import RecallArgs
 from memvault.tools.recall import recall as recall_handler
 from memvault.tools.remember import RememberArgs
 from memvault.tools.remember import remember as remember_handler
-from memvault.tools.runtime import NotReady
 
 log = logging.getLogger(__name__)
 
@@ -105,10 +103,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
         args = RememberArgs(content=content, kind=kind, key=key, tags=tags or [], importance=importance,
                             ttl_days=ttl_days, supersedes=supersedes or [], source=source or client_name(ctx),
                             force=force)
-        try:
-            return await remember_handler(runtime(ctx), scope, args)
-        except NotReady as exc:
-            raise ToolError(str(exc)) from None
+        return await remember_handler(runtime(ctx), scope, args)
 
     @mcp.tool(
         title="Recall",
@@ -129,10 +124,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
     ) -> RecallResult:
         scope = resolve_scope(ctx, runtime(ctx).settings, project, roots, include_global=include_global)
         args = RecallArgs(query=query, k=k, kinds=list(kinds) if kinds else None, tags=tags, since=since, until=until)
-        try:
-            return await recall_handler(runtime(ctx), scope, args)
-        except NotReady as exc:
-            raise ToolError(str(exc)) from None
+        return await recall_handler(runtime(ctx), scope, args)
 
     @mcp.tool(
         title="Forget",
@@ -156,10 +148,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
         scope = resolve_scope(ctx, runtime(ctx).settings, project, roots, include_global=project is None)
         args = ForgetArgs(ids=ids or [], key=key, query=query, kinds=list(kinds) if kinds else None, tags=tags,
                           older_than_days=older_than_days, hard=hard, dry_run=dry_run)
-        try:
-            return await forget_handler(runtime(ctx), scope, args)
-        except NotReady as exc:
-            raise ToolError(str(exc)) from None
+        return await forget_handler(runtime(ctx), scope, args)
 
 
 def build_server(settings: Settings) -> MCPServer:

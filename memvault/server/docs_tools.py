@@ -24,7 +24,6 @@ from memvault.server.scope import client_roots, resolve_scope
 from memvault.tools.docs import IndexDocsResult, SearchDocsResult
 from memvault.tools.docs import index_docs as index_handler
 from memvault.tools.docs import search_docs as search_handler
-from memvault.tools.runtime import NotReady
 
 # The same resolver as the memory tools: roots asked once per session, for the project.
 Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
@@ -88,10 +87,7 @@ def register_doc_tools(mcp: MCPServer) -> None:
         if not allowed:
             raise ToolError("index_docs has no folder it may read: this client offers no workspace roots and "
                             "MEMVAULT_DOCS_ALLOWED_DIRS is empty. Run `memvault index PATH` in a terminal instead.")
-        try:
-            return await index_handler(rt, scope, paths, collection, allowed, cite_bases=folders)
-        except NotReady as exc:
-            raise ToolError(str(exc)) from None
+        return await index_handler(rt, scope, paths, collection, allowed, cite_bases=folders)
 
     @mcp.tool(
         title="Search documents",
@@ -112,7 +108,4 @@ def register_doc_tools(mcp: MCPServer) -> None:
         as path:start_line-end_line. A cut text says so; open the file at those lines for the rest."""
         rt = runtime(ctx)
         scope = resolve_scope(ctx, rt.settings, project, roots, include_global=include_global)
-        try:
-            return await search_handler(rt, scope, query, k, collection, path_prefix)
-        except NotReady as exc:
-            raise ToolError(str(exc)) from None
+        return await search_handler(rt, scope, query, k, collection, path_prefix)

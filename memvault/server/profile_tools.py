@@ -30,7 +30,6 @@ from memvault.server.scope import client_roots, resolve_scope
 from memvault.tools.models import Scope
 from memvault.tools.profile import context_block, profile_markdown
 from memvault.tools.profile import get_profile as profile_handler
-from memvault.tools.runtime import NotReady
 from memvault.tools.task_models import GetTaskResult, ProfileResult, SetTaskResult
 from memvault.tools.tasks import SetTaskArgs
 from memvault.tools.tasks import get_task_state as get_task_handler
@@ -146,10 +145,7 @@ def register_profile_tools(mcp: MCPServer) -> None:
         args = SetTaskArgs(task_id=task_id, state=state, patch=patch, title=title, status=status,
                            expected_version=expected_version, ttl_days=ttl_days, outcome=outcome,
                            actor=client_name(ctx))
-        try:
-            return await set_task_handler(rt, scope, args)
-        except NotReady as exc:
-            raise ToolError(str(exc)) from None
+        return await set_task_handler(rt, scope, args)
 
     @mcp.tool(
         title="Get task state",

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
+from mcp.server.mcpserver.exceptions import ToolError
 
 from memvault.clock import Clock
 from memvault.config import Settings
@@ -32,8 +33,11 @@ MEMORY_COLLECTION = "memories"
 T = TypeVar("T")
 
 
-class NotReady(RuntimeError):
-    """The model or the vector index could not be loaded; the message says why and what to do."""
+class NotReady(ToolError):
+    """The model or the vector index could not be loaded; the message says why and what to do.
+
+    A ToolError, so a tool that meets it answers the assistant with this message as is.
+    """
 
 
 @dataclass
