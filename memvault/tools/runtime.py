@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -54,7 +53,6 @@ class Runtime:
     _started: anyio.Event = field(default_factory=anyio.Event)
     _error: str | None = None
     _locked: bool = False
-    _last_retry: float = 0.0
     _after_ready: Callable[[Runtime], Any] | None = None
     _reopen_lock: anyio.Lock = field(default_factory=anyio.Lock)
     # Limits concurrent engine calls in worker threads (the model already uses both cores).
@@ -112,11 +110,10 @@ class Runtime:
         log.info("model %s and index ready (dim %d)", emb.model_id, emb.dim)
 
     async def _retry_locked(self) -> None:
-        """Try the embedded store again if another process held it (at most once a second)."""
+        """Try the embedded store again if another process held it (a refused open fails at once)."""
         async with self._reopen_lock:
-            if not self._locked or time.monotonic() - self._last_retry < 1.0:
+            if not self._locked:
                 return
-            self._last_retry = time.monotonic()
             try:
                 await self._open_index()
             except Exception as exc:
