@@ -1,13 +1,18 @@
 """Where recall's time goes, in-process: query embedding, dense / keyword search, SQLite fetch, rank total.
 
-Fills a temp store with ``--memories`` synthetic sentences (``bench.mv.bulk_load``), then
-times each stage of ``recall.rank`` separately over ``--queries`` synthetic queries and
-prints p50 per stage (ms). Run: ``python -m bench.recall_breakdown --memories 2000``.
+Fills a temp store with ``--memories`` synthetic sentences (``bench.mv.bulk_load``), or
+copies a filled one (``--store DIR``, e.g. a memvault store of ``bench.speed --fill-cache``),
+then times each stage of ``recall.rank`` separately over ``--queries`` synthetic queries,
+and the whole ``recall`` handler (rank + reply bounding + access-statistics write), and
+prints p50 per stage (ms). What the handler total leaves to the MCP figure of
+``bench.speed`` is the transport: SDK dispatch, argument and output validation, JSON.
+Run: ``python -m bench.recall_breakdown --memories 2000``.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import tempfile
 import time
@@ -17,21 +22,26 @@ import anyio
 
 from bench import synth
 from bench.common import DEFAULT_MODEL_CACHE, md_table
-from bench.mv import PROJECT, USER, bulk_load, open_runtime
+from bench.mv import PROJECT, SCOPE, USER, bulk_load, open_runtime
 from memvault.tools.indexing import embed_query, keyword_vector, scope_filter
-from memvault.tools.recall import rank
+from memvault.tools.recall import RecallArgs, rank, recall
 from memvault.tools.runtime import MEMORY_COLLECTION
 
 
 async def run(args: argparse.Namespace) -> dict[str, float]:
     """Returns {stage: p50 ms} and prints it as a table."""
     with tempfile.TemporaryDirectory(prefix="memvault-breakdown-") as tmp:
-        rt = await open_runtime(Path(tmp) / "d", args.model_cache)
+        data = Path(tmp) / "d"
+        if args.store:
+            shutil.copytree(args.store, data)
+        rt = await open_runtime(data, args.model_cache)
         try:
-            await bulk_load(rt, synth.sentences(args.memories), progress=False)
+            if not args.store:
+                await bulk_load(rt, synth.sentences(args.memories), progress=False)
             _, vec = await rt.ready()
             t: dict[str, list[float]] = {k: [] for k in ("query embedding", "dense search", "keyword search",
-                                                          "SQLite fetch", "rank total")}
+                                                          "SQLite fetch", "rank total",
+                                                          "recall handler total")}
             for q in synth.queries(args.queries, seed=7):
                 t0 = time.perf_counter()
                 qv = await embed_query(rt, q)
@@ -50,6 +60,9 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                 t0 = time.perf_counter()
                 await rank(rt, USER, [PROJECT], q, limit=5)
                 t["rank total"].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                await recall(rt, SCOPE, RecallArgs(query=q, k=5))
+                t["recall handler total"].append(time.perf_counter() - t0)
         finally:
             await rt.close()
     out = {k: statistics.median(v) * 1000 for k, v in t.items()}
@@ -61,6 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.recall_breakdown", description=__doc__.splitlines()[0])
     p.add_argument("--memories", type=int, default=2000)
     p.add_argument("--queries", type=int, default=60)
+    p.add_argument("--store", type=Path, help="copy this filled memvault data dir instead of filling one")
     p.add_argument("--model-cache", type=Path, default=DEFAULT_MODEL_CACHE)
     anyio.run(run, p.parse_args(argv))
 
