@@ -45,6 +45,13 @@ def session_time(s: str) -> float:
     return datetime.strptime(s.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc).timestamp()
 
 
+def load_samples(data: str | None, ids: list[str] | None = None) -> list[dict]:
+    """The LoCoMo conversations of ``<data>/locomo_dev.json`` (data folder as bench.common.data_dir),
+    only those whose ``sample_id`` is in ``ids`` when given, in file order."""
+    samples = json.loads((data_dir(data) / "locomo_dev.json").read_text())
+    return [s for s in samples if s["sample_id"] in ids] if ids else samples
+
+
 def turns(sample: dict) -> list[tuple[str, str, float]]:
     """(dia_id, text, session unix time) of every turn of one conversation, in order."""
     conv = sample["conversation"]
@@ -154,9 +161,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from bench.mv import share_embedder_across_runtimes
 
     share_embedder_across_runtimes()
-    samples = json.loads((data_dir(args.data) / "locomo_dev.json").read_text())
-    if args.conversations:
-        samples = [s for s in samples if s["sample_id"] in args.conversations]
+    samples = load_samples(args.data, args.conversations)
     if args.limit:
         samples = samples[: args.limit]
     systems = tuple(args.systems)

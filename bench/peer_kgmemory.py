@@ -276,9 +276,7 @@ async def run_longmemeval(args: argparse.Namespace, script: Path) -> dict[str, A
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the peer on the chosen LoCoMo conversations (and LongMemEval_S if asked); print tables; write JSON."""
     script = ensure_server(args.prefix)
-    samples = json.loads((data_dir(args.data) / "locomo_dev.json").read_text())
-    if args.conversations:
-        samples = [s for s in samples if s["sample_id"] in args.conversations]
+    samples = locomo.load_samples(args.data, args.conversations)
     rows, stats = [], []
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="peer-kgmemory-") as tmp:

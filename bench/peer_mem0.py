@@ -37,7 +37,7 @@ from typing import Any
 import anyio
 
 from bench import locomo
-from bench.common import data_dir, write_result
+from bench.common import write_result
 from bench.peer_env import PEERS_HOME, ensure_venv, prepare_minilm
 
 DEFAULT_VENV = PEERS_HOME / "mem0-venv"
@@ -54,9 +54,7 @@ def ensure_mem0_venv(venv: Path) -> Path:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run mem0 on the chosen conversations through the driver; print the table; write JSON."""
-    samples = json.loads((data_dir(args.data) / "locomo_dev.json").read_text())
-    if args.conversations:
-        samples = [s for s in samples if s["sample_id"] in args.conversations]
+    samples = locomo.load_samples(args.data, args.conversations)
     py = await anyio.to_thread.run_sync(ensure_mem0_venv, args.venv)
     name = "mem0+bm25" if args.bm25 else "mem0"
     rows: list[dict] = []

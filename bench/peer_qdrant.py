@@ -16,7 +16,6 @@ the returned metadata. Scoring as bench.locomo.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -28,7 +27,7 @@ from typing import Any
 import anyio
 
 from bench import locomo
-from bench.common import data_dir, write_result
+from bench.common import write_result
 from bench.peer_env import PEERS_HOME, ensure_venv, prepare_minilm
 
 # The find result reaches the client as text (a JSON-encoded list of entry strings, so
@@ -77,9 +76,7 @@ async def run_conversation(sample: dict, venv: Path, cache: Path, tmp: Path) -> 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the peer on the chosen conversations; print the table; write JSON."""
-    samples = json.loads((data_dir(args.data) / "locomo_dev.json").read_text())
-    if args.conversations:
-        samples = [s for s in samples if s["sample_id"] in args.conversations]
+    samples = locomo.load_samples(args.data, args.conversations)
     rows, stats = [], []
     with tempfile.TemporaryDirectory(prefix="peer-qdrant-") as tmp:
         cache = Path(tmp) / "fastembed"
