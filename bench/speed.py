@@ -100,13 +100,21 @@ def _text(res: Any) -> str:
 # ---------------------------------------------------------------------------- memvault
 
 
+CAPACITY_PER_SCOPE = 1_000_000
+"""Capacity the spawned server gets: above every ``--sizes`` value this bench is run with."""
+
+
 def server_env(data_dir: Path, model_cache: Path) -> dict[str, str]:
     """Environment of the spawned memvault server (as tests/conftest.py builds it)."""
     env = {k: os.environ[k] for k in _BASE_ENV if k in os.environ}
     # the in-process fill reads these from os.environ too: the server must embed alike
     env.update({k: os.environ[k] for k in ("MEMVAULT_EMBEDDING_MODEL", "MEMVAULT_MODEL_PATH") if k in os.environ})
     env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
-                "MEMVAULT_USER_ID": "bench", "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1"})
+                "MEMVAULT_USER_ID": "bench", "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1",
+                # 100k memories in one scope exceed the default capacity (50,000): without
+                # this, every remember would also run capacity eviction, which is not the
+                # write latency this bench measures.
+                "MEMVAULT_CAPACITY_PER_SCOPE": str(CAPACITY_PER_SCOPE)})
     return env
 
 
@@ -350,6 +358,8 @@ def ratio_table(rs: list[dict[str, Any]]) -> str:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Measure every system at every size in ``args.sizes``; print the tables; write JSON; return the payload."""
+    if max(args.sizes) >= CAPACITY_PER_SCOPE:
+        raise SystemExit(f"--sizes must stay below {CAPACITY_PER_SCOPE:,} (the capacity the bench server gets)")
     rows: list[dict[str, Any]] = []
     skipped = "--no-peer" if args.no_peer else None
     if skipped:
