@@ -1,10 +1,12 @@
-"""Baselines run beside memvault on the same documents: BM25 and dense-only.
+"""The BM25 baseline run beside memvault on the same documents.
 
 - ``Bm25``: Okapi BM25 (rank-bm25, k1=1.5, b=0.75) over lower-cased word tokens stemmed
   with the Snowball English stemmer; CJK runs become character bigrams (Chinese has no
   spaces), as the reference BM25 figures in ../shared/bench/README.md do.
-- ``Dense``: cosine over the same embedder memvault loads (``load_embedder``: e5 passage /
-  query prefixes, L2-normalised), exact search with numpy.
+
+The dense-only baseline is memvault's own dense channel queried alone
+(``bench.mv.search_dense`` for memories, ``bench.beir`` for documents): the same stored
+vectors, so the corpus is embedded once.
 """
 
 from __future__ import annotations
@@ -47,29 +49,3 @@ class Bm25:
         k = min(k, self._n)
         idx = np.argpartition(-scores, k - 1)[:k] if k < self._n else np.arange(self._n)
         return [int(i) for i in idx[np.argsort(-scores[idx], kind="stable")]]
-
-
-class Dense:
-    """Dense-only retrieval: ``vectors`` float32 (n, dim) L2-normalised passage embeddings."""
-
-    def __init__(self, vectors: np.ndarray) -> None:
-        self._v = vectors
-
-    def search_vec(self, qvec: np.ndarray, k: int) -> list[int]:
-        """Indices of the ``k`` passages with the highest cosine to ``qvec`` (dim,), best first."""
-        scores = self._v @ qvec
-        k = min(k, len(scores))
-        idx = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        return [int(i) for i in idx[np.argsort(-scores[idx], kind="stable")]]
-
-
-def embed_passages_sorted(emb, texts: Sequence[str]) -> np.ndarray:
-    """``emb.embed_passages(texts)`` computed in length order (less padding per batch), rows in input order.
-
-    Returns float32 (len(texts), dim), L2-normalised (memvault's Embedder contract).
-    """
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    vecs = emb.embed_passages([texts[i] for i in order])
-    out = np.empty_like(vecs)
-    out[order] = vecs
-    return out

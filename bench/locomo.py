@@ -12,7 +12,9 @@ memvault runs in-process through its tool handlers: one data dir per conversatio
 duplicate comes back ``reinforced`` with the existing id: such turns share one memory),
 then ``recall.rank`` (the list recall returns, before access statistics) per question.
 The ranked memories are expanded to their turn ids in rank order and cut at k.
-Baselines on the same turns: BM25 and dense-only (same embedder).
+Baselines on the same turns: BM25, and dense-only (memvault's dense channel alone: the
+same stored turn vectors, no keyword channel, no fusion, no importance or recency;
+memories expanded to turns as memvault's are).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 
 import anyio
 
-from bench.baselines import Bm25, Dense, embed_passages_sorted
+from bench.baselines import Bm25
 from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result
 from bench.metrics import recall_at_k
 
@@ -85,7 +87,7 @@ async def run_conversation(sample: dict, model_cache: Path, systems: tuple[str, 
     """Score one conversation with each system; returns per-question rows and store stats."""
     from tqdm import tqdm
 
-    from bench.mv import open_runtime, remember_turn, search
+    from bench.mv import open_runtime, remember_turn, search, search_dense
 
     ts = turns(sample)
     known = {d for d, _, _ in ts}
@@ -95,8 +97,7 @@ async def run_conversation(sample: dict, model_cache: Path, systems: tuple[str, 
     with tempfile.TemporaryDirectory(prefix="memvault-locomo-") as tmp:
         rt = await open_runtime(Path(tmp) / "data", model_cache)
         try:
-            emb, _ = await rt.ready()
-            if "memvault" in systems:
+            if "memvault" in systems or "dense" in systems:  # dense reads memvault's index
                 t0 = time.perf_counter()
                 mem_turns: dict[str, list[str]] = defaultdict(list)
                 status: dict[str, int] = defaultdict(int)
@@ -109,6 +110,7 @@ async def run_conversation(sample: dict, model_cache: Path, systems: tuple[str, 
                 stats["remember_s"] = round(time.perf_counter() - t0, 1)
                 stats["statuses"] = dict(status)
                 stats["memories"] = len(mem_turns)
+            if "memvault" in systems:
                 t0 = time.perf_counter()
                 for (q, _, _), row in zip(tqdm(qs, desc=f"{sample['sample_id']} recall", disable=not progress,
                                                leave=False), rows):
@@ -122,10 +124,9 @@ async def run_conversation(sample: dict, model_cache: Path, systems: tuple[str, 
                 for (q, _, _), row in zip(qs, rows):
                     row["ranked"]["bm25"] = [dias[i] for i in bm.search(q, kmax)]
             if "dense" in systems:
-                dense = Dense(await anyio.to_thread.run_sync(embed_passages_sorted, emb, texts))
-                qv = await anyio.to_thread.run_sync(emb.embed_queries, [q for q, _, _ in qs])
-                for v, row in zip(qv, rows):
-                    row["ranked"]["dense"] = [dias[i] for i in dense.search_vec(v, kmax)]
+                for (q, _, _), row in zip(qs, rows):
+                    ids = await search_dense(rt, q, kmax)
+                    row["ranked"]["dense"] = [d for i in ids for d in mem_turns[i]][:kmax]
         finally:
             await rt.close()
     return rows, stats

@@ -13,9 +13,11 @@ duplicates come back ``reinforced`` and share the existing memory (all their tur
 map to it). One data dir per question. Turn ranking: ``recall.rank`` (top
 ``candidates``), memories expanded to their turn ids. Session ranking: the sessions of
 that turn ranking in order of first appearance (a session ranks where its best turn
-ranks). Baselines on the same corpus, each at both granularities: BM25 and dense-only
-(same embedder) on turns (session ranking derived the same way), and BM25 on whole
-sessions (user turns joined, as the official session-level corpus).
+ranks). Baselines on the same corpus, each at both granularities: BM25 on turns, dense-only
+(memvault's dense channel alone: the same stored turn vectors, no keyword channel, no
+fusion, no importance or recency; memories expanded to turns as above), session ranking
+derived the same way; and BM25 on whole sessions (user turns joined, as the official
+session-level corpus).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 
 import anyio
 
-from bench.baselines import Bm25, Dense, embed_passages_sorted
+from bench.baselines import Bm25
 from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result
 from bench.metrics import dedupe, ndcg_at_k, recall_all, recall_any
 
@@ -96,7 +98,7 @@ def scores(turn_rank: list[str], sess_rank: list[str], gold_t: set[str], gold_s:
 
 async def run_question(item: dict, model_cache: Path, systems: tuple[str, ...]) -> dict[str, Any]:
     """Score one question with every system; returns {"id", "type", "stats", "scores": {system: metrics}}."""
-    from bench.mv import open_runtime, remember_turn, search
+    from bench.mv import open_runtime, remember_turn, search, search_dense
 
     docs, gold_t, gold_s = corpus(item)
     session_of = {tid: sid for tid, sid, _, _ in docs}
@@ -110,8 +112,7 @@ async def run_question(item: dict, model_cache: Path, systems: tuple[str, ...]) 
     with tempfile.TemporaryDirectory(prefix="memvault-lme-") as tmp:
         rt = await open_runtime(Path(tmp) / "data", model_cache)
         try:
-            emb, _ = await rt.ready()
-            if "memvault" in systems:
+            if "memvault" in systems or "dense" in systems:  # dense reads memvault's index
                 t0 = time.perf_counter()
                 mem_turns: dict[str, list[str]] = defaultdict(list)
                 status: dict[str, int] = defaultdict(int)
@@ -122,18 +123,17 @@ async def run_question(item: dict, model_cache: Path, systems: tuple[str, ...]) 
                         mem_turns[r.id].append(tid)
                 res["stats"]["remember_s"] = round(time.perf_counter() - t0, 2)
                 res["stats"]["statuses"] = dict(status)
+            if "memvault" in systems:
                 ids = await search(rt, q, DEPTH)
                 res["scores"]["memvault"] = scores(*by_turns([t for i in ids for t in mem_turns[i]]), gold_t, gold_s)
+            if "dense" in systems:
+                ids = await search_dense(rt, q, DEPTH)
+                res["scores"]["dense"] = scores(*by_turns([t for i in ids for t in mem_turns[i]]), gold_t, gold_s)
             texts = [d[2] for d in docs]
             tids = [d[0] for d in docs]
             if "bm25" in systems:
                 ranked = [tids[i] for i in Bm25(texts).search(q, DEPTH)]
                 res["scores"]["bm25"] = scores(*by_turns(ranked), gold_t, gold_s)
-            if "dense" in systems:
-                dense = Dense(await anyio.to_thread.run_sync(embed_passages_sorted, emb, texts))
-                qv = (await anyio.to_thread.run_sync(emb.embed_queries, [q]))[0]
-                ranked = [tids[i] for i in dense.search_vec(qv, DEPTH)]
-                res["scores"]["dense"] = scores(*by_turns(ranked), gold_t, gold_s)
             if "bm25-session-docs" in systems:
                 sids = dedupe([d[1] for d in docs])
                 joined = [" ".join(d[2] for d in docs if d[1] == s) for s in sids]

@@ -3,7 +3,8 @@
 ``open_runtime`` builds the server's ``Runtime`` on a data dir; ``remember_turn`` calls the
 ``remember`` handler exactly as the MCP wrapper does (plus ``force`` and ``created_at``);
 ``search`` calls ``recall.rank`` (the ranked list recall returns, without touching access
-statistics). ``bulk_load`` is for the speed bench only: it skips the write policies and
+statistics); ``search_dense`` ranks by the dense channel of the same index alone (the
+quality benches' dense-only baseline). ``bulk_load`` is for the speed bench only: it skips the write policies and
 writes rows and points through the stores in batches (embedding in batches).
 """
 
@@ -17,11 +18,11 @@ from pathlib import Path
 from memvault.config import Settings
 from memvault.policy.text import content_hash
 from memvault.storage.facts import MemoryRow
-from memvault.tools.indexing import embed_passages, index_rows
+from memvault.tools.indexing import embed_passages, embed_query, index_rows, scope_filter
 from memvault.tools.models import RememberResult, Scope
 from memvault.tools.recall import rank
 from memvault.tools.remember import RememberArgs, remember
-from memvault.tools.runtime import Runtime
+from memvault.tools.runtime import MEMORY_COLLECTION, Runtime
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,20 @@ async def remember_turn(rt: Runtime, text: str, created_at: float | None) -> Rem
 async def search(rt: Runtime, query: str, k: int) -> list[str]:
     """Memory ids ranked by memvault's recall ranking (hybrid + RRF + importance/recency), best first."""
     return [r.row.id for r in await rank(rt, USER, [PROJECT], query, limit=k)]
+
+
+async def search_dense(rt: Runtime, query: str, k: int) -> list[str]:
+    """Memory ids ranked by memvault's dense channel alone, best first (``k`` at most).
+
+    The stored passage vectors and the engine filter recall uses (active, unexpired, the
+    bench user's scope), queried with the query embedding: no keyword channel, no RRF, no
+    importance or recency. So the dense baseline costs one query embedding, not a second
+    embedding of the whole corpus.
+    """
+    _, vectors = await rt.ready()
+    qvec = await embed_query(rt, query)
+    flt = scope_filter(USER, [PROJECT], rt.clock.now())
+    return [h.id for h in await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, qvec.tolist(), flt, k)]
 
 
 async def bulk_load(rt: Runtime, texts: Sequence[str], *, batch: int = 256, progress: bool = True) -> None:
