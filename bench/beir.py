@@ -68,6 +68,7 @@ from memvault.tools.docs import (  # noqa: E402
     write_documents,
 )
 from memvault.tools.indexing import embed_query, keyword_vector  # noqa: E402
+from memvault.policy.keywords import DOC_KEYWORD_SCHEME  # noqa: E402
 from memvault.tools.runtime import Runtime  # noqa: E402
 
 PROJECT = "bench"
@@ -237,7 +238,7 @@ async def index_set(rt: Runtime, bs: BeirSet, *, raw_sample: int, progress: bool
                              end_line=text.count("\n") + 1, page=None, text=text)
             doc = DocFile(project=PROJECT, collection=bs.name, abs_path=f"beir:{bs.name}/{did}", path=did,
                           size=len(text.encode()), mtime=0.0, content_hash="", format="text",
-                          embedding_model=emb.model_id, indexed_at=now)
+                          embedding_model=emb.model_id, keyword_scheme=DOC_KEYWORD_SCHEME, indexed_at=now)
             batch.append(PreparedFile(doc, [chunk]))
             if len(batch) >= s.docs_batch_chunks:
                 n = await write_documents(rt, store, batch)

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.anyio
 
 def doc(path: str = "/r/a.md", h: str = "h1") -> DocFile:
     return DocFile(project="p", collection="c", abs_path=path, path=Path(path).name, size=3, mtime=1.0,
-                   content_hash=h, format="markdown", embedding_model="m", indexed_at=2.0)
+                   content_hash=h, format="markdown", embedding_model="m", keyword_scheme=2, indexed_at=2.0)
 
 
 def chunk(cid: str, seq: int, text: str) -> ChunkRow:
@@ -58,6 +58,26 @@ async def test_registry_refuses_an_unmigrated_database(tmp_path):
     with pytest.raises(SchemaTooOld):
         async with DocStore.connect(tmp_path / "old.db"):
             pass
+
+
+async def test_files_indexed_before_migration_4_read_as_keyword_scheme_1(tmp_path):
+    from memvault.storage.migrations import MIGRATIONS
+
+    db = tmp_path / "v3.db"
+    conn = sqlite3.connect(db)
+    for number, script in MIGRATIONS[:3]:
+        conn.executescript(script)
+    conn.execute("PRAGMA user_version = 3")
+    conn.execute("INSERT INTO doc_files (project, collection, abs_path, path, size, mtime, content_hash, format,"
+                 " embedding_model, indexed_at) VALUES ('p', 'c', '/r/a.md', 'a.md', 3, 1.0, 'h1', 'markdown', 'm', 2.0)")
+    conn.commit()
+    conn.close()
+    await (await FactStore.open(db)).close()  # applies migration 4
+    async with DocStore.connect(db) as store:
+        old = (await store.files("p", "c"))["/r/a.md"]
+        assert old.keyword_scheme == 1 and old.content_hash == "h1"
+        await store.replace_file(doc(), [chunk("c1", 0, "one")])
+        assert (await store.files("p", "c"))["/r/a.md"].keyword_scheme == 2
 
 
 @pytest.fixture
@@ -94,6 +114,29 @@ async def test_unchanged_rerun_never_calls_the_embedder(tmp_path, runtime):
     calls.clear()
     again = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
     assert calls == [] and again.unchanged == 5 and again.chunks_embedded == 0
+
+
+@pytest.mark.slow
+async def test_files_of_an_older_keyword_scheme_are_reindexed(tmp_path, runtime):
+    tree = write_tree(tmp_path / "proj")
+    scope = make_scope("local", "proj", "argument")
+    first = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
+    # as every file indexed before migration 4 reads (chunk vectors normalised as memories)
+    conn = sqlite3.connect(runtime.settings.db_path)
+    conn.execute("UPDATE doc_files SET keyword_scheme = 1")
+    conn.commit()
+    conn.close()
+    calls = count_embeds(runtime)
+    again = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
+    assert again.changed == first.added == 5 and again.unchanged == 0
+    assert sum(calls) == again.chunks_embedded == first.chunks_embedded
+    async with DocStore.connect(runtime.settings.db_path) as store:
+        files = await store.files("proj", "default")
+        assert {f.keyword_scheme for f in files.values()} == {docs_mod.DOC_KEYWORD_SCHEME}
+        _, vectors = await runtime.ready()
+        assert await runtime.run_sync(vectors.ids, DOCS_COLLECTION) == await store.all_chunk_ids()
+    third = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
+    assert third.unchanged == 5 and third.chunks_embedded == 0
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memvault.policy.keywords import (
+    AVG_CHUNK_TERMS,
     AVG_DOC_TERMS,
     BM25_B,
     BM25_K1,
@@ -190,6 +191,17 @@ def test_document_weights_saturate_and_normalise_length() -> None:
     # at exactly the average length, tf=1 weighs 1.0
     avg_doc = {f"t{i}": 1 for i in range(int(AVG_DOC_TERMS))}
     assert all(math.isclose(v, 1.0) for v in sparse_from_terms(avg_doc, query=False)[1])
+
+
+def test_chunks_are_normalised_against_chunk_length() -> None:
+    chunk = {"pnpm": 1, **{f"w{i}": 1 for i in range(int(AVG_CHUNK_TERMS) - 1)}}
+    ids, vals = sparse_from_terms(chunk, query=False, avgdl=AVG_CHUNK_TERMS)
+    # a chunk of average chunk length: tf=1 weighs 1.0, as a memory of average length does
+    assert len(vals) == int(AVG_CHUNK_TERMS) and all(math.isclose(v, 1.0) for v in vals)
+    # against the memory average, the same chunk's terms would be crushed (~0.24)
+    as_memory = sparse_from_terms(chunk, query=False)[1][ids.index(EXPECTED_IDS["pnpm"])]
+    assert as_memory < 0.3
+    assert AVG_CHUNK_TERMS > AVG_DOC_TERMS
 
 
 def test_collisions_are_merged(monkeypatch: pytest.MonkeyPatch) -> None:

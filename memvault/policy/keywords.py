@@ -47,6 +47,8 @@ __all__ = [
     "BM25_K1",
     "BM25_B",
     "AVG_DOC_TERMS",
+    "AVG_CHUNK_TERMS",
+    "DOC_KEYWORD_SCHEME",
     "MAX_TERM_CHARS",
     "keyword_terms",
     "term_id",
@@ -66,6 +68,21 @@ change every stored vector as the collection grows. Measured with this analyser:
 mean over the 4,124 turns of the LoCoMo dev conversations (speaker + text + image
 caption; memory-sized English) is 13.9 terms (median 12). Chinese text yields about
 2 terms per character (unigrams + bigrams), so Chinese memories count as longer."""
+
+AVG_CHUNK_TERMS = 120.0
+"""Average length, in terms, assumed for document chunks (``index_docs``), whose keyword
+vectors are normalised against chunk-sized text, not memory-sized. Measured with this
+analyser on chunks as ``index_docs`` cuts them (path + heading + text, e5-small window):
+memvault's own Python 90 terms (627 chunks), its Markdown 136, the shared design notes
+121, the stdlib ``json`` package 120, qdrant-client's Python 115 (679 chunks); SciFact
+abstracts 159. With memories' 14 every chunk was over-penalised: replaying the keyword
+channel on SciFact gives nDCG@10 0.640 at avgdl 14, 0.687 at 100, 0.681 at 160, 0.678 at
+250; on CMRC-zh 0.961 at 14, 0.979 at 100, 0.982 at 160 (``bench.beir``, issue 5)."""
+
+DOC_KEYWORD_SCHEME = 2
+"""Version of the chunk keyword weighting. Stored with each indexed file, so that
+``index_docs`` re-indexes files written under another one. 1: avgdl = AVG_DOC_TERMS;
+2: avgdl = AVG_CHUNK_TERMS."""
 
 MAX_TERM_CHARS = 128
 """Longer wholes (base64 blobs, minified code) are not kept whole; their parts still are."""
@@ -225,7 +242,8 @@ def term_id(term: str) -> int:
     return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "little")
 
 
-def sparse_from_terms(terms: Mapping[str, int], *, query: bool) -> tuple[list[int], list[float]]:
+def sparse_from_terms(terms: Mapping[str, int], *, query: bool, avgdl: float = AVG_DOC_TERMS
+                      ) -> tuple[list[int], list[float]]:
     """Sparse vector ``(indices, values)`` for Qdrant from :func:`keyword_terms` output.
 
     ``indices`` are :func:`term_id` values (uint32), sorted ascending and unique: terms
@@ -233,8 +251,9 @@ def sparse_from_terms(terms: Mapping[str, int], *, query: bool) -> tuple[list[in
 
     * ``query=False`` (documents): BM25 term-frequency saturation
       ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` with ``k1 = BM25_K1``,
-      ``b = BM25_B``, ``dl`` = total term count of the document and ``avgdl =
-      AVG_DOC_TERMS``. IDF is not included: the collection's sparse vector is configured
+      ``b = BM25_B``, ``dl`` = total term count of the document and ``avgdl``
+      the average length in terms (``AVG_DOC_TERMS`` for memories, ``AVG_CHUNK_TERMS``
+      for document chunks; must be > 0). IDF is not included: the collection's sparse vector is configured
       with Qdrant's IDF modifier, which applies it at query time over the live corpus.
     * ``query=True``: weight 1.0 per unique term (the IDF modifier supplies the rest).
 
@@ -249,6 +268,6 @@ def sparse_from_terms(terms: Mapping[str, int], *, query: bool) -> tuple[list[in
     if query:
         return indices, [1.0] * len(indices)
     dl = sum(merged.values())
-    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * dl / AVG_DOC_TERMS)
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avgdl)
     values = [merged[i] * (BM25_K1 + 1.0) / (merged[i] + norm) for i in indices]
     return indices, values

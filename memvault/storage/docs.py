@@ -27,11 +27,11 @@ import aiosqlite
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 10_000
-SCHEMA_VERSION = 2  # the migration that made these tables
+SCHEMA_VERSION = 4  # the last migration that changed these tables
 
 _FILE_COLS = (
     "id, project, collection, abs_path, path, size, mtime, content_hash, format, chunk_ids, "
-    "embedding_model, indexed_by, indexed_at"
+    "embedding_model, indexed_by, indexed_at, keyword_scheme"
 )
 _CHUNK_COLS = "c.id, c.doc_id, c.seq, c.heading, c.symbol, c.start_line, c.end_line, c.page, c.text"
 
@@ -47,6 +47,8 @@ class DocFile:
     abs_path: resolved absolute path (the file's identity); path: the path cited in results.
     size: bytes; mtime: st_mtime (unix seconds); content_hash: sha256 hex of the bytes.
     chunk_ids: UUID strings of its chunks, in document order. id: row id (0 before insert).
+    keyword_scheme: version of the chunk keyword weighting its points were written with
+    (``policy.keywords.DOC_KEYWORD_SCHEME``; rows from before migration 4 read as 1).
     """
 
     project: str
@@ -58,6 +60,7 @@ class DocFile:
     content_hash: str
     format: str
     embedding_model: str
+    keyword_scheme: int
     indexed_at: float
     chunk_ids: list[str] = field(default_factory=list)
     indexed_by: str | None = None
@@ -83,10 +86,10 @@ class ChunkRow:
 
 def _file(r: Iterable[Any]) -> DocFile:
     (id_, project, collection, abs_path, path, size, mtime, content_hash, fmt, chunk_ids,
-     model, indexed_by, indexed_at) = tuple(r)
+     model, indexed_by, indexed_at, keyword_scheme) = tuple(r)
     return DocFile(project=project, collection=collection, abs_path=abs_path, path=path, size=size,
                    mtime=mtime, content_hash=content_hash, format=fmt, embedding_model=model,
-                   indexed_at=indexed_at, chunk_ids=json.loads(chunk_ids), indexed_by=indexed_by, id=id_)
+                   keyword_scheme=keyword_scheme, indexed_at=indexed_at, chunk_ids=json.loads(chunk_ids), indexed_by=indexed_by, id=id_)
 
 
 def _marks(n: int) -> str:
@@ -189,11 +192,13 @@ class DocStore:
             )
             row = await cur.fetchone()
             values = [doc.path, doc.size, doc.mtime, doc.content_hash, doc.format,
-                      json.dumps(doc.chunk_ids), doc.embedding_model, doc.indexed_by, doc.indexed_at]
+                      json.dumps(doc.chunk_ids), doc.embedding_model, doc.indexed_by, doc.indexed_at,
+                      doc.keyword_scheme]
             if row is None:
                 cur = await self._db.execute(
                     "INSERT INTO doc_files (project, collection, abs_path, path, size, mtime, content_hash, format,"
-                    " chunk_ids, embedding_model, indexed_by, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    " chunk_ids, embedding_model, indexed_by, indexed_at, keyword_scheme)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     [doc.project, doc.collection, doc.abs_path, *values],
                 )
                 doc.id = cur.lastrowid
@@ -202,7 +207,7 @@ class DocStore:
                 await self._db.execute("DELETE FROM doc_chunks WHERE doc_id=?", [doc.id])
                 await self._db.execute(
                     "UPDATE doc_files SET path=?, size=?, mtime=?, content_hash=?, format=?, chunk_ids=?,"
-                    " embedding_model=?, indexed_by=?, indexed_at=? WHERE id=?",
+                    " embedding_model=?, indexed_by=?, indexed_at=?, keyword_scheme=? WHERE id=?",
                     [*values, doc.id],
                 )
             await self._db.executemany(

@@ -131,6 +131,15 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX task_history_task ON task_history (user_id, project, task_id, version);
         """,
     ),
+    (
+        4,
+        # issue 5: document chunks' keyword vectors are length-normalised against
+        # chunk-sized text (policy.keywords.DOC_KEYWORD_SCHEME 2). Files indexed before
+        # read as scheme 1, so the next index_docs re-indexes them.
+        """
+        ALTER TABLE doc_files ADD COLUMN keyword_scheme INTEGER NOT NULL DEFAULT 1;
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

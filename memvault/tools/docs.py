@@ -38,6 +38,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from memvault.ingest.chunking import Chunk, chunk_document
+from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
 from memvault.policy.secrets import find_secret
 from memvault.ingest.discovery import DiscoveredFile, discover
 from memvault.ingest.pathguard import PathNotAllowed, check_allowed
@@ -217,7 +218,8 @@ async def write_documents(rt: Runtime, store: DocStore, files: Sequence[Prepared
                        "kind": "doc"}
             for c in f.chunks:
                 points.append(Point(id=c.id, dense=dense[i], payload=payload,
-                                    sparse=keyword_vector(_keyword_text(f.doc.path, c), query=False)))
+                                    sparse=keyword_vector(_keyword_text(f.doc.path, c), query=False,
+                                                          avgdl=AVG_CHUNK_TERMS)))
                 i += 1
         await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
     for f in files:
@@ -367,7 +369,9 @@ async def index_docs(
             for f in found:
                 cite = _cite(f.path, bases)
                 old = registered.get(str(f.path))
-                same_model = old is not None and old.embedding_model == emb.model_id
+                # indexed with this model and this keyword weighting: else it is re-indexed
+                same_model = (old is not None and old.embedding_model == emb.model_id
+                              and old.keyword_scheme == DOC_KEYWORD_SCHEME)
                 if same_model and old.size == f.size and old.mtime == f.mtime and old.path == cite:
                     run.unchanged += 1
                     done += 1
@@ -398,7 +402,8 @@ async def index_docs(
                     continue
                 doc = DocFile(project=project, collection=name, abs_path=str(f.path), path=cite, size=f.size,
                               mtime=f.mtime, content_hash=digest, format=fmt, embedding_model=emb.model_id,
-                              indexed_at=rt.clock.now(), indexed_by=scope.user_id)
+                              keyword_scheme=DOC_KEYWORD_SCHEME, indexed_at=rt.clock.now(),
+                              indexed_by=scope.user_id)
                 batch.append(PreparedFile(doc, prepare_chunks(chunks), old))
                 if sum(len(p.chunks) for p in batch) >= s.docs_batch_chunks:
                     await flush()

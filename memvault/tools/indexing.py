@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memvault.policy.keywords import keyword_terms, sparse_from_terms
+from memvault.policy.keywords import AVG_DOC_TERMS, keyword_terms, sparse_from_terms
 from memvault.policy.ranking import rrf_fuse
 from memvault.storage.facts import MemoryRow
 from memvault.storage.vectors.base import Point, SparseVector, VectorFilter
@@ -22,9 +22,13 @@ from memvault.tools.runtime import MEMORY_COLLECTION, Runtime
 log = logging.getLogger(__name__)
 
 
-def keyword_vector(text: str, *, query: bool) -> SparseVector:
-    """Sparse keyword vector of ``text`` (CJK-aware terms; BM25 TF for documents, 1.0 for queries)."""
-    indices, values = sparse_from_terms(keyword_terms(text), query=query)
+def keyword_vector(text: str, *, query: bool, avgdl: float = AVG_DOC_TERMS) -> SparseVector:
+    """Sparse keyword vector of ``text`` (CJK-aware terms; BM25 TF for documents, 1.0 for queries).
+
+    avgdl: average stored text length in terms for the BM25 length normalisation
+    (memories: ``AVG_DOC_TERMS``; document chunks: ``AVG_CHUNK_TERMS``); unused for queries.
+    """
+    indices, values = sparse_from_terms(keyword_terms(text), query=query, avgdl=avgdl)
     return SparseVector(indices=indices, values=values)
 
 
