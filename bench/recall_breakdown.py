@@ -1,7 +1,8 @@
 """Where recall's time goes, in-process: query embedding, dense / keyword search, SQLite fetch, rank total.
 
 Fills a temp store with ``--memories`` synthetic sentences (``bench.mv.bulk_load``), or
-copies a filled one (``--store DIR``, e.g. a memvault store of ``bench.speed --fill-cache``),
+copies a filled one (``--store DIR``: a memvault data dir, or an entry of ``bench.speed
+--fill-cache``, whose ``store/`` is used; a store holding no memory is refused),
 then times each stage of ``recall.rank`` separately over ``--queries`` synthetic queries,
 and the whole ``recall`` handler (rank + reply bounding + access-statistics write), and
 prints p50 per stage (ms). What the handler total leaves to the MCP figure of
@@ -33,12 +34,17 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="memvault-breakdown-") as tmp:
         data = Path(tmp) / "d"
         if args.store:
-            shutil.copytree(args.store, data)
+            src = args.store / "store" if (args.store / "meta.json").is_file() else args.store
+            shutil.copytree(src, data)
         rt = await open_runtime(data, args.model_cache)
         try:
             if not args.store:
                 await bulk_load(rt, synth.sentences(args.memories), progress=False)
             _, vec = await rt.ready()
+            stored = await rt.run_sync(vec.count, MEMORY_COLLECTION, scope_filter(USER, [PROJECT], rt.clock.now()))
+            if not stored:
+                raise SystemExit(f"{args.store or 'the fill'} holds no memory of the bench user: nothing to time")
+            print(f"memories: {stored}")
             t: dict[str, list[float]] = {k: [] for k in ("query embedding", "dense search", "keyword search",
                                                           "SQLite fetch", "rank total",
                                                           "recall handler total")}

@@ -139,8 +139,8 @@ def memvault_model_id(model_cache: Path) -> str:
     return s.embedding_model
 
 
-def memvault_system(model_cache: Path) -> System:
-    """The adapter for ``memvault serve`` (this venv)."""
+def memvault_system(model_cache: Path, *, progress: bool = True) -> System:
+    """The adapter for ``memvault serve`` (this venv); ``progress``: the fill's progress bar."""
     model_id = memvault_model_id(model_cache)
 
     async def fill(data_dir: Path, texts: list[str]) -> dict[str, Any]:
@@ -152,7 +152,7 @@ def memvault_system(model_cache: Path) -> System:
             emb, _ = await rt.ready()
             if emb.model_id != model_id:
                 raise RuntimeError(f"memvault embeds with {emb.model_id}, expected {model_id} (fill-cache key)")
-            await bulk_load(rt, texts)
+            await bulk_load(rt, texts, progress=progress)
         finally:
             await rt.close()
         return {"fill_s": round(time.perf_counter() - t0, 1), "model_id": model_id}
@@ -365,7 +365,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if skipped:
         print(f"# speed: {PEER} skipped (--no-peer)", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="memvault-speed-") as tmp:
-        systems = [memvault_system(args.model_cache)]
+        systems = [memvault_system(args.model_cache, progress=not args.no_progress)]
         if not args.no_peer:
             from bench.peer_qdrant import ensure_qdrant_venv
 
@@ -412,6 +412,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fill-cache", type=Path, help="keep filled stores here and copy them per run (no refill)")
     p.add_argument("--peer-venv", type=Path, default=DEFAULT_VENV, help="venv holding mcp-server-qdrant (created when missing)")
     p.add_argument("--no-peer", action="store_true", help="measure memvault only")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar while filling memvault")
 
 
 def main(argv: list[str] | None = None) -> None:
