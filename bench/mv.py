@@ -4,8 +4,9 @@
 ``remember`` handler exactly as the MCP wrapper does (plus ``force`` and ``created_at``);
 ``search`` calls ``recall.rank`` (the ranked list recall returns, without touching access
 statistics); ``search_dense`` ranks by the dense channel of the same index alone (the
-quality benches' dense-only baseline). ``bulk_load`` is for the speed bench only: it skips the write policies and
-writes rows and points through the stores in batches (embedding in batches).
+quality benches' dense-only baseline). ``bulk_load`` is for the speed bench only: it
+skips the write policies and writes rows and points through the stores in batches
+(embedding in batches).
 """
 
 from __future__ import annotations

@@ -69,7 +69,8 @@ async def test_files_indexed_before_migration_4_read_as_keyword_scheme_1(tmp_pat
         conn.executescript(script)
     conn.execute("PRAGMA user_version = 3")
     conn.execute("INSERT INTO doc_files (project, collection, abs_path, path, size, mtime, content_hash, format,"
-                 " embedding_model, indexed_at) VALUES ('p', 'c', '/r/a.md', 'a.md', 3, 1.0, 'h1', 'markdown', 'm', 2.0)")
+                 " embedding_model, indexed_at)"
+                 " VALUES ('p', 'c', '/r/a.md', 'a.md', 3, 1.0, 'h1', 'markdown', 'm', 2.0)")
     conn.commit()
     conn.close()
     await (await FactStore.open(db)).close()  # applies migration 4

@@ -253,8 +253,9 @@ def sparse_from_terms(terms: Mapping[str, int], *, query: bool, avgdl: float = A
       ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` with ``k1 = BM25_K1``,
       ``b = BM25_B``, ``dl`` = total term count of the document and ``avgdl``
       the average length in terms (``AVG_DOC_TERMS`` for memories, ``AVG_CHUNK_TERMS``
-      for document chunks; must be > 0). IDF is not included: the collection's sparse vector is configured
-      with Qdrant's IDF modifier, which applies it at query time over the live corpus.
+      for document chunks; must be > 0). IDF is not included: the collection's sparse
+      vector is configured with Qdrant's IDF modifier, which applies it at query time over
+      the live corpus.
     * ``query=True``: weight 1.0 per unique term (the IDF modifier supplies the rest).
 
     Empty ``terms`` -> ``([], [])``.

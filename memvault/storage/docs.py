@@ -89,7 +89,8 @@ def _file(r: Iterable[Any]) -> DocFile:
      model, indexed_by, indexed_at, keyword_scheme) = tuple(r)
     return DocFile(project=project, collection=collection, abs_path=abs_path, path=path, size=size,
                    mtime=mtime, content_hash=content_hash, format=fmt, embedding_model=model,
-                   keyword_scheme=keyword_scheme, indexed_at=indexed_at, chunk_ids=json.loads(chunk_ids), indexed_by=indexed_by, id=id_)
+                   keyword_scheme=keyword_scheme, indexed_at=indexed_at, chunk_ids=json.loads(chunk_ids),
+                   indexed_by=indexed_by, id=id_)
 
 
 def _marks(n: int) -> str:

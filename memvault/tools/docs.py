@@ -4,8 +4,10 @@ Indexing: paths are checked against the allowed roots (``ingest.pathguard``), wa
 (``ingest.discovery``: .gitignore, default ignores, no binaries, no symlink escape), read
 and chunked along headings / definitions / pages within the model's token window
 (``ingest.readers``, ``ingest.chunking``, token counts from the embedder's tokenizer).
-A file whose size and mtime match the registry is unchanged without being read; else its
-bytes are hashed and only a new hash is re-chunked and re-embedded. Chunks of several
+A file indexed with the same model and keyword weighting (``DOC_KEYWORD_SCHEME``) whose
+size and mtime match the registry is unchanged without being read; else its bytes are
+hashed and only a new hash (or a file indexed with another model or weighting) is
+re-chunked and re-embedded. Chunks of several
 files are embedded together (``settings.docs_batch_chunks``) for throughput.
 
 Crash safety, per file: the new points are upserted under fresh ids, then one SQLite
@@ -370,16 +372,16 @@ async def index_docs(
                 cite = _cite(f.path, bases)
                 old = registered.get(str(f.path))
                 # indexed with this model and this keyword weighting: else it is re-indexed
-                same_model = (old is not None and old.embedding_model == emb.model_id
+                same_index = (old is not None and old.embedding_model == emb.model_id
                               and old.keyword_scheme == DOC_KEYWORD_SCHEME)
-                if same_model and old.size == f.size and old.mtime == f.mtime and old.path == cite:
+                if same_index and old.size == f.size and old.mtime == f.mtime and old.path == cite:
                     run.unchanged += 1
                     done += 1
                     if progress is not None:
                         progress(done, len(found), run.embedded)
                     continue
                 try:
-                    if same_model and old.size == f.size:
+                    if same_index and old.size == f.size:
                         digest = await rt.run_sync(_hash, f.path)
                         if digest == old.content_hash:
                             if old.path != cite:
@@ -395,7 +397,7 @@ async def index_docs(
                     run.failed.append(f"{cite}: {exc}")
                     done += 1
                     continue
-                if same_model and digest == old.content_hash:  # touched but same bytes
+                if same_index and digest == old.content_hash:  # touched but same bytes
                     await store.touch_file(old, size=f.size, mtime=f.mtime, path=cite)
                     run.unchanged += 1
                     done += 1
