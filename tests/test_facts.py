@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from memvault.policy.text import content_hash
-from memvault.storage.facts import FactStore, MemoryRow
+from memvault.storage.facts import FactStore, MemoryRow, SchemaTooNew
 from memvault.storage.migrations import LATEST_VERSION
 
 pytestmark = pytest.mark.anyio
@@ -38,6 +38,19 @@ async def test_migrates_and_reopens(tmp_path):
     assert (await store.get([r.id]))[0].index_state == "indexed"
     assert await store.pending() == []
     await store.close()
+
+
+async def test_refuses_a_database_from_a_newer_memvault(tmp_path):
+    db = tmp_path / "m.db"
+    await (await FactStore.open(db)).close()
+    conn = sqlite3.connect(db)
+    conn.execute(f"PRAGMA user_version = {LATEST_VERSION + 1}")
+    conn.close()
+    with pytest.raises(SchemaTooNew, match=f"schema {LATEST_VERSION + 1}.*reads schema {LATEST_VERSION} at most"):
+        await FactStore.open(db)
+    conn = sqlite3.connect(db)  # nothing was written: still the newer version
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION + 1
+    conn.close()
 
 
 async def test_supersede_history_and_key_lookup(tmp_path):

@@ -19,7 +19,7 @@ from typing import Any
 
 import aiosqlite
 
-from memvault.storage.migrations import MIGRATIONS
+from memvault.storage.migrations import LATEST_VERSION, MIGRATIONS
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +112,14 @@ def _alive(now: float) -> tuple[str, list[Any]]:
     return "(expires_at IS NULL OR expires_at > ?)", [now]
 
 
+class SchemaTooNew(RuntimeError):
+    """The database was written by a newer memvault (a schema this code does not know).
+
+    Opening it anyway would let this version write rows without the newer columns'
+    values (e.g. re-index a document under an old weighting while the row says new).
+    """
+
+
 class FactStore:
     """Async SQLite store of memories and their history.
 
@@ -126,7 +134,11 @@ class FactStore:
     # ------------------------------------------------------------------ lifecycle
     @classmethod
     async def open(cls, path: Path) -> FactStore:
-        """Open (creating if needed) the database at ``path`` and migrate it to the latest schema."""
+        """Open (creating if needed) the database at ``path`` and migrate it to the latest schema.
+
+        Raises SchemaTooNew (nothing written) when the file is at a schema above
+        ``LATEST_VERSION``; sqlite3 errors on an unreadable or corrupt file.
+        """
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists():
             fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
@@ -165,6 +177,12 @@ class FactStore:
     async def _migrate(self) -> None:
         cur = await self._db.execute("PRAGMA user_version")
         (version,) = await cur.fetchone()
+        if version > LATEST_VERSION:
+            raise SchemaTooNew(
+                f"{self.path} was written by a newer memvault (database schema {version}); this "
+                f"version reads schema {LATEST_VERSION} at most. Run the memvault that wrote it "
+                f"(or a newer one), or set MEMVAULT_DATA_DIR to another folder."
+            )
         for number, script in MIGRATIONS:
             if number <= version:
                 continue
