@@ -16,7 +16,10 @@ from memvault.server.scope import make_scope
 from memvault.storage.docs import ChunkRow, DocFile, DocStore, SchemaTooOld
 from memvault.storage.facts import FactStore
 from memvault.tools import docs as docs_mod
-from memvault.tools.docs import DOCS_COLLECTION, index_docs, rank_chunks
+from memvault.policy.keywords import AVG_DOC_TERMS
+from memvault.storage.vectors.base import VectorFilter
+from memvault.tools.docs import DOCS_COLLECTION, index_docs, rank_chunks, reweigh_documents
+from memvault.tools.indexing import keyword_vector
 from memvault.tools.runtime import Runtime
 from tests.docs_fixtures import write_tree
 
@@ -117,27 +120,71 @@ async def test_unchanged_rerun_never_calls_the_embedder(tmp_path, runtime):
     assert calls == [] and again.unchanged == 5 and again.chunks_embedded == 0
 
 
+async def sparse_scores(rt: Runtime, query: str) -> dict[str, float]:
+    """Keyword-channel scores of the ``proj`` documents for ``query`` (chunk id -> score)."""
+    _, vectors = await rt.ready()
+    flt = VectorFilter(projects=["proj"], status=None, equals={"collection": "default"})
+    hits = await rt.run_sync(vectors.search_sparse, DOCS_COLLECTION, keyword_vector(query, query=True), flt, 50)
+    return {h.id: h.score for h in hits}
+
+
+async def weigh_as_scheme_1(rt: Runtime) -> None:
+    """Make the index look as an index written before migration 4 does: chunk keyword
+    vectors normalised against memory length, rows at keyword_scheme 1."""
+    _, vectors = await rt.ready()
+    async with DocStore.connect(rt.settings.db_path) as store:
+        for f in (await store.files("proj", "default")).values():
+            old = {c.id: keyword_vector(docs_mod._keyword_text(f.path, c), query=False, avgdl=AVG_DOC_TERMS)
+                   for c in await store.chunks_of(f.id)}
+            await rt.run_sync(vectors.update_sparse, DOCS_COLLECTION, old)
+            await store.set_keyword_scheme(f, 1)
+
+
 @pytest.mark.slow
-async def test_files_of_an_older_keyword_scheme_are_reindexed(tmp_path, runtime):
+async def test_files_of_an_older_keyword_scheme_are_reweighed_in_place(tmp_path, runtime):
     tree = write_tree(tmp_path / "proj")
     scope = make_scope("local", "proj", "argument")
     first = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
-    # as every file indexed before migration 4 reads (chunk vectors normalised as memories)
-    conn = sqlite3.connect(runtime.settings.db_path)
-    conn.execute("UPDATE doc_files SET keyword_scheme = 1")
-    conn.commit()
-    conn.close()
+    query = "step procedure checks installer compiler setting frobnicator"
+    current = await sparse_scores(runtime, query)
+    assert len(current) >= 3
+    await weigh_as_scheme_1(runtime)
+    old = await sparse_scores(runtime, query)
+    assert set(old) == set(current) and old != pytest.approx(current)
+    # start-up step: every stale file re-weighed from the registry, nothing embedded
     calls = count_embeds(runtime)
-    again = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
-    assert again.changed == first.added == 5 and again.unchanged == 0
-    assert sum(calls) == again.chunks_embedded == first.chunks_embedded
+    assert await reweigh_documents(runtime) == first.added == 5
+    assert calls == []
+    assert await sparse_scores(runtime, query) == pytest.approx(current)
     async with DocStore.connect(runtime.settings.db_path) as store:
         files = await store.files("proj", "default")
         assert {f.keyword_scheme for f in files.values()} == {docs_mod.DOC_KEYWORD_SCHEME}
-        _, vectors = await runtime.ready()
+    assert await reweigh_documents(runtime) == 0
+    # index_docs does the same before comparing files: all unchanged, nothing embedded
+    await weigh_as_scheme_1(runtime)
+    again = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
+    assert again.unchanged == 5 and again.changed == 0 and calls == []
+    assert await sparse_scores(runtime, query) == pytest.approx(current)
+
+
+@pytest.mark.slow
+async def test_a_stale_file_that_cannot_be_reweighed_is_reindexed(tmp_path, runtime):
+    tree = write_tree(tmp_path / "proj")
+    scope = make_scope("local", "proj", "argument")
+    await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
+    await weigh_as_scheme_1(runtime)
+    _, vectors = await runtime.ready()
+    async with DocStore.connect(runtime.settings.db_path) as store:
+        victim = sorted((await store.files("proj", "default")).values(), key=lambda f: f.path)[0]
+    await runtime.run_sync(vectors.delete, DOCS_COLLECTION, victim.chunk_ids[:1])  # a lost point
+    calls = count_embeds(runtime)
+    assert await reweigh_documents(runtime) == 4
+    res = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
+    assert res.changed == 1 and res.unchanged == 4 and sum(calls) == res.chunks_embedded > 0
+    async with DocStore.connect(runtime.settings.db_path) as store:
+        files = await store.files("proj", "default")
+        assert {f.keyword_scheme for f in files.values()} == {docs_mod.DOC_KEYWORD_SCHEME}
         assert await runtime.run_sync(vectors.ids, DOCS_COLLECTION) == await store.all_chunk_ids()
-    third = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
-    assert third.unchanged == 5 and third.chunks_embedded == 0
 
 
 @pytest.mark.slow

@@ -154,6 +154,29 @@ def test_sparse_search_weighs_rare_terms_higher(index):
     assert index.search_sparse(COL, SparseVector([], []), VectorFilter(), limit=10) == []
 
 
+def test_update_sparse_reweighs_and_keeps_dense_and_payload(index):
+    index.upsert(
+        COL,
+        [
+            Point(pid(1), unit(0), SparseVector([7, 9], [2.0, 0.5]), {"status": "active", "kind": "doc"}),
+            Point(pid(2), unit(1), SparseVector([7, 9], [0.5, 2.0]), {"status": "active", "kind": "doc"}),
+            Point(pid(3), unit(2), SparseVector([8], [1.0]), {"status": "active", "kind": "doc"}),
+        ],
+    )
+    q7 = SparseVector([7], [1.0])
+    assert [h.id for h in index.search_sparse(COL, q7, VectorFilter(), limit=2)] == [pid(1), pid(2)]
+    # swap the weights of points 1 and 2; an empty vector is skipped, not an error
+    index.update_sparse(COL, {pid(1): SparseVector([7, 9], [0.5, 2.0]), pid(2): SparseVector([7, 9], [2.0, 0.5]),
+                              pid(3): SparseVector([], [])})
+    hits = index.search_sparse(COL, q7, VectorFilter(), limit=3)
+    assert [h.id for h in hits] == [pid(2), pid(1)] and hits[0].score > hits[1].score
+    # point 3 kept its sparse vector; dense vectors and payloads are untouched
+    assert [h.id for h in index.search_sparse(COL, SparseVector([8], [1.0]), VectorFilter(), limit=3)] == [pid(3)]
+    assert index.search_dense(COL, unit(0), VectorFilter(kinds=["doc"]), limit=1)[0].id == pid(1)
+    assert index.count(COL, VectorFilter(kinds=["doc"])) == 3
+    index.update_sparse(COL, {})  # nothing to do
+
+
 def test_limit_is_respected(loaded):
     assert len(loaded.search_dense(COL, unit(0), VectorFilter(status=None), limit=3)) == 3
     assert loaded.search_dense(COL, unit(0), VectorFilter(), limit=0) == []

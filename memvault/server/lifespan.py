@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 import anyio
 
 from memvault.config import Settings
+from memvault.tools.docs import reweigh_documents
 from memvault.tools.indexing import reconcile, sweep_expired
 from memvault.tools.tasks import sweep_tasks
 from memvault.tools.runtime import Runtime
@@ -25,13 +26,18 @@ SWEEP_INTERVAL_S = 600.0
 
 
 async def after_ready(rt: Runtime) -> None:
-    """First housekeeping once the model is loaded: repair the index, purge expired memories and tasks."""
+    """First housekeeping once the model is loaded: repair the index, purge expired memories and
+    tasks, bring documents indexed under an older keyword weighting up to date (in place)."""
     try:
         await reconcile(rt)
         await sweep_expired(rt)
         await sweep_tasks(rt)
     except Exception:
         log.exception("start-up reconcile/sweep failed (will retry on the next sweep)")
+    try:
+        await reweigh_documents(rt)
+    except Exception:
+        log.exception("start-up re-weighing of document keyword vectors failed (index_docs retries it)")
 
 
 async def _housekeeping(rt: Runtime) -> None:

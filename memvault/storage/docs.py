@@ -156,6 +156,14 @@ class DocStore:
         )
         return [ChunkRow(r[0], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[1]) for r in await cur.fetchall()]
 
+    async def stale_files(self, keyword_scheme: int) -> list[DocFile]:
+        """Every file (all projects and collections) whose points were written under another
+        keyword weighting than ``keyword_scheme``, in row order."""
+        cur = await self._db.execute(
+            f"SELECT {_FILE_COLS} FROM doc_files WHERE keyword_scheme != ? ORDER BY id", [keyword_scheme]
+        )
+        return list(map(_file, await cur.fetchall()))
+
     async def all_chunk_ids(self) -> set[str]:
         """Every chunk id in the registry (all projects): the points the index should hold."""
         cur = await self._db.execute("SELECT id FROM doc_chunks")
@@ -222,6 +230,11 @@ class DocStore:
             await self._db.execute("ROLLBACK")
             raise
         return doc
+
+    async def set_keyword_scheme(self, doc: DocFile, keyword_scheme: int) -> None:
+        """Record that ``doc``'s points now carry the keyword weighting ``keyword_scheme``."""
+        await self._db.execute("UPDATE doc_files SET keyword_scheme=? WHERE id=?", [keyword_scheme, doc.id])
+        doc.keyword_scheme = keyword_scheme
 
     async def touch_file(self, doc: DocFile, *, size: int, mtime: float, path: str) -> None:
         """Record a new size / mtime / cited path for a file whose content did not change."""

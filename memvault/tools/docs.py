@@ -242,6 +242,52 @@ async def remove_documents(rt: Runtime, store: DocStore, docs: Sequence[DocFile]
         await rt.run_sync(vectors.delete, DOCS_COLLECTION, ids)
 
 
+async def reweigh_stale(rt: Runtime, store: DocStore) -> int:
+    """Bring files indexed under an older keyword weighting to ``DOC_KEYWORD_SCHEME`` in place.
+
+    Only the keyword (sparse) vectors change with the weighting, and they are computed from
+    what the registry stores (path, heading, symbol, text): each stale file's points get
+    new sparse vectors (no embedding), then its row records the scheme. A crash between the
+    two redoes that file next time. A file whose update fails (e.g. a point is missing)
+    stays stale, and ``index_docs`` re-embeds it. Files of another model are left to the
+    re-embedding. Call with the docs collection open and ``_docs_lock`` held. Returns the
+    number of files brought up to date.
+    """
+    emb, vectors = await rt.ready()
+    done = 0
+    for f in await store.stale_files(DOC_KEYWORD_SCHEME):
+        if f.embedding_model != emb.model_id:
+            continue
+        rows = await store.chunks_of(f.id)
+        sparse = {c.id: keyword_vector(_keyword_text(f.path, c), query=False, avgdl=AVG_CHUNK_TERMS) for c in rows}
+        try:
+            await rt.run_sync(vectors.update_sparse, DOCS_COLLECTION, sparse)
+        except Exception as exc:  # the engine's error for a missing point; re-embedding repairs it
+            log.warning("could not re-weigh %s in place (%s); index_docs will re-index it", f.path, exc)
+            continue
+        await store.set_keyword_scheme(f, DOC_KEYWORD_SCHEME)
+        done += 1
+    if done:
+        log.info("re-weighed the keyword vectors of %d document file(s) to scheme %d", done, DOC_KEYWORD_SCHEME)
+    return done
+
+
+async def reweigh_documents(rt: Runtime) -> int:
+    """Start-up step: ``reweigh_stale`` over every project and collection (nothing to do -> one query).
+
+    Returns the number of files re-weighed. Raises NotReady; sqlite3 errors.
+    """
+    async with _docs_lock(rt):
+        async with DocStore.connect(rt.settings.db_path) as store:
+            if not await store.stale_files(DOC_KEYWORD_SCHEME):
+                return 0
+            try:
+                await ensure_docs_collection(rt, rebuild_on_mismatch=False)
+            except ToolError:  # indexed with another model: every file is re-embedded anyway
+                return 0
+            return await reweigh_stale(rt, store)
+
+
 async def drop_orphans(rt: Runtime, store: DocStore) -> int:
     """Delete points with no chunk row (left by an interrupted run). Returns how many."""
     _, vectors = await rt.ready()
@@ -342,6 +388,7 @@ async def index_docs(
         )
         async with DocStore.connect(s.db_path) as store:
             await drop_orphans(rt, store)
+            await reweigh_stale(rt, store)
             registered = await store.files(project, name)
             seen = {str(f.path) for f in found}
             gone = [d for key, d in registered.items() if key not in seen

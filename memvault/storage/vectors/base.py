@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -256,6 +256,12 @@ class VectorIndex(ABC):
     def upsert(self, collection: str, points: Sequence[Point]) -> None:
         """Insert or replace ``points`` (whole point: vectors and payload).
         Raises ValueError on a non-UUID id or a dense vector of the wrong dimension."""
+
+    @abstractmethod
+    def update_sparse(self, collection: str, vectors: Mapping[str, SparseVector]) -> None:
+        """Replace the keyword (sparse) vector of each point id in ``vectors``; its dense
+        vector and payload are kept. Empty sparse vectors are skipped (a point's term set
+        never changes with its weighting). Raises the engine's error when an id has no point."""
 
     @abstractmethod
     def set_payload(self, collection: str, ids: Sequence[str], payload: dict) -> None:

@@ -32,7 +32,7 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -204,6 +204,16 @@ class EdgeVectorIndex(VectorIndex):
             for i in range(0, len(edge_points), self._upsert_batch):
                 cur.dirty = True
                 cur.shard.update(qe.UpdateOperation.upsert_points(edge_points[i : i + self._upsert_batch]))
+
+    def update_sparse(self, collection: str, vectors: Mapping[str, SparseVector]) -> None:
+        pvs = [
+            qe.PointVectors(canonical_id(i), {KEYWORDS: qe.SparseVector(list(v.indices), [float(x) for x in v.values])})
+            for i, v in vectors.items()
+            if v.indices
+        ]
+        with self._lock:
+            for i in range(0, len(pvs), self._upsert_batch):
+                self._update(collection, qe.UpdateOperation.update_vectors(pvs[i : i + self._upsert_batch]))
 
     def set_payload(self, collection: str, ids: Sequence[str], payload: dict) -> None:
         if not ids:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qdrant_client import QdrantClient, models
@@ -161,6 +161,16 @@ class RemoteVectorIndex(VectorIndex):
             return
         with self._lock:
             self.client.upsert(collection, points=structs, wait=True)
+
+    def update_sparse(self, collection: str, vectors: Mapping[str, SparseVector]) -> None:
+        self._dim(collection)
+        pvs = [models.PointVectors(id=canonical_id(i), vector={
+                   KEYWORDS: models.SparseVector(indices=list(v.indices), values=[float(x) for x in v.values])})
+               for i, v in vectors.items() if v.indices]
+        if not pvs:
+            return
+        with self._lock:
+            self.client.update_vectors(collection, points=pvs, wait=True)
 
     def set_payload(self, collection: str, ids: Sequence[str], payload: dict) -> None:
         self._dim(collection)
