@@ -263,7 +263,8 @@ async def reweigh_stale(rt: Runtime, store: DocStore) -> int:
         try:
             await rt.run_sync(vectors.update_sparse, DOCS_COLLECTION, sparse)
         except Exception as exc:  # the engine's error for a missing point; re-embedding repairs it
-            log.warning("could not re-weigh %s in place (%s); index_docs will re-index it", f.path, exc)
+            log.warning("could not re-weigh %s (project %r, collection %r) in place (%s); the next index_docs "
+                        "on it re-indexes it", f.path, f.project, f.collection, exc)
             continue
         await store.set_keyword_scheme(f, DOC_KEYWORD_SCHEME)
         done += 1
