@@ -7,8 +7,8 @@ and chunked along headings / definitions / pages within the model's token window
 A file indexed with the same model and keyword weighting (``DOC_KEYWORD_SCHEME``) whose
 size and mtime match the registry is unchanged without being read; else its bytes are
 hashed and only a new hash (or a file indexed with another model or weighting) is
-re-chunked and re-embedded. Chunks of several
-files are embedded together (``settings.docs_batch_chunks``) for throughput.
+re-chunked and re-embedded. Chunks of several files are embedded together
+(``settings.docs_batch_chunks``) for throughput.
 
 Crash safety, per file: the new points are upserted under fresh ids, then one SQLite
 transaction swaps the file's chunk rows, then the old points are deleted. A search hit
@@ -48,7 +48,7 @@ from memvault.ingest.readers import UnreadableDocument, read_document
 from memvault.policy.ranking import normalise_rrf
 from memvault.policy.text import cut
 from memvault.storage.docs import ChunkRow, DocFile, DocStore
-from memvault.storage.vectors.base import CollectionMismatch, Point, VectorFilter
+from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector, VectorFilter
 from memvault.tools import validation as v
 from memvault.tools.indexing import embed_passages, hybrid_search, keyword_vector
 from memvault.tools.models import Scope
@@ -179,6 +179,12 @@ def _keyword_text(path: str, c: ChunkRow) -> str:
     return " ".join(x for x in (path, c.heading, c.symbol, c.text) if x)
 
 
+def _chunk_sparse(path: str, c: ChunkRow) -> SparseVector:
+    """The keyword vector of chunk ``c`` of the file cited as ``path`` (weighting
+    ``DOC_KEYWORD_SCHEME``): what indexing writes and what re-weighing restores."""
+    return keyword_vector(_keyword_text(path, c), query=False, avgdl=AVG_CHUNK_TERMS)
+
+
 # ------------------------------------------------------------------------- writing
 
 
@@ -219,9 +225,7 @@ async def write_documents(rt: Runtime, store: DocStore, files: Sequence[Prepared
             payload = {"project": f.doc.project, "collection": f.doc.collection, "path": f.doc.path,
                        "kind": "doc"}
             for c in f.chunks:
-                points.append(Point(id=c.id, dense=dense[i], payload=payload,
-                                    sparse=keyword_vector(_keyword_text(f.doc.path, c), query=False,
-                                                          avgdl=AVG_CHUNK_TERMS)))
+                points.append(Point(id=c.id, dense=dense[i], payload=payload, sparse=_chunk_sparse(f.doc.path, c)))
                 i += 1
         await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
     for f in files:
@@ -259,7 +263,7 @@ async def reweigh_stale(rt: Runtime, store: DocStore) -> int:
         if f.embedding_model != emb.model_id:
             continue
         rows = await store.chunks_of(f.id)
-        sparse = {c.id: keyword_vector(_keyword_text(f.path, c), query=False, avgdl=AVG_CHUNK_TERMS) for c in rows}
+        sparse = {c.id: _chunk_sparse(f.path, c) for c in rows}
         try:
             await rt.run_sync(vectors.update_sparse, DOCS_COLLECTION, sparse)
         except Exception as exc:  # the engine's error for a missing point; re-embedding repairs it
