@@ -159,9 +159,6 @@ def table(summary: dict) -> str:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the selected conversations; print the table; write JSON; return the payload."""
-    from bench.mv import share_embedder_across_runtimes
-
-    share_embedder_across_runtimes()
     samples = load_samples(args.data, args.conversations)
     if args.limit:
         samples = samples[: args.limit]

@@ -171,10 +171,6 @@ def table(summary: dict) -> str:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the selected questions; print the table; write JSON; return the payload."""
     from tqdm import tqdm
-
-    from bench.mv import share_embedder_across_runtimes
-
-    share_embedder_across_runtimes()
     with gzip.open(data_dir(args.data) / "longmemeval_s_dev.json.gz", "rt") as f:
         items = json.load(f)
     chosen = selected(items, args.limit)

@@ -19,11 +19,12 @@ from pathlib import Path
 from memvault.config import Settings
 from memvault.policy.text import content_hash
 from memvault.storage.facts import MemoryRow
-from memvault.tools.indexing import embed_passages, embed_query, index_rows, scope_filter
-from memvault.tools.models import RememberResult, Scope
-from memvault.tools.recall import rank
-from memvault.tools.remember import RememberArgs, remember
-from memvault.tools.runtime import MEMORY_COLLECTION, Runtime
+from memvault.service.indexing import embed_passages, embed_query, index_rows, scope_filter
+from memvault.service.models import RememberResult, Scope
+from memvault.service.recall import rank
+from memvault.service.remember import RememberArgs, remember
+from memvault.embedding.embedder import Embedder
+from memvault.service.runtime import MEMORY_COLLECTION, Runtime, default_embedder
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ async def open_runtime(data_dir: Path, model_cache: Path, **settings) -> Runtime
     Raises memvault's NotReady if the model or index cannot load.
     """
     s = Settings(data_dir=data_dir, model_cache_dir=model_cache, user_id=USER, **settings)
-    rt = await Runtime.open(s)
+    rt = await Runtime.open(s, load_embedder=shared_embedder)
     try:
         await rt.load()
         await rt.ready()
@@ -102,24 +103,17 @@ async def bulk_load(rt: Runtime, texts: Sequence[str], *, batch: int = 256, prog
     bar.close()
 
 
-_EMBEDDERS: dict[tuple, object] = {}
+_EMBEDDERS: dict[tuple, Embedder] = {}
 
 
-def share_embedder_across_runtimes() -> None:
-    """Make every Runtime of this process reuse one loaded model instead of loading its own.
+def shared_embedder(settings: Settings) -> Embedder:
+    """One loaded model per model setting for the whole process (an ``EmbedderLoader``).
 
     The quality benches open one Runtime per conversation / question (one data dir each);
-    loading the model each time would cost ~1.5 s and ~400 MB apiece. This replaces
-    ``load_embedder`` as ``memvault.tools.runtime`` sees it with a cache keyed by the model
-    settings; the Embedder object itself is memvault's own (thread-safe, see embedder.py).
+    loading the model each time would cost ~1.5 s and ~400 MB apiece. The Embedder object
+    is memvault's own and thread-safe, so the runtimes share it.
     """
-    import memvault.tools.runtime as runtime_mod
-    from memvault.storage.embedder import load_embedder
-
-    def cached(settings, **kwargs):
-        key = (settings.embedding_model, str(settings.model_path), str(settings.models_dir))
-        if key not in _EMBEDDERS:
-            _EMBEDDERS[key] = load_embedder(settings, **kwargs)
-        return _EMBEDDERS[key]
-
-    runtime_mod.load_embedder = cached
+    key = (settings.embedding_model, str(settings.model_path), str(settings.models_dir))
+    if key not in _EMBEDDERS:
+        _EMBEDDERS[key] = default_embedder(settings)
+    return _EMBEDDERS[key]

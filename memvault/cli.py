@@ -41,7 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Run the MCP server on stdio until the client closes it."""
     os.umask(0o077)  # data dir 0700, files 0600, including the vector engine's
     _log_to_stderr(args.log_level)
-    from memvault.server.app import build_server
+    from memvault.mcp.app import build_server
 
     build_server(_settings(args)).run("stdio")
     return 0
@@ -53,7 +53,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     _log_to_stderr("WARNING")
     import anyio
 
-    from memvault.tools.runtime import Runtime
+    from memvault.service.runtime import Runtime
 
     settings = _settings(args)
     ok = True
@@ -91,8 +91,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     _log_to_stderr("WARNING")
     import anyio
 
-    from memvault.tools.indexing import reconcile
-    from memvault.tools.runtime import Runtime
+    from memvault.service.indexing import reconcile
+    from memvault.service.runtime import Runtime
 
     async def run() -> int:
         rt = await Runtime.open(_settings(args))

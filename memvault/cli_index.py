@@ -33,7 +33,7 @@ def add_parser(sub, common: Callable[[argparse.ArgumentParser], None]) -> None:
 def _project(settings) -> str:
     if settings.project is not None:
         return settings.project
-    from memvault.server.scope import project_from_root
+    from memvault.service.project import project_from_root
 
     return project_from_root(Path.cwd().resolve().as_uri()) or ""
 
@@ -45,12 +45,12 @@ def cmd_index(args: argparse.Namespace) -> int:
 
     _log_to_stderr("WARNING")
     import anyio
-    from mcp.server.mcpserver.exceptions import ToolError
     from tqdm import tqdm
 
-    from memvault.server.scope import make_scope
-    from memvault.tools.docs import index_docs
-    from memvault.tools.runtime import NotReady, Runtime
+    from memvault.service.project import make_scope
+    from memvault.service.docs import index_docs
+    from memvault.service.errors import MemvaultError
+    from memvault.service.runtime import Runtime
 
     settings = _settings(args)
     scope = make_scope(settings.user_id, _project(settings), "argument")
@@ -72,7 +72,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             await rt.load()
             res = await index_docs(rt, scope, [str(p) for p in given], args.collection, given,
                                    cite_bases=[Path.cwd().resolve()], progress=progress)
-        except (ToolError, NotReady) as exc:
+        except MemvaultError as exc:
             sys.stderr.write(f"memvault index: {exc}\n")
             return 1
         finally:

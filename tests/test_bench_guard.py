@@ -37,9 +37,6 @@ def _need_data() -> None:
 async def test_locomo_slice_recall_floor(model_cache):
     _need_data()
     from bench import locomo
-    from bench.mv import share_embedder_across_runtimes
-
-    share_embedder_across_runtimes()
     samples = json.loads((DEFAULT_DATA / "locomo_dev.json").read_text())
     sample = next(s for s in samples if s["sample_id"] == LOCOMO_SAMPLE)
     rows, stats = await locomo.run_conversation(sample, model_cache, ("memvault",), 25, progress=False)
@@ -53,9 +50,6 @@ async def test_locomo_slice_recall_floor(model_cache):
 async def test_longmemeval_slice_recall_floor(model_cache):
     _need_data()
     from bench import longmemeval
-    from bench.mv import share_embedder_across_runtimes
-
-    share_embedder_across_runtimes()
     with gzip.open(DEFAULT_DATA / "longmemeval_s_dev.json.gz", "rt") as f:
         items = longmemeval.selected(json.load(f), LME_QUESTIONS)
     results = [await longmemeval.run_question(it, model_cache, ("memvault",)) for it in items]
@@ -81,9 +75,7 @@ async def test_cmrc_zh_slice_ndcg_floor(model_cache, tmp_path):
     if not (folder / "corpus.jsonl").is_file():
         pytest.skip(f"benchmark data not found at {folder} (../shared/bench next to the repo)")
     from bench import beir
-    from bench.mv import open_runtime, share_embedder_across_runtimes
-
-    share_embedder_across_runtimes()
+    from bench.mv import open_runtime
     bs = beir.slice_set(beir.load_set(folder), CMRC_QUESTIONS, CMRC_OTHERS)
     rt = await open_runtime(tmp_path / "data", model_cache)
     try:

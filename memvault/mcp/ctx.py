@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import Context
 
-from memvault.tools.runtime import Runtime
+from memvault.service.runtime import Runtime
+
+Ctx = Context[Runtime]
+"""The request context of memvault's tools: its lifespan context is the process's Runtime."""
 
 
-def runtime(ctx: Context) -> Runtime:
-    """The process's Runtime (the lifespan context built by ``server.lifespan``)."""
+def runtime(ctx: Ctx) -> Runtime:
+    """The process's Runtime (the lifespan context built by ``memvault.mcp.lifespan``)."""
     return ctx.request_context.lifespan_context
 
 
-def client_name(ctx: Context) -> str | None:
+def client_name(ctx: Ctx) -> str | None:
     """The client's self-reported name (e.g. ``claude-code``), used as a memory's default source."""
     params = getattr(ctx.session, "client_params", None)
     info = getattr(params, "client_info", None)

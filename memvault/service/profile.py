@@ -13,11 +13,12 @@ from memvault.clock import to_iso
 from memvault.policy.text import cut
 from memvault.storage.facts import MemoryRow
 from memvault.storage.profile import ProfileReader
-from memvault.tools.models import Scope
-from memvault.tools.recall import RecallArgs, recall
-from memvault.tools.runtime import NotReady, Runtime
-from memvault.tools.task_models import Overridden, PreferenceOut, ProfileFact, ProfileResult, TaskSummary
-from memvault.tools.tasks import open_tasks, task_summary
+from memvault.service.models import Scope
+from memvault.service.recall import RecallArgs, recall
+from memvault.service.errors import NotReady
+from memvault.service.runtime import Runtime
+from memvault.service.task_models import Overridden, PreferenceOut, ProfileFact, ProfileResult, TaskSummary
+from memvault.service.tasks import open_tasks, task_summary
 
 FACT_KINDS = ("fact", "preference", "decision", "procedure")
 CONTEXT_MEMORIES = 8

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mcp.server.mcpserver.exceptions import ToolError
+from memvault.service.errors import Conflict, InvalidArgument, NotFound
 
 from memvault.clock import to_iso
 from memvault.policy.deixis import detect_deixis, enrich_query
@@ -30,11 +30,11 @@ from memvault.policy.secrets import find_secret
 from memvault.policy.text import cut
 from memvault.policy.ttl import SECONDS_PER_DAY
 from memvault.storage.tasks import FINISHED_STATUSES, STATUSES, TaskRow, TaskStore, TaskVersion, state_json
-from memvault.tools import validation as v
-from memvault.tools.models import Scope
-from memvault.tools.remember import RememberArgs, remember
-from memvault.tools.runtime import Runtime
-from memvault.tools.task_models import GetTaskResult, SetTaskResult, TaskOut, TaskSummary, TaskVersionOut
+from memvault.service import validation as v
+from memvault.service.models import Scope
+from memvault.service.remember import RememberArgs, remember
+from memvault.service.runtime import Runtime
+from memvault.service.task_models import GetTaskResult, SetTaskResult, TaskOut, TaskSummary, TaskVersionOut
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def episode_text(title: str, state: dict[str, Any], outcome: str) -> str:
 def _check_task_id(task_id: str) -> str:
     t = (task_id or "").strip()
     if not t or len(t) > MAX_TASK_ID_CHARS or not _TASK_ID_RE.match(t):
-        raise ToolError(
+        raise InvalidArgument(
             f"task_id {task_id!r} is not allowed; use 1-{MAX_TASK_ID_CHARS} letters, digits and . _ - : / # "
             "such as 'migrate-billing' or 'issue-42'"
         )
@@ -137,9 +137,9 @@ def _check_text(name: str, value: str | None, limit: int, *, control_ok: bool = 
         return None
     t = value.strip()
     if not t:
-        raise ToolError(f"{name} is empty; leave it out or give some text")
+        raise InvalidArgument(f"{name} is empty; leave it out or give some text")
     if len(t) > limit or (not control_ok and _CONTROL_RE.search(t)):
-        raise ToolError(f"{name} is too long or has control characters; at most {limit} printable characters")
+        raise InvalidArgument(f"{name} is too long or has control characters; at most {limit} printable characters")
     return t
 
 
@@ -176,7 +176,7 @@ def _where(projects: list[str]) -> str:
 async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTaskResult:
     """Create or update one task in ``scope.project``; returns the task as stored.
 
-    Raises ToolError (nothing written) for bad arguments, a version conflict (the message
+    Raises InvalidArgument (nothing written) for bad arguments, a version conflict (the message
     carries the current version), a state over ``task_state_max_bytes``, or when an
     episode is due and the model is not loaded.
     """
@@ -186,21 +186,21 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
     outcome = _check_text("outcome", args.outcome, MAX_OUTCOME_CHARS, control_ok=True)
     ttl_days = v.check_ttl(args.ttl_days)
     if args.status is not None and args.status not in STATUSES:
-        raise ToolError(f"status {args.status!r} is not known; use one of: {', '.join(STATUSES)}")
+        raise InvalidArgument(f"status {args.status!r} is not known; use one of: {', '.join(STATUSES)}")
     if args.state is not None and args.patch is not None:
-        raise ToolError("give either state (replaces the whole object) or patch (JSON Merge Patch), not both")
+        raise InvalidArgument("give either state (replaces the whole object) or patch (JSON Merge Patch), not both")
     for name, value in (("state", args.state), ("patch", args.patch)):
         if value is not None and not isinstance(value, dict):
-            raise ToolError(f"{name} must be a JSON object, got {type(value).__name__}")
+            raise InvalidArgument(f"{name} must be a JSON object, got {type(value).__name__}")
     if args.expected_version is not None and args.expected_version < 0:
-        raise ToolError("expected_version must be 0 (the task must not exist yet) or a version number")
+        raise InvalidArgument("expected_version must be 0 (the task must not exist yet) or a version number")
     if outcome is not None and args.status not in FINISHED_STATUSES:
-        raise ToolError("outcome is recorded when a task finishes; pass it with status='done' or 'abandoned'")
+        raise InvalidArgument("outcome is recorded when a task finishes; pass it with status='done' or 'abandoned'")
     for name, value in (("task_id", task_id), ("title", title), ("outcome", outcome), ("state", args.state),
                         ("patch", args.patch)):
         if value is not None and (found := find_secret(value if isinstance(value, str) else
                                                         json.dumps(value, ensure_ascii=False))):
-            raise ToolError(f"{name}: {found.reason} Task state is stored and versioned; keep secrets out of it.")
+            raise InvalidArgument(f"{name}: {found.reason} Task state is stored and versioned; keep secrets out of it.")
     if outcome is not None:
         await rt.started()  # the episode needs the model: fail before writing anything
 
@@ -214,7 +214,7 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
         if args.expected_version is not None and args.expected_version != current:
             seen = (f"it is at version {current} (updated {_iso(cur.updated_at)}, status {cur.status})"
                     if cur is not None else "it does not exist (current version 0)")
-            raise ToolError(
+            raise Conflict(
                 f"version conflict on task {task_id!r}: expected_version={args.expected_version} but {seen}; "
                 f"current_version={current}. Another writer changed it: read it with get_task_state, "
                 f"re-apply your change and pass expected_version={current}."
@@ -229,9 +229,9 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
         try:
             size = len(state_json(new_state).encode("utf-8"))
         except (ValueError, TypeError) as exc:
-            raise ToolError(f"state is not valid JSON: {exc}") from None
+            raise InvalidArgument(f"state is not valid JSON: {exc}") from None
         if size > s.task_state_max_bytes:
-            raise ToolError(
+            raise InvalidArgument(
                 f"task state would be {size} bytes; the limit is {s.task_state_max_bytes} bytes "
                 "(setting MEMVAULT_TASK_STATE_MAX_BYTES). Keep bulky text in files or memories and store "
                 "references (paths, ids) in the state."
@@ -242,7 +242,7 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
         days = s.task_retention_days if finished else (task_ttl or s.task_idle_ttl_days)
         expires_at = now + days * SECONDS_PER_DAY
         if not math.isfinite(expires_at):
-            raise ToolError(f"ttl_days={days} is too large")
+            raise InvalidArgument(f"ttl_days={days} is too large")
         row = TaskRow(
             user_id=user, project=project, task_id=task_id,
             title=title or (cur.title if cur is not None else task_id), status=status, version=current + 1,
@@ -272,7 +272,7 @@ async def get_task_state(rt: Runtime, scope: Scope, task_id: str | None = None, 
     Lists are open tasks (plus finished ones with ``include_done``), active before
     blocked, newest first, at most ``task_list_max``. ``include_history`` adds the
     stored versions of one task, newest first, within the reply budget. Raises
-    ToolError when the named task does not exist (or has expired).
+    NotFound when the named task does not exist (or has expired).
     """
     s = rt.settings
     store = TaskStore.on(rt.facts)
@@ -285,7 +285,7 @@ async def get_task_state(rt: Runtime, scope: Scope, task_id: str | None = None, 
     tid = _check_task_id(task_id)
     row = await store.get(scope.user_id, scope.projects_read, tid, now)
     if row is None:
-        raise ToolError(
+        raise NotFound(
             f"no task {tid!r} in {_where(scope.projects_read)}; it may have expired "
             f"(open tasks vanish after {s.task_idle_ttl_days:g} idle days, finished ones after "
             f"{s.task_retention_days:g} days). Call get_task_state without task_id to list the open tasks."

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from mcp.server.mcpserver.exceptions import ToolError
+from memvault.service.errors import InvalidArgument
 
 from memvault.clock import to_iso
 from memvault.policy.dedup import is_near_duplicate
@@ -21,10 +21,10 @@ from memvault.policy.secrets import find_secret
 from memvault.policy.text import content_hash, validate_content
 from memvault.policy.ttl import resolve_expiry
 from memvault.storage.facts import MemoryRow
-from memvault.tools import validation as v
-from memvault.tools.indexing import embed_passages, index_rows, scope_filter, unindex_rows
-from memvault.tools.models import RememberResult, Scope
-from memvault.tools.runtime import MEMORY_COLLECTION, Runtime
+from memvault.service import validation as v
+from memvault.service.indexing import embed_passages, index_rows, scope_filter, unindex_rows
+from memvault.service.models import RememberResult, Scope
+from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 
 
 @dataclass
@@ -47,13 +47,13 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     """Store one memory in ``scope.project`` for ``scope.user_id``.
 
     Returns status stored | reinforced | superseded | declined with a reason.
-    Raises ToolError for invalid arguments (nothing is written then).
+    Raises InvalidArgument for invalid arguments (nothing is written then).
     """
     s = rt.settings
     try:
         content = validate_content(args.content, s.max_content_chars)
     except ValueError as exc:
-        raise ToolError(str(exc)) from None
+        raise InvalidArgument(str(exc)) from None
     kind = v.check_kind(args.kind)
     key = v.check_key(args.key)
     tags = v.check_tags(args.tags)
@@ -112,7 +112,7 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
             found = await rt.facts.select(user, ids=supersedes, statuses=("active",), now=now)
             missing = set(supersedes) - {r.id for r in found}
             if missing:
-                raise ToolError(
+                raise InvalidArgument(
                     f"supersedes names ids that are not active memories of this user: {', '.join(sorted(missing))}"
                 )
             old_rows += [r for r in found if r.id not in {o.id for o in old_rows}]

@@ -1,54 +1,31 @@
-"""The MCP face of memvault: builds the ``MCPServer`` and registers the tools.
+"""MCP wrappers of the memory tools: ``remember``, ``recall``, ``forget``.
 
-Each tool here is a thin wrapper: it resolves the scope, then calls the handler in
-``memvault.tools`` that applies the policies. Tool descriptions are written for the
-model that reads them.
+Each tool is thin: it resolves the scope from the connection (``memvault.mcp.scope``),
+then calls the service in ``memvault.service`` that applies the policies. Tool
+descriptions are written for the model that reads them.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated, Literal
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.resolve import Resolve
-from mcp_types import ListRootsResult
-from mcp_types import ToolAnnotations
+from mcp_types import ListRootsResult, ToolAnnotations
 from pydantic import Field
 
-from memvault import __version__
-from memvault.server.ctx import client_name, runtime
-from memvault.config import Settings
-from memvault.server.docs_tools import register_doc_tools
-from memvault.server.lifespan import make_lifespan
-from memvault.server.profile_tools import register_profile_tools
-from memvault.server.scope import client_roots, resolve_scope
-from memvault.tools.forget import ForgetArgs
-from memvault.tools.forget import forget as forget_handler
-from memvault.tools.models import ForgetResult, RecallResult, RememberResult
-from memvault.tools.recall import RecallArgs
-from memvault.tools.recall import recall as recall_handler
-from memvault.tools.remember import RememberArgs
-from memvault.tools.remember import remember as remember_handler
-
-log = logging.getLogger(__name__)
+from memvault.mcp.ctx import Ctx, client_name, runtime
+from memvault.mcp.errors import reported
+from memvault.mcp.scope import client_roots, resolve_scope
+from memvault.service.forget import ForgetArgs
+from memvault.service.forget import forget as forget_handler
+from memvault.service.models import ForgetResult, RecallResult, RememberResult
+from memvault.service.recall import RecallArgs
+from memvault.service.recall import recall as recall_handler
+from memvault.service.remember import RememberArgs
+from memvault.service.remember import remember as remember_handler
 
 Kind = Literal["preference", "fact", "decision", "episode", "procedure", "note"]
-
-INSTRUCTIONS = """\
-memvault is this user's long-term memory across sessions and clients.
-- recall at the start of a task, and whenever the user refers to earlier work, decisions,
-  preferences or "last time" / "as before" / "上次"; recall before asking the user something
-  they may already have told you.
-- remember stable preferences (use a key such as pref.package_manager so a later value
-  replaces the old), decisions and their reasons, facts about the project or the user,
-  and lessons learned (what fixed a problem). One self-contained sentence per memory, in
-  the user's language. Never store secrets, passwords or tokens.
-- Memories belong to the current project (from the workspace) unless you pass project=""
-  for facts true everywhere (e.g. the user's own preferences).
-- forget when the user asks, or when a memory is wrong; prefer remember with the same key
-  or supersedes=[id] to correct one.
-"""
 
 # Filled by the SDK (not by the model): the client's MCP roots when they decide the scope.
 Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
@@ -75,8 +52,6 @@ FORGET_DESCRIPTION = (
 )
 
 
-
-
 def register_memory_tools(mcp: MCPServer) -> None:
     """Register remember / recall / forget on ``mcp``."""
 
@@ -85,9 +60,10 @@ def register_memory_tools(mcp: MCPServer) -> None:
         description=REMEMBER_DESCRIPTION,
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
     )
+    @reported
     async def remember(
         content: Annotated[str, Field(description="One self-contained statement worth keeping, e.g. 'The user prefers pnpm over npm'.")],
-        ctx: Context,
+        ctx: Ctx,
         roots: Roots,
         kind: Annotated[Kind, Field(description="preference | fact | decision | episode | procedure | note")] = "fact",
         key: Annotated[str | None, Field(description="Stable slot, e.g. 'pref.package_manager'; a new value with the same key replaces the old.")] = None,
@@ -110,9 +86,10 @@ def register_memory_tools(mcp: MCPServer) -> None:
         description=RECALL_DESCRIPTION,
         annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False),
     )
+    @reported
     async def recall(
         query: Annotated[str, Field(description="What to look for, in any language; identifiers and error codes work too.")],
-        ctx: Context,
+        ctx: Ctx,
         roots: Roots,
         k: Annotated[int, Field(description="How many memories to return (1-50).")] = 5,
         kinds: Annotated[list[Kind] | None, Field(description="Only these kinds.")] = None,
@@ -131,8 +108,9 @@ def register_memory_tools(mcp: MCPServer) -> None:
         description=FORGET_DESCRIPTION,
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True),
     )
+    @reported
     async def forget(
-        ctx: Context,
+        ctx: Ctx,
         roots: Roots,
         ids: Annotated[list[str] | None, Field(description="Memory ids to forget.")] = None,
         key: Annotated[str | None, Field(description="Forget the memory (and with hard=true, all versions) under this key.")] = None,
@@ -149,20 +127,3 @@ def register_memory_tools(mcp: MCPServer) -> None:
         args = ForgetArgs(ids=ids or [], key=key, query=query, kinds=list(kinds) if kinds else None, tags=tags,
                           older_than_days=older_than_days, hard=hard, dry_run=dry_run)
         return await forget_handler(runtime(ctx), scope, args)
-
-
-def build_server(settings: Settings) -> MCPServer:
-    """The memvault MCP server for ``settings`` (not yet running)."""
-    mcp = MCPServer(
-        name="memvault",
-        title="memvault",
-        description="Long-term memory for assistants: remember, recall, forget.",
-        instructions=INSTRUCTIONS,
-        version=__version__,
-        lifespan=make_lifespan(settings),
-        log_level="WARNING",
-    )
-    register_memory_tools(mcp)
-    register_doc_tools(mcp)
-    register_profile_tools(mcp)
-    return mcp

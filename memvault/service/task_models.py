@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memvault.tools.models import RememberResult, Scope
+from memvault.service.models import RememberResult, Scope
 
 TaskStatus = Literal["active", "blocked", "done", "abandoned"]
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcp.server.mcpserver.exceptions import ToolError
+from memvault.service.errors import InvalidArgument
 
 from memvault.policy.dedup import content_words
 from memvault.policy.text import preview
 from memvault.storage.facts import MemoryRow
-from memvault.tools import validation as v
-from memvault.tools.indexing import unindex_rows
-from memvault.tools.models import ForgetResult, ForgottenItem, Scope
-from memvault.tools.recall import rank
-from memvault.tools.runtime import MEMORY_COLLECTION, Runtime
+from memvault.service import validation as v
+from memvault.service.indexing import unindex_rows
+from memvault.service.models import ForgetResult, ForgottenItem, Scope
+from memvault.service.recall import rank
+from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 
 MAX_FORGET = 1000
 MAX_LISTED = 50  # the reply lists at most this many; count says how many were forgotten
@@ -40,16 +40,16 @@ class ForgetArgs:
 
 
 async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
-    """Forget the memories the selectors pick; ``dry_run`` only lists them. Raises ToolError on bad input."""
+    """Forget the memories the selectors pick; ``dry_run`` only lists them. Raises InvalidArgument on bad input."""
     ids = v.check_ids("ids", args.ids)
     key = v.check_key(args.key)
     kinds = v.check_kinds(args.kinds)
     tags = v.check_tags(args.tags)
     query = v.check_query(args.query) if args.query is not None else None
     if args.older_than_days is not None and not (args.older_than_days >= 0):
-        raise ToolError(f"older_than_days is {args.older_than_days}; it must be 0 or more days")
+        raise InvalidArgument(f"older_than_days is {args.older_than_days}; it must be 0 or more days")
     if not (ids or key or query or kinds or tags or args.older_than_days is not None):
-        raise ToolError("forget needs at least one selector: ids, key, query, kinds, tags or older_than_days")
+        raise InvalidArgument("forget needs at least one selector: ids, key, query, kinds, tags or older_than_days")
 
     await rt.started()
     now = rt.clock.now()
@@ -75,7 +75,7 @@ async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
                 similarity = {i: similarity[i] for i in exact}
             rows = [r for r in rows if r.id in similarity]
         if len(rows) > MAX_FORGET:
-            raise ToolError(f"these selectors match more than {MAX_FORGET} memories; narrow them "
+            raise InvalidArgument(f"these selectors match more than {MAX_FORGET} memories; narrow them "
                             "(add kinds, tags, key or older_than_days) or forget in parts")
         items = [ForgottenItem(id=r.id, content_preview=preview(r.content), kind=r.kind, project=r.project,
                                similarity=similarity.get(r.id)) for r in rows[:MAX_LISTED]]

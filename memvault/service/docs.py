@@ -36,7 +36,7 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
-from mcp.server.mcpserver.exceptions import ToolError
+from memvault.service.errors import Conflict, InvalidArgument
 from pydantic import BaseModel, Field
 
 from memvault.ingest.chunking import Chunk, chunk_document
@@ -49,10 +49,10 @@ from memvault.policy.ranking import normalise_rrf
 from memvault.policy.text import cut
 from memvault.storage.docs import ChunkRow, DocFile, DocStore
 from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector, VectorFilter
-from memvault.tools import validation as v
-from memvault.tools.indexing import embed_passages, hybrid_search, keyword_vector
-from memvault.tools.models import Scope
-from memvault.tools.runtime import Runtime
+from memvault.service import validation as v
+from memvault.service.indexing import embed_passages, hybrid_search, keyword_vector
+from memvault.service.models import Scope
+from memvault.service.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def check_collection(name: str | None) -> str | None:
         return None
     n = name.strip()
     if not _NAME.match(n):
-        raise ToolError(f"collection {name!r} is not allowed; use 1-64 letters, digits, '_', '-' or '.'")
+        raise InvalidArgument(f"collection {name!r} is not allowed; use 1-64 letters, digits, '_', '-' or '.'")
     return n
 
 
@@ -134,19 +134,11 @@ def check_path_prefix(prefix: str | None) -> str | None:
     if prefix is None or prefix == "":
         return None
     if len(prefix) > MAX_PREFIX_CHARS or _CONTROL.search(prefix):
-        raise ToolError(f"path_prefix is too long or has control characters; at most {MAX_PREFIX_CHARS} printable characters")
+        raise InvalidArgument(f"path_prefix is too long or has control characters; at most {MAX_PREFIX_CHARS} printable characters")
     return prefix
 
 
 # ------------------------------------------------------------------------- shared
-
-
-def _docs_lock(rt: Runtime) -> anyio.Lock:
-    """One indexing run at a time per runtime (searches never wait on it)."""
-    lock = rt.__dict__.get("_docs_lock")
-    if lock is None:
-        lock = rt.__dict__["_docs_lock"] = anyio.Lock()
-    return lock
 
 
 async def ensure_docs_collection(rt: Runtime, *, rebuild_on_mismatch: bool) -> None:
@@ -154,14 +146,14 @@ async def ensure_docs_collection(rt: Runtime, *, rebuild_on_mismatch: bool) -> N
 
     Built with another model: dropped and recreated when ``rebuild_on_mismatch`` (the
     registry records each file's model, so every file is then re-embedded when its
-    path is indexed again), else ToolError saying to re-index. Raises NotReady.
+    path is indexed again), else Conflict saying to re-index. Raises NotReady.
     """
     emb, vectors = await rt.ready()
     try:
         await rt.run_sync(vectors.ensure_collection, DOCS_COLLECTION, emb.dim, emb.model_id)
     except CollectionMismatch as exc:
         if not rebuild_on_mismatch:
-            raise ToolError(f"documents were indexed with another embedding model; run index_docs "
+            raise Conflict(f"documents were indexed with another embedding model; run index_docs "
                             f"(or `memvault index`) on them again. ({exc})") from None
         log.warning("%s; rebuilding the document index", exc)
         await rt.run_sync(vectors.drop_collection, DOCS_COLLECTION)
@@ -254,7 +246,7 @@ async def reweigh_stale(rt: Runtime, store: DocStore) -> int:
     new sparse vectors (no embedding), then its row records the scheme. A crash between the
     two redoes that file next time. A file whose update fails (e.g. a point is missing)
     stays stale, and ``index_docs`` re-embeds it. Files of another model are left to the
-    re-embedding. Call with the docs collection open and ``_docs_lock`` held. Returns the
+    re-embedding. Call with the docs collection open and ``rt.docs_lock`` held. Returns the
     number of files brought up to date.
     """
     emb, vectors = await rt.ready()
@@ -282,13 +274,13 @@ async def reweigh_documents(rt: Runtime) -> int:
 
     Returns the number of files re-weighed. Raises NotReady; sqlite3 errors.
     """
-    async with _docs_lock(rt):
+    async with rt.docs_lock:
         async with DocStore.connect(rt.settings.db_path) as store:
             if not await store.stale_files(DOC_KEYWORD_SCHEME):
                 return 0
             try:
                 await ensure_docs_collection(rt, rebuild_on_mismatch=False)
-            except ToolError:  # indexed with another model: every file is re-embedded anyway
+            except Conflict:  # indexed with another model: every file is re-embedded anyway
                 return 0
             return await reweigh_stale(rt, store)
 
@@ -353,40 +345,40 @@ async def index_docs(
     """Index ``paths`` (folders or files) into ``collection`` of ``scope.project``, incrementally.
 
     allowed_roots: every path must resolve inside one of them (symlinks followed, ``..``
-        collapsed), else ToolError before anything is read. Relative paths are taken
+        collapsed), else InvalidArgument before anything is read. Relative paths are taken
         relative to the first allowed root.
     cite_bases: files under one of these are cited relative to it; others by absolute path.
     progress: optional callback, see ``Progress``.
     Files found under a given path are added, re-chunked when their content changed, or
     left alone; registered files under a given path that are no longer found are removed.
-    Raises ToolError on bad input, NotReady when the model could not load.
+    Raises InvalidArgument on bad input, NotReady when the model could not load.
     """
     t0 = time.perf_counter()
     s = rt.settings
     name = check_collection(collection) or DEFAULT_COLLECTION
     if not paths:
-        raise ToolError("paths is empty; give at least one folder or file to index")
+        raise InvalidArgument("paths is empty; give at least one folder or file to index")
     if len(paths) > MAX_PATHS:
-        raise ToolError(f"paths has {len(paths)} entries; at most {MAX_PATHS} per call")
+        raise InvalidArgument(f"paths has {len(paths)} entries; at most {MAX_PATHS} per call")
     allowed = [Path(os.path.expanduser(r)).resolve() for r in allowed_roots]
     roots: list[Path] = []
     for p in paths:
         raw = Path(os.path.expanduser(str(p)))
         if not raw.is_absolute():
             if not allowed:
-                raise ToolError(f"{p} is a relative path and there is no root to take it from; give an absolute path")
+                raise InvalidArgument(f"{p} is a relative path and there is no root to take it from; give an absolute path")
             raw = allowed[0] / raw
         try:
             roots.append(check_allowed(raw, allowed))
         except PathNotAllowed as exc:
-            raise ToolError(f"refused: {exc}. index_docs reads only inside the client's workspace roots "
+            raise InvalidArgument(f"refused: {exc}. index_docs reads only inside the client's workspace roots "
                             "and the folders in MEMVAULT_DOCS_ALLOWED_DIRS.") from None
     bases = [Path(b).resolve() for b in cite_bases]
     emb, _ = await rt.ready()
     budget = max(16, emb.max_tokens - HEADING_RESERVE_TOKENS)
     project = scope.project
     run = _Run()
-    async with _docs_lock(rt):
+    async with rt.docs_lock:
         await ensure_docs_collection(rt, rebuild_on_mismatch=True)
         found: list[DiscoveredFile] = await anyio.to_thread.run_sync(
             lambda: list(discover(roots, max_file_bytes=s.docs_max_file_bytes))
@@ -488,7 +480,7 @@ async def rank_chunks(
     Dense (e5 query vs passage, cosine) and keyword (the CJK-aware sparse channel of
     recall) candidates are filtered in the engine (projects, collection, path prefix),
     fused with weighted RRF, and kept only when their chunk row exists (SQLite decides).
-    Raises NotReady, ToolError when the index was built with another model.
+    Raises NotReady, Conflict when the index was built with another model.
     """
     s = rt.settings
     await ensure_docs_collection(rt, rebuild_on_mismatch=False)
@@ -534,7 +526,7 @@ async def search_docs(
 
     Each result's text is cut to ``settings.docs_result_chars`` and the whole reply to
     ``settings.reply_budget_chars``; a cut text keeps its line range (``start_line`` ..
-    ``end_line``) so the rest can be opened. Raises ToolError on bad input, NotReady.
+    ``end_line``) so the rest can be opened. Raises InvalidArgument on bad input, NotReady.
     """
     s = rt.settings
     q = v.check_query(query)

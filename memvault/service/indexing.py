@@ -17,7 +17,7 @@ from memvault.policy.keywords import AVG_DOC_TERMS, keyword_terms, sparse_from_t
 from memvault.policy.ranking import rrf_fuse
 from memvault.storage.facts import MemoryRow
 from memvault.storage.vectors.base import Point, SparseVector, VectorFilter
-from memvault.tools.runtime import MEMORY_COLLECTION, Runtime
+from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 
 log = logging.getLogger(__name__)
 

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcp.server.mcpserver.exceptions import ToolError
+from memvault.service.errors import InvalidArgument
 
 from memvault.clock import to_iso
 from memvault.policy.ranking import final_score, normalise_rrf, recency
 from memvault.policy.text import cut
 from memvault.storage.facts import MemoryRow
-from memvault.tools import validation as v
-from memvault.tools.indexing import hybrid_search, scope_filter
-from memvault.tools.models import MemoryOut, RecallResult, Scope
-from memvault.tools.runtime import MEMORY_COLLECTION, Runtime
-from memvault.tools.tasks import deictic_query
+from memvault.service import validation as v
+from memvault.service.indexing import hybrid_search, scope_filter
+from memvault.service.models import MemoryOut, RecallResult, Scope
+from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+from memvault.service.tasks import deictic_query
 
 
 @dataclass
@@ -99,7 +99,7 @@ def bounded(ranked: list[Ranked], content_budget: int, reply_budget: int) -> tup
 
 
 async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
-    """Ranked memories for ``args.query`` over ``scope.projects_read``; raises ToolError on bad input."""
+    """Ranked memories for ``args.query`` over ``scope.projects_read``; raises InvalidArgument on bad input."""
     s = rt.settings
     query = v.check_query(args.query)
     k = v.check_k(args.k, s.max_k)
@@ -107,7 +107,7 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     tags = v.check_tags(args.tags)
     since, until = v.check_time("since", args.since), v.check_time("until", args.until)
     if since is not None and until is not None and since > until:
-        raise ToolError("since is after until; give a time range that runs forwards")
+        raise InvalidArgument("since is after until; give a time range that runs forwards")
     query, query_note = await deictic_query(rt, scope, query)  # "continue" -> the current task
     await rt.started()
     ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=k, kinds=kinds, tags=tags,

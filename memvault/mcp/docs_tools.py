@@ -1,7 +1,7 @@
 """MCP wrappers of the document tools: ``index_docs`` and ``search_docs``.
 
-Thin, like ``server.app``: resolve the scope and the roots, call the handler in
-``memvault.tools.docs``. ``index_docs`` may read only inside the client's MCP roots and
+Thin, like ``memvault.mcp.memory_tools``: resolve the scope and the roots, call the handler in
+``memvault.service.docs``. ``index_docs`` may read only inside the client's MCP roots and
 the folders in ``settings.docs_allowed_dirs``; it asks the client for its roots on every
 call (not only once per session, as the project resolver does), since they bound what
 may be read.
@@ -13,17 +13,18 @@ from pathlib import Path
 from typing import Annotated
 from urllib.parse import unquote, urlparse
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import ListRoots, Resolve
 from mcp_types import ListRootsResult, ToolAnnotations
 from pydantic import Field
 
-from memvault.server.ctx import runtime
-from memvault.server.scope import client_roots, resolve_scope
-from memvault.tools.docs import IndexDocsResult, SearchDocsResult
-from memvault.tools.docs import index_docs as index_handler
-from memvault.tools.docs import search_docs as search_handler
+from memvault.mcp.ctx import Ctx, runtime
+from memvault.mcp.errors import reported
+from memvault.mcp.scope import client_roots, resolve_scope
+from memvault.service.docs import IndexDocsResult, SearchDocsResult
+from memvault.service.docs import index_docs as index_handler
+from memvault.service.docs import search_docs as search_handler
 
 # The same resolver as the memory tools: roots asked once per session, for the project.
 Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
@@ -38,7 +39,7 @@ Project = Annotated[
 ]
 
 
-async def workspace_roots(ctx: Context) -> ListRoots | None:
+async def workspace_roots(ctx: Ctx) -> ListRoots | None:
     """Resolver: the client's MCP roots on every call (None when it has no roots capability)."""
     caps = ctx.client_capabilities
     if caps is None or caps.roots is None:
@@ -69,9 +70,10 @@ def register_doc_tools(mcp: MCPServer) -> None:
         title="Index documents",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
     )
+    @reported
     async def index_docs(
         paths: Annotated[list[str], Field(description="Folders or files to index, absolute or relative to the workspace root, e.g. ['docs', 'README.md'].")],
-        ctx: Context,
+        ctx: Ctx,
         roots: WorkspaceRoots,
         collection: Collection = None,
         project: Project = None,
@@ -93,9 +95,10 @@ def register_doc_tools(mcp: MCPServer) -> None:
         title="Search documents",
         annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True),
     )
+    @reported
     async def search_docs(
         query: Annotated[str, Field(description="What to look for, in any language; identifiers and file names work too.")],
-        ctx: Context,
+        ctx: Ctx,
         roots: Roots,
         k: Annotated[int, Field(description="How many chunks to return (1-50).")] = 5,
         collection: Collection = None,

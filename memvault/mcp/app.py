@@ -1,0 +1,75 @@
+"""The MCP face of memvault: builds the server and registers the tools, resources and prompt.
+
+The tools themselves live in ``memory_tools``, ``docs_tools`` and ``profile_tools``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import InputRequiredResult
+
+from memvault import __version__
+from memvault.config import Settings
+from memvault.mcp.docs_tools import register_doc_tools
+from memvault.mcp.lifespan import make_lifespan
+from memvault.mcp.memory_tools import register_memory_tools
+from memvault.mcp.profile_tools import PROFILE_URI, read_profile, register_profile_tools
+from memvault.service.runtime import EmbedderLoader, VectorsOpener
+
+INSTRUCTIONS = """\
+memvault is this user's long-term memory across sessions and clients.
+- recall at the start of a task, and whenever the user refers to earlier work, decisions,
+  preferences or "last time" / "as before" / "上次"; recall before asking the user something
+  they may already have told you.
+- remember stable preferences (use a key such as pref.package_manager so a later value
+  replaces the old), decisions and their reasons, facts about the project or the user,
+  and lessons learned (what fixed a problem). One self-contained sentence per memory, in
+  the user's language. Never store secrets, passwords or tokens.
+- Memories belong to the current project (from the workspace) unless you pass project=""
+  for facts true everywhere (e.g. the user's own preferences).
+- forget when the user asks, or when a memory is wrong; prefer remember with the same key
+  or supersedes=[id] to correct one.
+"""
+
+
+class MemvaultServer(MCPServer):
+    """``MCPServer`` whose ``memvault://profile`` reads get the request context.
+
+    The SDK hands static resources no Context (only templates get one), yet the profile
+    needs the runtime and the caller's scope; every other URI is read as the SDK does.
+    """
+
+    async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
+        """Read ``uri``: the profile from the caller's scope, anything else through the SDK."""
+        if str(uri) == PROFILE_URI and context is not None and context.request_context is not None:
+            text = await read_profile(context)
+            if isinstance(text, InputRequiredResult):  # asking for the client's roots first
+                return text
+            return [ReadResourceContents(content=text, mime_type="text/markdown")]
+        return await super().read_resource(uri, context)
+
+
+def build_server(settings: Settings, *, load_embedder: EmbedderLoader | None = None,
+                 open_vectors: VectorsOpener | None = None) -> MemvaultServer:
+    """The memvault MCP server for ``settings`` (not yet running).
+
+    ``load_embedder`` / ``open_vectors``: what builds the model and the vector index
+    (default: the configured model and engine), e.g. one model shared by the servers of
+    a test session.
+    """
+    mcp = MemvaultServer(
+        name="memvault",
+        title="memvault",
+        description="Long-term memory for assistants: remember, recall, forget.",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        lifespan=make_lifespan(settings, load_embedder=load_embedder, open_vectors=open_vectors),
+        log_level="WARNING",
+    )
+    register_memory_tools(mcp)
+    register_doc_tools(mcp)
+    register_profile_tools(mcp)
+    return mcp

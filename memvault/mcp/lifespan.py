@@ -1,0 +1,44 @@
+"""Server lifespan: open the runtime, load the model in the background, keep house.
+
+The runtime opens its fact store at once, so the server answers ``initialize``
+immediately; the model and the index load in the background, then start-up
+housekeeping runs (``memvault.service.housekeeping``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio
+
+from memvault.config import Settings
+from memvault.service.housekeeping import after_ready, housekeeping
+from memvault.service.runtime import EmbedderLoader, Runtime, VectorsOpener
+
+
+def make_lifespan(settings: Settings, *, load_embedder: EmbedderLoader | None = None,
+                  open_vectors: VectorsOpener | None = None
+                  ) -> Callable[[Any], AbstractAsyncContextManager[Runtime]]:
+    """Lifespan context manager factory for ``MCPServer(lifespan=...)``; yields the Runtime.
+
+    ``load_embedder`` / ``open_vectors`` go to ``Runtime.open`` (default: the configured
+    model and engine).
+    """
+
+    @asynccontextmanager
+    async def lifespan(_server: Any) -> AsyncIterator[Runtime]:
+        rt = await Runtime.open(settings, load_embedder=load_embedder, open_vectors=open_vectors)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(rt.load, after_ready)
+                tg.start_soon(housekeeping, rt)
+                try:
+                    yield rt
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            await rt.close()
+
+    return lifespan
