@@ -4,8 +4,8 @@ Same handler as the ``index_docs`` tool, with a progress bar on stderr (files an
 chunks) and one summary line on stdout. The person at the terminal may index any path
 they name (the given paths are the allowed roots). Files under the current folder are
 cited relative to it, others by absolute path. Project: ``--project`` (``""`` = shared by
-every project), else ``MEMVAULT_PROJECT``, else the current folder's git remote or name
-(what the server derives from a client's workspace root).
+every project), else ``MEMVAULT_PROJECT``, else the current folder's project (what the
+server derives from a client's workspace root, see ``memvault.service.project``).
 
 Embedded Qdrant Edge allows one process per store: stop a running ``memvault serve`` on
 the same data folder first (or use a Qdrant server through MEMVAULT_QDRANT_URL).
@@ -33,9 +33,9 @@ def add_parser(sub, common: Callable[[argparse.ArgumentParser], None]) -> None:
 def _project(settings) -> str:
     if settings.project is not None:
         return settings.project
-    from memvault.service.project import project_from_root
+    from memvault.service.project import project_of_folder
 
-    return project_from_root(Path.cwd().resolve().as_uri()) or ""
+    return project_of_folder(Path.cwd()).id
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -47,9 +47,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     import anyio
     from tqdm import tqdm
 
-    from memvault.service.project import make_scope
     from memvault.service.docs import index_docs
     from memvault.service.errors import MemvaultError
+    from memvault.service.project import make_scope
     from memvault.service.runtime import Runtime
 
     settings = _settings(args)

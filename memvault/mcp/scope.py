@@ -2,7 +2,7 @@
 
 The user always comes from settings (a tool argument can never name another user).
 The project comes from, in order: the tool's ``project`` argument; the client's MCP
-roots (first ``file://`` root, normalised to its git remote, else its folder name);
+roots (the project of the first ``file://`` root, see ``memvault.service.project``);
 the ``project`` setting; else the user's global scope ``""``.
 """
 
@@ -16,20 +16,20 @@ from mcp_types import ListRootsResult
 
 from memvault.config import Settings
 from memvault.service.models import Scope
-from memvault.service.project import make_scope, project_from_root
+from memvault.service.project import folder_of_uri, make_scope, project_of_folder
 from memvault.service.validation import check_project
 
 log = logging.getLogger(__name__)
 
 
 def project_from_roots(result: ListRootsResult | None) -> str | None:
-    """Project named after the first ``file://`` root of a ``roots/list`` result, or None."""
+    """Project id of the first ``file://`` root of a ``roots/list`` result, or None (asks git)."""
     if result is None:
         return None
     for root in result.roots:
-        name = project_from_root(str(root.uri))
-        if name:
-            return name
+        folder = folder_of_uri(str(root.uri))
+        if folder is not None:
+            return project_of_folder(folder).id
     return None
 
 
