@@ -10,9 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-ScopeSource = Literal["argument", "roots", "settings", "global"]
+ScopeSource = Literal["argument", "roots", "cwd", "settings", "global"]
 """How a call's project was chosen: the tool's ``project`` argument, the client's MCP roots,
-the ``project`` setting, or none (the global scope)."""
+the folder the server was started in, the ``project`` setting, or none (the global scope)."""
 
 
 class Scope(BaseModel):
@@ -25,7 +25,8 @@ class Scope(BaseModel):
     )
     projects_read: list[str] = Field(default_factory=list, description="Every project a read looked at.")
     source: ScopeSource = Field(
-        description="How the project was chosen: tool argument, client's MCP roots, settings, or none (global)."
+        description="How the project was chosen: tool argument, client's MCP roots, the folder the server was "
+        "started in (cwd), settings, or none (global)."
     )
 
 
