@@ -8,14 +8,10 @@ environment (see ``memvault.cli``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 import platformdirs
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-Kind = Literal["preference", "fact", "decision", "episode", "procedure", "note"]
-KINDS: tuple[str, ...] = ("preference", "fact", "decision", "episode", "procedure", "note")
 
 DEFAULT_MODEL = "intfloat/multilingual-e5-small"
 

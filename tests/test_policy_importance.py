@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memvault.config import KINDS, Settings
+from memvault.config import Settings
 from memvault.policy.importance import KIND_PRIORS, ImportanceScore, score_importance
+from memvault.vocabulary import KINDS
 
 THRESHOLD = Settings.model_fields["importance_threshold"].default  # 0.3
 

@@ -242,7 +242,7 @@ def score_importance(content: str, kind: str, key: str | None = None) -> Importa
     """Heuristic importance of a memory in [0, 1] with the reasons for it.
 
     ``content``: the memory text (any language; English and Chinese cues are known).
-    ``kind``: one of :data:`KIND_PRIORS` (``memvault.config.KINDS``). ``key``: the
+    ``kind``: one of :data:`KIND_PRIORS` (``memvault.vocabulary.KINDS``). ``key``: the
     optional profile slot; a non-blank key raises the score. See the module docstring
     for the terms. Greetings/chit-chat are capped at 0.15 and bare questions at 0.20,
     below the default threshold 0.3. Raises ValueError for an unknown ``kind``.

@@ -29,12 +29,13 @@ from memvault.policy.merge_patch import merge_patch
 from memvault.policy.secrets import find_secret
 from memvault.policy.text import cut
 from memvault.policy.ttl import SECONDS_PER_DAY
-from memvault.storage.tasks import FINISHED_STATUSES, STATUSES, TaskRow, TaskStore, TaskVersion, state_json
+from memvault.storage.tasks import TaskRow, TaskStore, TaskVersion, state_json
 from memvault.service import validation as v
 from memvault.service.models import Scope
 from memvault.service.remember import RememberArgs, remember
 from memvault.service.runtime import Runtime
 from memvault.service.task_models import GetTaskResult, SetTaskResult, TaskOut, TaskSummary, TaskVersionOut
+from memvault.vocabulary import FINISHED_TASK_STATUSES, TASK_STATUSES
 
 log = logging.getLogger(__name__)
 
@@ -185,8 +186,8 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
     title = _check_text("title", args.title, MAX_TITLE_CHARS)
     outcome = _check_text("outcome", args.outcome, MAX_OUTCOME_CHARS, control_ok=True)
     ttl_days = v.check_ttl(args.ttl_days)
-    if args.status is not None and args.status not in STATUSES:
-        raise InvalidArgument(f"status {args.status!r} is not known; use one of: {', '.join(STATUSES)}")
+    if args.status is not None and args.status not in TASK_STATUSES:
+        raise InvalidArgument(f"status {args.status!r} is not known; use one of: {', '.join(TASK_STATUSES)}")
     if args.state is not None and args.patch is not None:
         raise InvalidArgument("give either state (replaces the whole object) or patch (JSON Merge Patch), not both")
     for name, value in (("state", args.state), ("patch", args.patch)):
@@ -194,7 +195,7 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
             raise InvalidArgument(f"{name} must be a JSON object, got {type(value).__name__}")
     if args.expected_version is not None and args.expected_version < 0:
         raise InvalidArgument("expected_version must be 0 (the task must not exist yet) or a version number")
-    if outcome is not None and args.status not in FINISHED_STATUSES:
+    if outcome is not None and args.status not in FINISHED_TASK_STATUSES:
         raise InvalidArgument("outcome is recorded when a task finishes; pass it with status='done' or 'abandoned'")
     for name, value in (("task_id", task_id), ("title", title), ("outcome", outcome), ("state", args.state),
                         ("patch", args.patch)):
@@ -237,7 +238,7 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
                 "references (paths, ids) in the state."
             )
         status = args.status or (cur.status if cur is not None else "active")
-        finished = status in FINISHED_STATUSES
+        finished = status in FINISHED_TASK_STATUSES
         task_ttl = ttl_days if ttl_days is not None else (cur.ttl_days if cur is not None else None)
         days = s.task_retention_days if finished else (task_ttl or s.task_idle_ttl_days)
         expires_at = now + days * SECONDS_PER_DAY

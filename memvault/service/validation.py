@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from memvault.service.errors import InvalidArgument
 
 from memvault.clock import parse_iso
-from memvault.config import KINDS
+from memvault.vocabulary import KINDS
 
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64

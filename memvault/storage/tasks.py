@@ -21,10 +21,11 @@ from typing import Any
 import aiosqlite
 
 from memvault.storage.facts import FactStore
-
-OPEN_STATUSES = ("active", "blocked")
-FINISHED_STATUSES = ("done", "abandoned")
-STATUSES = OPEN_STATUSES + FINISHED_STATUSES
+from memvault.vocabulary import (
+    FINISHED_TASK_STATUSES,
+    OPEN_TASK_STATUSES,
+    TASK_STATUSES,
+)
 
 _COLUMNS = ("user_id, project, task_id, title, status, version, state, created_at, updated_at, expires_at, "
             "ttl_days, outcome, episode_id, actor")
@@ -105,17 +106,19 @@ class TaskStore:
 
         Returns (at most ``limit`` rows, total number matching).
         """
-        statuses = STATUSES if include_done else OPEN_STATUSES
+        statuses = TASK_STATUSES if include_done else OPEN_TASK_STATUSES
         marks = ",".join("?" * len(projects))
         smarks = ",".join("?" * len(statuses))
         where = (f"user_id=? AND project IN ({marks}) AND status IN ({smarks}) AND expires_at > ?")
         params = [user_id, *projects, *statuses, now]
         cur = await self._db.execute(f"SELECT COUNT(*) FROM tasks WHERE {where}", params)
         (total,) = await cur.fetchone()
+        # finished last, then the open statuses in their order, then newest first
+        fmarks = ",".join("?" * len(FINISHED_TASK_STATUSES))
         cur = await self._db.execute(
-            f"SELECT {_COLUMNS} FROM tasks WHERE {where} ORDER BY status IN ('done','abandoned'), "
-            "status != 'active', updated_at DESC LIMIT ?",
-            [*params, int(limit)],
+            f"SELECT {_COLUMNS} FROM tasks WHERE {where} ORDER BY status IN ({fmarks}), "
+            "status != ?, updated_at DESC LIMIT ?",
+            [*params, *FINISHED_TASK_STATUSES, OPEN_TASK_STATUSES[0], int(limit)],
         )
         return [_task(r) for r in await cur.fetchall()], total
 
