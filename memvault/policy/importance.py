@@ -25,6 +25,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from memvault.policy.cjk import CJK_CHAR as _CJK
+
 __all__ = ["ImportanceScore", "KIND_PRIORS", "score_importance"]
 
 KIND_PRIORS: dict[str, float] = {
@@ -53,7 +55,6 @@ class ImportanceScore:
 
 # --- lexicons ---------------------------------------------------------------------
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _LATIN_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+", re.UNICODE)
 
 # English cue patterns (casefolded text). Each is a reason on its own.
