@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["SECONDS_PER_DAY", "resolve_expiry", "is_expired"]
+from memvault.policy.units import SECONDS_PER_DAY
 
-SECONDS_PER_DAY = 86_400.0
+__all__ = ["resolve_expiry", "is_expired"]
 
 
 def _check_days(days: float, what: str) -> float:

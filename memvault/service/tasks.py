@@ -28,7 +28,7 @@ from memvault.policy.deixis import detect_deixis, enrich_query
 from memvault.policy.merge_patch import merge_patch
 from memvault.policy.secrets import find_secret
 from memvault.policy.text import cut
-from memvault.policy.ttl import SECONDS_PER_DAY
+from memvault.policy.units import SECONDS_PER_DAY
 from memvault.storage.tasks import TaskRow, TaskStore, TaskVersion, state_json
 from memvault.service import validation as v
 from memvault.service.models import Scope
