@@ -67,7 +67,6 @@ MAX_PATHS = 100
 MAX_PREFIX_CHARS = 1_000
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 Progress = Callable[[int, int, int], None]
 """progress(files_done, files_total, chunks_embedded), called as indexing advances."""
@@ -133,7 +132,7 @@ def check_path_prefix(prefix: str | None) -> str | None:
     """None or a path prefix without control characters (``"docs/"``)."""
     if prefix is None or prefix == "":
         return None
-    if len(prefix) > MAX_PREFIX_CHARS or _CONTROL.search(prefix):
+    if len(prefix) > MAX_PREFIX_CHARS or v.has_control_chars(prefix):
         raise InvalidArgument(f"path_prefix is too long or has control characters; at most {MAX_PREFIX_CHARS} printable characters")
     return prefix
 

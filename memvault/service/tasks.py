@@ -46,7 +46,6 @@ STEP_CHARS = 200
 APPROACH_CHARS = 800
 
 _TASK_ID_RE = re.compile(r"^[\w][\w.\-:/#]*$", re.UNICODE)
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 # State members read as "the current step", in order of preference.
 _STEP_KEYS = ("current_step", "step", "next_step", "now", "doing")
@@ -139,7 +138,7 @@ def _check_text(name: str, value: str | None, limit: int, *, control_ok: bool = 
     t = value.strip()
     if not t:
         raise InvalidArgument(f"{name} is empty; leave it out or give some text")
-    if len(t) > limit or (not control_ok and _CONTROL_RE.search(t)):
+    if len(t) > limit or (not control_ok and v.has_control_chars(t)):
         raise InvalidArgument(f"{name} is too long or has control characters; at most {limit} printable characters")
     return t
 
