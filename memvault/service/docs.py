@@ -45,8 +45,8 @@ from memvault.policy.secrets import find_secret
 from memvault.ingest.discovery import DiscoveredFile, discover
 from memvault.ingest.pathguard import PathNotAllowed, check_allowed
 from memvault.ingest.readers import UnreadableDocument, read_document
+from memvault.policy.budget import cut_to_budget
 from memvault.policy.ranking import normalise_rrf
-from memvault.policy.text import cut
 from memvault.storage.docs import ChunkRow, DocFile, DocStore
 from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector, VectorFilter
 from memvault.service import validation as v
@@ -500,8 +500,8 @@ async def rank_chunks(
     return out
 
 
-def _hit(row: ChunkRow, score: float, room: int) -> tuple[DocHit, bool]:
-    text, was_cut = cut(row.text, room)
+def _hit(row: ChunkRow, score: float, text: str, was_cut: bool) -> DocHit:
+    """A search result for ``row`` showing ``text`` (its text, cut to the budget when ``was_cut``)."""
     shown = row.end_line
     if was_cut:
         whole_lines = text.count("\n")  # the last (cut) line is not shown whole
@@ -510,7 +510,7 @@ def _hit(row: ChunkRow, score: float, room: int) -> tuple[DocHit, bool]:
     assert f is not None
     return DocHit(path=f.path, heading=row.heading, symbol=row.symbol, start_line=row.start_line,
                   end_line=row.end_line, page=row.page, text=text, text_truncated=was_cut, shown_end_line=shown,
-                  score=round(score, 4), collection=f.collection, project=f.project), was_cut
+                  score=round(score, 4), collection=f.collection, project=f.project)
 
 
 async def search_docs(
@@ -533,16 +533,8 @@ async def search_docs(
     name = check_collection(collection)
     prefix = check_path_prefix(path_prefix)
     ranked = await rank_chunks(rt, scope.projects_read, q, limit=k, collection=name, path_prefix=prefix)
-    results: list[DocHit] = []
-    used, truncated = 0, False
-    for row, score in ranked:
-        room = min(s.docs_result_chars, s.reply_budget_chars - used)
-        if room < 80:
-            truncated = True
-            break
-        hit, was_cut = _hit(row, score, room)
-        truncated |= was_cut
-        used += len(hit.text)
-        results.append(hit)
+    fitted, truncated = cut_to_budget(ranked, lambda hit: hit[0].text, per_item=s.docs_result_chars,
+                                      total=s.reply_budget_chars)
+    results = [_hit(*f.item, f.text, f.cut) for f in fitted]  # item: (chunk row, score)
     return SearchDocsResult(scope=scope, results=results, truncated=truncated)
 

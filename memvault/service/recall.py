@@ -16,7 +16,7 @@ from memvault.service.errors import InvalidArgument
 
 from memvault.clock import to_iso
 from memvault.policy.ranking import final_score, normalise_rrf, recency
-from memvault.policy.text import cut
+from memvault.policy.budget import cut_to_budget
 from memvault.storage.facts import MemoryRow
 from memvault.service import validation as v
 from memvault.service.indexing import hybrid_search, scope_filter
@@ -77,19 +77,12 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
 
 def bounded(ranked: list[Ranked], content_budget: int, reply_budget: int) -> tuple[list[MemoryOut], bool]:
     """Turn ranked rows into reply items within the per-memory and total size budgets."""
+    fitted, truncated = cut_to_budget(ranked, lambda r: r.row.content, per_item=content_budget, total=reply_budget)
     out: list[MemoryOut] = []
-    used, truncated = 0, False
-    for r in ranked:
-        room = min(content_budget, reply_budget - used)
-        if room < 80:  # no space left for a useful snippet
-            truncated = True
-            break
-        text, was_cut = cut(r.row.content, room)
-        truncated |= was_cut
-        used += len(text)
-        row = r.row
+    for f in fitted:
+        r, row = f.item, f.item.row
         out.append(MemoryOut(
-            id=row.id, content=text, content_truncated=was_cut, kind=row.kind, key=row.key, tags=row.tags,
+            id=row.id, content=f.text, content_truncated=f.cut, kind=row.kind, key=row.key, tags=row.tags,
             project=row.project, score=round(r.score, 4), relevance=round(r.relevance, 4),
             similarity=None if r.similarity is None else round(r.similarity, 4),
             importance=row.importance, created_at=to_iso(row.created_at),

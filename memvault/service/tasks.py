@@ -24,6 +24,7 @@ from typing import Any
 from memvault.service.errors import Conflict, InvalidArgument, NotFound
 
 from memvault.clock import to_iso
+from memvault.policy.budget import whole_within_budget
 from memvault.policy.deixis import detect_deixis, enrich_query
 from memvault.policy.merge_patch import merge_patch
 from memvault.policy.secrets import find_secret
@@ -293,14 +294,9 @@ async def get_task_state(rt: Runtime, scope: Scope, task_id: str | None = None, 
     history: list[TaskVersionOut] = []
     truncated = False
     if include_history:
-        used = 0
-        for h in await store.history(scope.user_id, row.project, tid, s.task_history_max):
-            size = len(state_json(h.state))
-            if used + size > s.reply_budget_chars:
-                truncated = True
-                break
-            used += size
-            history.append(_version_out(h))
+        versions = await store.history(scope.user_id, row.project, tid, s.task_history_max)
+        kept, truncated = whole_within_budget(versions, lambda h: len(state_json(h.state)), total=s.reply_budget_chars)
+        history = [_version_out(h) for h in kept]
     return GetTaskResult(scope=scope, task=task_out(row), history=history, total=1, truncated=truncated)
 
 
