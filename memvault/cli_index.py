@@ -31,8 +31,8 @@ def add_parser(sub, common: Callable[[argparse.ArgumentParser], None]) -> None:
 
 
 def _project(settings) -> str:
-    if settings.project is not None:
-        return settings.project
+    if settings.server.project is not None:
+        return settings.server.project
     from memvault.service.project import project_from_root
 
     return project_from_root(Path.cwd().resolve().as_uri()) or ""
@@ -53,7 +53,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     from memvault.service.runtime import Runtime
 
     settings = _settings(args)
-    scope = make_scope(settings.user_id, _project(settings), "argument")
+    scope = make_scope(settings.server.user_id, _project(settings), "argument")
     given = [Path(p).expanduser().resolve() for p in args.paths]
     bar = None
 

@@ -72,7 +72,7 @@ async def _profile_markdown(ctx: Ctx) -> str | InputRequiredResult:
     if isinstance(scope, InputRequiredResult):
         return scope
     profile = await profile_handler(rt, scope)
-    return profile_markdown(profile, rt.settings.context_budget_chars)
+    return profile_markdown(profile, rt.settings.replies.context_budget_chars)
 
 
 async def read_profile(ctx: Ctx) -> str | InputRequiredResult:

@@ -78,7 +78,7 @@ def resolve_scope(ctx: Context, settings: Settings, project: str | None, roots: 
     Raises ToolError when ``project`` is not an allowed name.
     """
     project = check_project(project)
-    user = settings.user_id
+    user = settings.server.user_id
     if project is not None:
         return make_scope(user, project, "argument", include_global=include_global)
     if WORKSPACE.known:
@@ -89,6 +89,6 @@ def resolve_scope(ctx: Context, settings: Settings, project: str | None, roots: 
             WORKSPACE.set(from_roots)
     if from_roots:
         return make_scope(user, from_roots, "roots", include_global=include_global)
-    if settings.project:
-        return make_scope(user, settings.project, "settings", include_global=include_global)
+    if settings.server.project:
+        return make_scope(user, settings.server.project, "settings", include_global=include_global)
     return make_scope(user, "", "global", include_global=include_global)

@@ -16,7 +16,7 @@ Pure function; English and Chinese. The score is a sum of small, explained terms
 
 Then the result is clamped to [0, 1]. Greetings and thanks, chit-chat and bare
 questions are capped (0.15 and 0.20) whatever the kind, key or cues would give, so that
-the default threshold (0.3, ``Settings.importance_threshold``) declines them.
+the default threshold (0.3, ``Settings.policies.importance_threshold``) declines them.
 """
 
 from __future__ import annotations

@@ -64,8 +64,8 @@ async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
             ids=ids or None, created_before=created_before, statuses=statuses, limit=MAX_FORGET + 1,
         )
         if query is not None:
-            bar = rt.settings.forget_query_min_relevance
-            ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=rt.settings.max_k,
+            bar = rt.settings.ranking.forget_query_min_relevance
+            ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=rt.settings.replies.max_k,
                                 kinds=kinds, tags=tags)
             similarity = {r.row.id: r.similarity for r in ranked if r.similarity is not None and r.similarity >= bar}
             # Cosine cannot tell "prefers pnpm over npm" from "prefers npm over pnpm" (0.999):

@@ -54,24 +54,24 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
 
     Does not touch access statistics (``recall`` does). Used by recall, forget and benches.
     """
-    s = rt.settings
+    r = rt.settings.ranking
     now = rt.clock.now()
     flt = scope_filter(user_id, projects, now, kinds=kinds, tags_any=tags or None,
                        created_from=since, created_to=until)
-    fused, similarity = await hybrid_search(rt, MEMORY_COLLECTION, query, flt, max(s.candidates, limit))
-    weights = [s.weight_dense, s.weight_keyword]
-    rows = {r.id: r for r in await rt.facts.get(fused.keys())}
+    fused, similarity = await hybrid_search(rt, MEMORY_COLLECTION, query, flt, max(r.candidates, limit))
+    weights = [r.weight_dense, r.weight_keyword]
+    rows = {m.id: m for m in await rt.facts.get(fused.keys())}
     ranked: list[Ranked] = []
     for mid, raw in fused.items():
         row = rows.get(mid)
         # The index may briefly lag SQLite; SQLite decides what is alive.
         if row is None or row.status != "active" or (row.expires_at is not None and row.expires_at <= now):
             continue
-        rel = normalise_rrf(raw, weights, s.rrf_k)
-        rec = recency(row.last_accessed_at, now, s.half_life_days)
-        score = final_score(rel, row.importance, rec, s.weight_relevance, s.weight_importance, s.weight_recency)
+        rel = normalise_rrf(raw, weights, r.rrf_k)
+        rec = recency(row.last_accessed_at, now, r.half_life_days)
+        score = final_score(rel, row.importance, rec, r.weight_relevance, r.weight_importance, r.weight_recency)
         ranked.append(Ranked(row=row, score=score, relevance=rel, similarity=similarity.get(mid)))
-    ranked.sort(key=lambda r: r.score, reverse=True)
+    ranked.sort(key=lambda c: c.score, reverse=True)
     return ranked[:limit]
 
 
@@ -95,7 +95,7 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     """Ranked memories for ``args.query`` over ``scope.projects_read``; raises InvalidArgument on bad input."""
     s = rt.settings
     query = v.check_query(args.query)
-    k = v.check_k(args.k, s.max_k)
+    k = v.check_k(args.k, s.replies.max_k)
     kinds = v.check_kinds(args.kinds)
     tags = v.check_tags(args.tags)
     since, until = v.check_time("since", args.since), v.check_time("until", args.until)
@@ -105,6 +105,6 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     await rt.started()
     ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=k, kinds=kinds, tags=tags,
                         since=since, until=until)
-    memories, truncated = bounded(ranked, s.content_budget_chars, s.reply_budget_chars)
+    memories, truncated = bounded(ranked, s.replies.content_budget_chars, s.replies.reply_budget_chars)
     await rt.facts.touch([m.id for m in memories], rt.clock.now())
     return RecallResult(scope=scope, memories=memories, truncated=truncated, query_note=query_note)

@@ -231,16 +231,16 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
             size = len(state_json(new_state).encode("utf-8"))
         except (ValueError, TypeError) as exc:
             raise InvalidArgument(f"state is not valid JSON: {exc}") from None
-        if size > s.task_state_max_bytes:
+        if size > s.policies.task_state_max_bytes:
             raise InvalidArgument(
-                f"task state would be {size} bytes; the limit is {s.task_state_max_bytes} bytes "
+                f"task state would be {size} bytes; the limit is {s.policies.task_state_max_bytes} bytes "
                 "(setting MEMVAULT_TASK_STATE_MAX_BYTES). Keep bulky text in files or memories and store "
                 "references (paths, ids) in the state."
             )
         status = args.status or (cur.status if cur is not None else "active")
         finished = status in FINISHED_TASK_STATUSES
         task_ttl = ttl_days if ttl_days is not None else (cur.ttl_days if cur is not None else None)
-        days = s.task_retention_days if finished else (task_ttl or s.task_idle_ttl_days)
+        days = s.policies.task_retention_days if finished else (task_ttl or s.policies.task_idle_ttl_days)
         expires_at = now + days * SECONDS_PER_DAY
         if not math.isfinite(expires_at):
             raise InvalidArgument(f"ttl_days={days} is too large")
@@ -252,7 +252,7 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
             outcome=outcome or (cur.outcome if cur is not None and finished else None),
             episode_id=cur.episode_id if cur is not None and finished else None, actor=args.actor,
         )
-        await store.write(row, history_max=s.task_history_max)
+        await store.write(row, history_max=s.policies.task_history_max)
 
     episode = None
     if outcome is not None:
@@ -280,7 +280,7 @@ async def get_task_state(rt: Runtime, scope: Scope, task_id: str | None = None, 
     now = rt.clock.now()
     if task_id is None:
         rows, total = await store.list_tasks(scope.user_id, scope.projects_read, now, include_done=include_done,
-                                             limit=s.task_list_max)
+                                             limit=s.replies.task_list_max)
         return GetTaskResult(scope=scope, tasks=[task_summary(r) for r in rows], total=total,
                              truncated=total > len(rows))
     tid = _check_task_id(task_id)
@@ -288,14 +288,14 @@ async def get_task_state(rt: Runtime, scope: Scope, task_id: str | None = None, 
     if row is None:
         raise NotFound(
             f"no task {tid!r} in {_where(scope.projects_read)}; it may have expired "
-            f"(open tasks vanish after {s.task_idle_ttl_days:g} idle days, finished ones after "
-            f"{s.task_retention_days:g} days). Call get_task_state without task_id to list the open tasks."
+            f"(open tasks vanish after {s.policies.task_idle_ttl_days:g} idle days, finished ones after "
+            f"{s.policies.task_retention_days:g} days). Call get_task_state without task_id to list the open tasks."
         )
     history: list[TaskVersionOut] = []
     truncated = False
     if include_history:
-        versions = await store.history(scope.user_id, row.project, tid, s.task_history_max)
-        kept, truncated = whole_within_budget(versions, lambda h: len(state_json(h.state)), total=s.reply_budget_chars)
+        versions = await store.history(scope.user_id, row.project, tid, s.policies.task_history_max)
+        kept, truncated = whole_within_budget(versions, lambda h: len(state_json(h.state)), total=s.replies.reply_budget_chars)
         history = [_version_out(h) for h in kept]
     return GetTaskResult(scope=scope, task=task_out(row), history=history, total=1, truncated=truncated)
 
