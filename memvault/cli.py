@@ -64,7 +64,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     async def run() -> None:
         nonlocal ok
         say(f"memvault {__version__}")
-        say(f"data dir      {settings.data_dir}")
+        say(f"data dir      {settings.storage.data_dir}")
         t0 = time.perf_counter()
         rt = await Runtime.open(settings)
         say(f"sqlite        ok (schema {await rt.facts.schema_version()}) {settings.db_path}")
@@ -119,7 +119,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     if not settings.db_path.exists():
-        sys.stdout.write(json.dumps({"data_dir": str(settings.data_dir), "memories": 0}) + "\n")
+        sys.stdout.write(json.dumps({"data_dir": str(settings.storage.data_dir), "memories": 0}) + "\n")
         return 0
     con = sqlite3.connect(f"file:{settings.db_path}?mode=ro", uri=True)
     rows = con.execute(
@@ -127,7 +127,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     ).fetchall()
     con.close()
     out = [dict(zip(("user_id", "project", "kind", "status", "count"), r)) for r in rows]
-    sys.stdout.write(json.dumps({"data_dir": str(settings.data_dir), "groups": out}, indent=2) + "\n")
+    sys.stdout.write(json.dumps({"data_dir": str(settings.storage.data_dir), "groups": out}, indent=2) + "\n")
     return 0
 
 

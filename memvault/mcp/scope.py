@@ -160,7 +160,7 @@ async def resolve_scope(ctx: Context, settings: Settings, project: str | None, r
     nothing. Raises InvalidArgument when ``project`` is not an allowed name.
     """
     project = check_project(project)
-    user = settings.user_id
+    user = settings.server.user_id
     if project is not None:
         return make_scope(user, project, "argument", include_global=include_global)
     memo = _connection_roots(ctx.session)
@@ -176,6 +176,6 @@ async def resolve_scope(ctx: Context, settings: Settings, project: str | None, r
     started = await workspace_of(ctx).start_project()
     if started is not None:
         return make_scope(user, started.id, "cwd", include_global=include_global)
-    if settings.project:
-        return make_scope(user, settings.project, "settings", include_global=include_global)
+    if settings.server.project:
+        return make_scope(user, settings.server.project, "settings", include_global=include_global)
     return make_scope(user, "", "global", include_global=include_global)
