@@ -215,6 +215,18 @@ class FactStore:
             [row.id, row.user_id, row.project, action, actor, at, old, new, reason],
         )
 
+    async def _supersede(self, old: MemoryRow, *, by: str, at: float, actor: str | None) -> None:
+        """Inside a transaction: mark ``old`` superseded by the memory ``by`` (index entry pending)."""
+        before = old.snapshot()
+        old.status, old.superseded_by, old.updated_at = "superseded", by, at
+        old.index_state = "pending"
+        await self._db.execute(
+            "UPDATE memories SET status='superseded', superseded_by=?, updated_at=?, index_state='pending'"
+            " WHERE id=?",
+            [by, at, old.id],
+        )
+        await self._history(old, "supersede", actor, at, before, old.snapshot(), f"superseded by {by}")
+
     async def _begin(self) -> None:
         await self._db.execute("BEGIN IMMEDIATE")
 
@@ -236,16 +248,16 @@ class FactStore:
             out += await self._fetch(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part)
         return out
 
-    async def find_by_hash(self, user_id: str, project: str, kind: str, content_hash: str,
-                           now: float) -> MemoryRow | None:
-        """The active, unexpired memory with this content hash in this scope and kind, if any."""
+    async def active_by_hash(self, user_id: str, project: str, kind: str, content_hash: str,
+                             now: float) -> list[MemoryRow]:
+        """Every active, unexpired memory with this content hash in this scope and kind (one per key
+        at most, in practice), oldest first."""
         alive, p = _alive(now)
-        rows = await self._fetch(
+        return await self._fetch(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE user_id=? AND project=? AND kind=? AND content_hash=?"
-            f" AND status='active' AND {alive} LIMIT 1",
+            f" AND status='active' AND {alive} ORDER BY created_at",
             [user_id, project, kind, content_hash, *p],
         )
-        return rows[0] if rows else None
 
     async def active_by_key(self, user_id: str, project: str, key: str, now: float) -> list[MemoryRow]:
         """Active, unexpired memories holding ``key`` in exactly this scope."""
@@ -370,35 +382,45 @@ class FactStore:
             )
             await self._history(row, "add", actor, row.created_at, None, row.snapshot(), reason)
             for old in supersede:
-                before = old.snapshot()
-                old.status, old.superseded_by, old.updated_at = "superseded", row.id, row.created_at
-                old.index_state = "pending"
-                await self._db.execute(
-                    "UPDATE memories SET status='superseded', superseded_by=?, updated_at=?, index_state='pending'"
-                    " WHERE id=?",
-                    [row.id, row.created_at, old.id],
-                )
-                await self._history(old, "supersede", actor, row.created_at, before, old.snapshot(),
-                                    f"superseded by {row.id}")
+                await self._supersede(old, by=row.id, at=row.created_at, actor=actor)
             await self._commit()
         except BaseException:
             await self._rollback()
             raise
 
     async def reinforce(self, row: MemoryRow, *, importance: float, now: float, actor: str | None,
-                        reason: str) -> MemoryRow:
-        """Count a repeated write: access_count + 1, importance = max(old, new), touched now."""
+                        reason: str, key: str | None = None, tags: Sequence[str] | None = None,
+                        expires_at: float | None = None, supersede: Sequence[MemoryRow] = ()) -> MemoryRow:
+        """Count a repeated write: access_count + 1, importance = max(old, new), touched now.
+
+        The same write may also give the row a ``key``, new ``tags`` (the full list) or an
+        ``expires_at`` (unix s), and mark ``supersede`` rows superseded by it; None leaves a
+        field as it is. When the key, tags or expiry change, the row's index entry is marked
+        pending (its payload must be rewritten, then ``mark_indexed``). One transaction;
+        history gets a ``reinforce`` entry and one ``supersede`` per old row.
+        """
         before = row.snapshot()
+        new_key = row.key if key is None else key
+        new_tags = list(row.tags) if tags is None else list(tags)
+        new_expiry = row.expires_at if expires_at is None else expires_at
+        payload_changed = (new_key, new_tags, new_expiry) != (row.key, row.tags, row.expires_at)
         row.access_count += 1
         row.importance = max(row.importance, importance)
         row.last_accessed_at = row.updated_at = now
+        row.key, row.tags, row.expires_at = new_key, new_tags, new_expiry
+        if payload_changed:
+            row.index_state = "pending"
         await self._begin()
         try:
             await self._db.execute(
-                "UPDATE memories SET access_count=?, importance=?, last_accessed_at=?, updated_at=? WHERE id=?",
-                [row.access_count, row.importance, now, now, row.id],
+                "UPDATE memories SET access_count=?, importance=?, last_accessed_at=?, updated_at=?, key=?, tags=?,"
+                " expires_at=?, index_state=? WHERE id=?",
+                [row.access_count, row.importance, now, now, row.key, json.dumps(row.tags, ensure_ascii=False),
+                 row.expires_at, row.index_state, row.id],
             )
             await self._history(row, "reinforce", actor, now, before, row.snapshot(), reason)
+            for old in supersede:
+                await self._supersede(old, by=row.id, at=now, actor=actor)
             await self._commit()
         except BaseException:
             await self._rollback()

@@ -1,0 +1,194 @@
+"""Regression tests of the services, through the real MCP server in-process.
+
+Each test drives ``build_server`` with the SDK's in-process ``Client`` (real SQLite file,
+real Qdrant Edge, the real embedding model, shared by every server of the session):
+keyed writes that repeat an existing memory, forget over a large scope, duplicate +
+supersedes, recall's annotations, capacity eviction that reads a bounded number of rows,
+index_docs reading each file once, and CPU-heavy policy work kept off the event loop.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.client import Client
+
+from memvault.config import Settings
+from memvault.embedding.embedder import Embedder
+from memvault.mcp.app import build_server
+from memvault.mcp.scope import WORKSPACE
+from memvault.policy.text import content_hash
+from memvault.service.runtime import default_embedder
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def bugs_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One converted model folder for every server of this module's session."""
+    return tmp_path_factory.mktemp("bugs-models")
+
+
+@pytest.fixture(scope="session")
+def shared_embedder(bugs_model_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    """The real embedding model, loaded once and handed to every server."""
+    settings = Settings(data_dir=tmp_path_factory.mktemp("bugs-loader"), model_cache_dir=bugs_model_cache)
+    return default_embedder(settings)
+
+
+def settings_for(data_dir: Path, cache: Path, **extra: Any) -> Settings:
+    return Settings(data_dir=data_dir, model_cache_dir=cache, **extra)
+
+
+@asynccontextmanager
+async def served(settings: Settings, embedder: Embedder) -> AsyncIterator[Client]:
+    """A connected in-process MCP client on a fresh memvault server for ``settings``."""
+    WORKSPACE.clear()  # the project cache is per process: no scope leaks between tests
+    try:
+        async with Client(build_server(settings, load_embedder=lambda _s: embedder),
+                          read_timeout_seconds=180) as client:
+            yield client
+    finally:
+        WORKSPACE.clear()
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    """Call a tool; return its structured result; fail the test on a tool error."""
+    res = await client.call_tool(tool, arguments)
+    text = " ".join(getattr(c, "text", "") for c in res.content)
+    assert not res.is_error, f"{tool} failed: {text}"
+    assert res.structured_content is not None, f"{tool} returned no structured content: {text}"
+    return res.structured_content
+
+
+def db_rows(data_dir: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    con = sqlite3.connect(data_dir / "memvault.db")
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def active_with_hash(data_dir: Path, text: str) -> list[str]:
+    return [r[0] for r in db_rows(data_dir, "SELECT id FROM memories WHERE content_hash=? AND status='active'",
+                                  (content_hash(text),))]
+
+
+# ---------------------------------------------------------------- keyed writes that repeat a memory
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_key_wins_on_the_exact_duplicate_path(tmp_path, bugs_model_cache, shared_embedder):
+    d = tmp_path / "d"
+    async with served(settings_for(d, bugs_model_cache), shared_embedder) as c:
+        npm = await call(c, "remember", content="The user prefers npm", kind="preference", key="pref.pm")
+        pnpm = await call(c, "remember", content="The user prefers pnpm", kind="preference", tags=["js"])
+        assert npm["status"] == pnpm["status"] == "stored"
+
+        again = await call(c, "remember", content="The user prefers pnpm", kind="preference", key="pref.pm",
+                           tags=["tooling"], ttl_days=30)
+        assert again["status"] == "superseded", again
+        assert again["id"] == pnpm["id"] and again["superseded_ids"] == [npm["id"]]
+        assert "pref.pm" in again["reason"] and "tags" in again["reason"] and "expires" in again["reason"]
+        assert again["expires_at"] is not None
+
+        profile = await call(c, "get_profile")
+        assert profile["preferences"]["pref.pm"]["value"] == "The user prefers pnpm"
+        assert profile["preferences"]["pref.pm"]["id"] == pnpm["id"]
+
+        # the index agrees: the merged tag filters, the superseded value is not recalled
+        got = await call(c, "recall", query="which package manager does the user prefer", tags=["tooling"])
+        assert [m["id"] for m in got["memories"]] == [pnpm["id"]]
+        assert got["memories"][0]["key"] == "pref.pm"
+        got = await call(c, "recall", query="The user prefers npm", k=10)
+        assert npm["id"] not in [m["id"] for m in got["memories"]]
+
+    key, tags, expires, status = db_rows(d, "SELECT key, tags, expires_at, status FROM memories WHERE id=?",
+                                         (pnpm["id"],))[0]
+    assert (key, tags, status) == ("pref.pm", '["js", "tooling"]', "active") and expires is not None
+    assert db_rows(d, "SELECT status, superseded_by FROM memories WHERE id=?", (npm["id"],))[0] == \
+        ("superseded", pnpm["id"])
+    assert active_with_hash(d, "The user prefers pnpm") == [pnpm["id"]]
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_key_wins_on_the_near_duplicate_path(tmp_path, bugs_model_cache, shared_embedder):
+    d = tmp_path / "d"
+    async with served(settings_for(d, bugs_model_cache), shared_embedder) as c:
+        # no keyed row yet: the near duplicate takes the key
+        loose = await call(c, "remember", content="The user prefers tabs for indentation", kind="preference")
+        keyed = await call(c, "remember", content="The user prefers tabs for indentation.", kind="preference",
+                           key="pref.indent", tags=["style"])
+        assert keyed["status"] == "reinforced" and keyed["id"] == loose["id"], keyed
+        assert "pref.indent" in keyed["reason"]
+        profile = await call(c, "get_profile")
+        assert profile["preferences"]["pref.indent"]["id"] == loose["id"]
+
+        # a keyed row exists: the near duplicate takes the key and supersedes it
+        yarn = await call(c, "remember", content="The user prefers yarn", kind="preference", key="pref.pm")
+        bun = await call(c, "remember", content="The user prefers bun", kind="preference")
+        near = await call(c, "remember", content="the user prefers Bun.", kind="preference", key="pref.pm")
+        assert near["status"] == "superseded" and near["id"] == bun["id"], near
+        assert near["superseded_ids"] == [yarn["id"]]
+        profile = await call(c, "get_profile")
+        assert profile["preferences"]["pref.pm"]["value"] == "The user prefers bun"
+    assert db_rows(d, "SELECT key, tags FROM memories WHERE id=?", (loose["id"],))[0] == ("pref.indent", '["style"]')
+    assert db_rows(d, "SELECT status FROM memories WHERE id=?", (yarn["id"],))[0][0] == "superseded"
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_same_text_under_another_key_is_its_own_slot(tmp_path, bugs_model_cache, shared_embedder):
+    d = tmp_path / "d"
+    async with served(settings_for(d, bugs_model_cache), shared_embedder) as c:
+        a = await call(c, "remember", content="The user wants answers in English", kind="preference",
+                       key="pref.language")
+        b = await call(c, "remember", content="The user wants answers in English", kind="preference",
+                       key="pref.reply_language")
+        assert b["status"] == "stored" and b["id"] != a["id"]
+        assert "pref.language" in b["reason"]  # the reply says the same text lives under another key
+        profile = await call(c, "get_profile")
+        assert {"pref.language", "pref.reply_language"} <= set(profile["preferences"])
+
+
+# ---------------------------------------------------------------- exact duplicate + supersedes
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_exact_duplicate_with_supersedes_leaves_one_active_row(tmp_path, bugs_model_cache, shared_embedder):
+    d = tmp_path / "d"
+    async with served(settings_for(d, bugs_model_cache), shared_embedder) as c:
+        pg = await call(c, "remember", content="The billing service stores invoices in Postgres", kind="fact")
+        old = await call(c, "remember", content="The billing service stores invoices in MongoDB", kind="fact")
+        r = await call(c, "remember", content="The billing service stores invoices in Postgres", kind="fact",
+                       supersedes=[old["id"]])
+        assert r["status"] == "superseded" and r["id"] == pg["id"], r
+        assert r["superseded_ids"] == [old["id"]]
+        assert "already exists" in r["reason"]
+
+        got = await call(c, "recall", query="where are invoices stored", k=10)
+        ids = [m["id"] for m in got["memories"]]
+        assert pg["id"] in ids and old["id"] not in ids
+        assert db_rows(d, "SELECT status, superseded_by FROM memories WHERE id=?", (old["id"],))[0] == \
+            ("superseded", pg["id"])
+
+        # naming the duplicate itself in supersedes replaces it (e.g. to fix its casing): still one row
+        r2 = await call(c, "remember", content="The billing service stores invoices in PostgreSQL 16", kind="fact")
+        r3 = await call(c, "remember", content="The billing service stores invoices in postgreSQL 16", kind="fact",
+                        supersedes=[r2["id"]])
+        assert r3["status"] == "superseded" and r3["id"] != r2["id"] and r3["superseded_ids"] == [r2["id"]], r3
+    assert active_with_hash(d, "The billing service stores invoices in Postgres") == [pg["id"]]
+    assert active_with_hash(d, "The billing service stores invoices in PostgreSQL 16") == [r3["id"]]
+
+
