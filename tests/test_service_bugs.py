@@ -10,6 +10,7 @@ index_docs reading each file once, and CPU-heavy policy work kept off the event 
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,12 +19,21 @@ from typing import Any
 import pytest
 from mcp.client.client import Client
 
+import memvault.policy.dedup
+import memvault.service.forget
+import memvault.service.indexing
+import memvault.service.remember
+import memvault.service.tasks
+import memvault.storage.facts
 from memvault.config import Settings
 from memvault.embedding.embedder import Embedder
 from memvault.mcp.app import build_server
 from memvault.mcp.scope import WORKSPACE
+from memvault.policy.ranking import pick_evictions
 from memvault.policy.text import content_hash
 from memvault.service.runtime import default_embedder
+from memvault.storage.facts import FactStore, MemoryRow
+from tests.corpus import filler_memories
 
 
 @pytest.fixture
@@ -190,5 +200,64 @@ async def test_exact_duplicate_with_supersedes_leaves_one_active_row(tmp_path, b
         assert r3["status"] == "superseded" and r3["id"] != r2["id"] and r3["superseded_ids"] == [r2["id"]], r3
     assert active_with_hash(d, "The billing service stores invoices in Postgres") == [pg["id"]]
     assert active_with_hash(d, "The billing service stores invoices in PostgreSQL 16") == [r3["id"]]
+
+
+# ---------------------------------------------------------------- capacity eviction reads little
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_write_at_capacity_reads_a_bounded_number_of_rows(tmp_path, bugs_model_cache, shared_embedder,
+                                                                monkeypatch):
+    d = tmp_path / "d"
+    cap = 40
+    base = filler_memories(cap)
+    async with served(settings_for(d, bugs_model_cache, capacity_per_scope=cap), shared_embedder) as c:
+        ids = []
+        for i, text in enumerate(base):
+            r = await call(c, "remember", content=text, importance=0.05 if i == 7 else 0.6)
+            assert r["status"] == "stored", r
+            ids.append(r["id"])
+
+        materialised = Counter()
+        real = memvault.storage.facts.row_from_sql
+
+        def counting(row):
+            materialised["rows"] += 1
+            return real(row)
+
+        monkeypatch.setattr(memvault.storage.facts, "row_from_sql", counting)
+        r = await call(c, "remember", content="The search API ranks results with BM25 and a reranker",
+                       importance=0.6)
+        assert r["status"] == "stored" and r["evicted_ids"] == [ids[7]], r
+        assert "capacity" in r["reason"]
+        # a count and a few candidates, not every row of the full scope
+        assert materialised["rows"] < cap // 2, materialised
+    assert db_rows(d, "SELECT COUNT(*) FROM memories WHERE status='active'")[0][0] == cap
+
+
+@pytest.mark.anyio
+async def test_lowest_retention_agrees_with_the_policy(tmp_path):
+    store = await FactStore.open(tmp_path / "m.db")
+    try:
+        now, half_life = 2_000_000_000.0, 30.0
+        rows = []
+        for i in range(60):
+            imp = [0.0, 0.1, 0.5, 0.9, 1.0][i % 5]
+            last = now - (i * 7919 % 97) * 86400 * 0.7  # distinct ages up to ~67 days
+            if i % 13 == 0:
+                last = now + 3600 + i  # clock skew: a last access in the future counts as now
+            rows.append(MemoryRow(id=f"00000000-0000-4000-8000-{i:012d}", user_id="u", project="p", kind="fact",
+                                  content=f"memory {i}", importance=imp, created_at=now - i, updated_at=now - i,
+                                  last_accessed_at=last, content_hash=f"h{i}", embedding_model="m"))
+        for r in rows:
+            await store.add(r, actor="test")
+        for n in (1, 5, 20):  # within the importance-0 ties, and past them
+            got = await store.lowest_retention("u", "p", now, limit=n, half_life_days=half_life,
+                                               exclude="00000000-0000-4000-8000-000000000000")
+            want = pick_evictions([(r.id, r.importance, r.last_accessed_at) for r in rows[1:]], n, now, half_life)
+            assert sorted(r.id for r in got) == sorted(want), n
+    finally:
+        await store.close()
 
 

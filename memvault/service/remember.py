@@ -236,15 +236,24 @@ async def _absorb(rt: Runtime, scope: Scope, row: MemoryRow, w: _Write, now: flo
                           scope=scope)
 
 
+# Candidates fetched beyond the excess, so that rounding in the SQL ordering (log space)
+# cannot change which memories ``pick_evictions`` chooses among near ties.
+EVICTION_MARGIN = 8
+
+
 async def _enforce_capacity(rt: Runtime, user: str, project: str, *, keep: str, now: float) -> list[str]:
-    """Soft-delete the lowest-retention memories over the scope's cap; returns their ids."""
+    """Soft-delete the lowest-retention memories over the scope's cap; returns their ids.
+
+    Reads a count, and when over the cap only the few lowest-retention rows (ordered in SQL).
+    """
     cap = rt.settings.capacity_per_scope
     count = await rt.facts.count_active(user, project, now)
     if count <= cap:
         return []
-    rows = await rt.facts.select(user, projects=[project], now=now)
-    candidates = [(r.id, r.importance, r.last_accessed_at) for r in rows if r.id != keep]
-    ids = set(pick_evictions(candidates, count - cap, now, rt.settings.half_life_days))
+    hl = rt.settings.half_life_days
+    rows = await rt.facts.lowest_retention(user, project, now, limit=count - cap + EVICTION_MARGIN,
+                                           half_life_days=hl, exclude=keep)
+    ids = set(pick_evictions([(r.id, r.importance, r.last_accessed_at) for r in rows], count - cap, now, hl))
     victims = [r for r in rows if r.id in ids]
     await rt.facts.set_status(victims, "deleted", action="evict", now=now, actor="memvault:capacity",
                               reason=f"scope over capacity {cap}")

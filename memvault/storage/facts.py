@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sqlite3
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +26,9 @@ from memvault.storage.migrations import LATEST_VERSION, MIGRATIONS
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5_000
+
+# ln of the smallest positive normal float: the floor of policy.ranking.recency, in log space.
+_LN_MIN_RECENCY = math.log(sys.float_info.min)
 
 MEMORY_COLUMNS = (
     "id, user_id, project, kind, key, content, tags, importance, confidence, source, created_at, "
@@ -112,6 +117,18 @@ def _alive(now: float) -> tuple[str, list[Any]]:
     return "(expires_at IS NULL OR expires_at > ?)", [now]
 
 
+def _ln(x: float | None) -> float | None:
+    return math.log(x) if x is not None and x > 0 else None
+
+
+async def _ensure_ln(conn: aiosqlite.Connection) -> None:
+    """Make SQL ``ln()`` available: SQLite builds without its math functions get a Python one."""
+    try:
+        await conn.execute("SELECT ln(2.0)")
+    except sqlite3.OperationalError:
+        await conn.create_function("ln", 1, _ln, deterministic=True)
+
+
 class SchemaTooNew(RuntimeError):
     """The database was written by a newer memvault (a schema this code does not know).
 
@@ -150,6 +167,7 @@ class FactStore:
         await conn.execute("PRAGMA foreign_keys = ON")
         # A hard forget must not leave the text in free pages of the file.
         await conn.execute("PRAGMA secure_delete = ON")
+        await _ensure_ln(conn)
         store = cls(conn, path)
         try:
             await store._migrate()
@@ -321,6 +339,30 @@ class FactStore:
             [user_id, project, *p],
         )
         return (await cur.fetchone())[0]
+
+    async def lowest_retention(self, user_id: str, project: str, now: float, *, limit: int,
+                               half_life_days: float, exclude: str | None = None) -> list[MemoryRow]:
+        """The ``limit`` active, unexpired memories of one scope least worth keeping, lowest first.
+
+        Ordered in SQL by the logarithm of ``policy.ranking.retention_score`` (importance x
+        recency, recency = 0.5 ** (days since last access / ``half_life_days``), floored at
+        the smallest normal float; a future last access counts as now), then by the oldest
+        last access, then the oldest creation; ``exclude`` (an id) is never returned. Reads
+        only the rows returned, whatever the size of the scope.
+        """
+        alive, p = _alive(now)
+        decay = math.log(2.0) / (half_life_days * 86_400.0)  # ln(recency) lost per second without access
+        where = "user_id=? AND project=? AND status='active' AND " + alive
+        params: list[Any] = [user_id, project, *p]
+        if exclude is not None:
+            where += " AND id != ?"
+            params.append(exclude)
+        return await self._fetch(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY"
+            " (CASE WHEN importance > 0 THEN ln(importance) ELSE -1.0e308 END)"
+            " + MAX(?, -MAX(0.0, ? - last_accessed_at) * ?), last_accessed_at, created_at LIMIT ?",
+            [*params, _LN_MIN_RECENCY, now, decay, int(limit)],
+        )
 
     async def counts_by_kind(self, user_id: str, projects: Sequence[str], now: float) -> dict[str, int]:
         """Active, unexpired memories per kind over the given projects."""
