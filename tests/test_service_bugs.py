@@ -202,6 +202,23 @@ async def test_exact_duplicate_with_supersedes_leaves_one_active_row(tmp_path, b
     assert active_with_hash(d, "The billing service stores invoices in PostgreSQL 16") == [r3["id"]]
 
 
+# ---------------------------------------------------------------- recall's annotations
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_recall_is_annotated_as_the_writer_it_is(tmp_path, bugs_model_cache, shared_embedder):
+    d = tmp_path / "d"
+    async with served(settings_for(d, bugs_model_cache), shared_embedder) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        ann = tools["recall"].annotations
+        assert ann.read_only_hint is False and ann.destructive_hint is False
+        assert "access" in tools["recall"].description
+        r = await call(c, "remember", content="The mobile app is built with React Native", kind="fact")
+        await call(c, "recall", query="mobile app framework")
+    assert db_rows(d, "SELECT access_count FROM memories WHERE id=?", (r["id"],))[0][0] == 1
+
+
 # ---------------------------------------------------------------- capacity eviction reads little
 
 
