@@ -10,12 +10,15 @@ index_docs reading each file once, and CPU-heavy policy work kept off the event 
 from __future__ import annotations
 
 import sqlite3
+import time
+import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from mcp.client.client import Client
 
@@ -31,7 +34,8 @@ from memvault.mcp.app import build_server
 from memvault.mcp.scope import WORKSPACE
 from memvault.policy.ranking import pick_evictions
 from memvault.policy.text import content_hash
-from memvault.service.runtime import default_embedder
+from memvault.service.indexing import embed_passages, index_rows
+from memvault.service.runtime import Runtime, default_embedder
 from memvault.storage.facts import FactStore, MemoryRow
 from tests.corpus import filler_memories
 
@@ -200,6 +204,77 @@ async def test_exact_duplicate_with_supersedes_leaves_one_active_row(tmp_path, b
         assert r3["status"] == "superseded" and r3["id"] != r2["id"] and r3["superseded_ids"] == [r2["id"]], r3
     assert active_with_hash(d, "The billing service stores invoices in Postgres") == [pg["id"]]
     assert active_with_hash(d, "The billing service stores invoices in PostgreSQL 16") == [r3["id"]]
+
+
+# ---------------------------------------------------------------- forget reaches the whole scope
+
+
+async def _fill(settings: Settings, embedder: Embedder, texts: list[str], created_at: float,
+                vector_of: Callable[[str], str] = lambda t: t) -> None:
+    """Store ``texts`` as active global memories before serving: rows through the fact store,
+    points through the indexing helpers in batches (the remember service would take minutes).
+    ``vector_of(text)``: the text whose embedding stands for it (distinct texts embedded once)."""
+    rt = await Runtime.open(settings, load_embedder=lambda _s: embedder)
+    try:
+        await rt.load()
+        rows = [MemoryRow(id=str(uuid.uuid4()), user_id=settings.user_id, project="", kind="fact", content=t,
+                          importance=0.5, created_at=created_at + i, updated_at=created_at + i,
+                          last_accessed_at=created_at + i, content_hash=content_hash(t),
+                          embedding_model=embedder.model_id) for i, t in enumerate(texts)]
+        for row in rows:
+            await rt.facts.add(row, actor="test")
+        sources = sorted({vector_of(t) for t in texts})
+        dense = dict(zip(sources, await embed_passages(rt, sources), strict=True))
+        for i in range(0, len(rows), 256):
+            part = rows[i : i + 256]
+            await index_rows(rt, part, dense=np.stack([dense[vector_of(r.content)] for r in part]))
+    finally:
+        await rt.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_forget_query_reaches_behind_1100_newer_memories(tmp_path, bugs_model_cache, shared_embedder):
+    d = tmp_path / "d"
+    s = settings_for(d, bugs_model_cache)
+    target = "The staging VPN profile is named acme-stg-eu and lives in the team vault"
+    now = time.time()
+    await _fill(s, shared_embedder, [target], created_at=now - 10 * 86400)
+    base = filler_memories(200)
+    # 1,100 newer memories; each sprint's restatement of a fact shares that fact's embedding
+    await _fill(s, shared_embedder, [f"Sprint {i // 200 + 1}: {base[i % 200]}" for i in range(1100)],
+                created_at=now - 86400, vector_of=lambda t: t.split(": ", 1)[1])
+    assert db_rows(d, "SELECT COUNT(*) FROM memories WHERE status='active'")[0][0] == 1101
+
+    async with served(s, shared_embedder) as c:
+        dry = await call(c, "forget", query=target, dry_run=True)
+        assert dry["count"] == 1 and dry["forgotten"][0]["content_preview"].startswith("The staging VPN")
+        # combined with a selector that only old memories pass
+        aged = await call(c, "forget", query=target, older_than_days=5, dry_run=True)
+        assert aged["count"] == 1
+        # the exact text of the newest filler is taken alone (not its near neighbours of other sprints)
+        newest = f"Sprint 6: {base[1099 % 200]}"
+        one = await call(c, "forget", query=newest, dry_run=True)
+        assert one["count"] == 1 and one["forgotten"][0]["content_preview"] == newest
+        gone = await call(c, "forget", query=target)
+        assert gone["count"] == 1
+
+        # ids + query: only the named memories that match are taken
+        train = await call(c, "remember", content="The release train leaves every second Tuesday at noon")
+        tea = await call(c, "remember", content="The user drinks green tea during code review", kind="preference")
+        both = await call(c, "forget", ids=[train["id"], tea["id"]], query="the release train leaves every "
+                          "second Tuesday at noon", dry_run=True)
+        assert [f["id"] for f in both["forgotten"]] == [train["id"]] and both["forgotten"][0]["similarity"] > 0.9
+
+        # hard + query: the exact text is erased in every version (here a superseded one), nothing else
+        v1 = await call(c, "remember", content="The on-call rota rotates every Monday", key="ops.rota")
+        v2 = await call(c, "remember", content="The on-call rota rotates every Thursday", key="ops.rota")
+        assert v2["superseded_ids"] == [v1["id"]]
+        purged = await call(c, "forget", query="The on-call rota rotates every Monday", hard=True)
+        assert [f["id"] for f in purged["forgotten"]] == [v1["id"]], purged
+    assert db_rows(d, "SELECT status FROM memories WHERE content_hash=?", (content_hash(target),))[0][0] == "deleted"
+    assert db_rows(d, "SELECT COUNT(*) FROM memories WHERE id=?", (v1["id"],))[0][0] == 0
+    assert db_rows(d, "SELECT status FROM memories WHERE id=?", (v2["id"],))[0][0] == "active"
 
 
 # ---------------------------------------------------------------- recall's annotations

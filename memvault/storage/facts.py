@@ -290,11 +290,12 @@ class FactStore:
                      kinds: Sequence[str] | None = None, tags_any: Sequence[str] | None = None,
                      key: str | None = None, ids: Sequence[str] | None = None,
                      created_before: float | None = None, statuses: Sequence[str] = ("active",),
-                     now: float | None = None, limit: int | None = None) -> list[MemoryRow]:
+                     now: float | None = None, limit: int | None = None,
+                     content_hash: str | None = None) -> list[MemoryRow]:
         """Rows of one user matching every given condition (AND); newest first.
 
         ``now`` given -> expired rows are left out. ``tags_any`` matches rows holding
-        at least one of the tags.
+        at least one of the tags. ``content_hash``: rows whose text normalises to it.
         """
         where = ["user_id = ?"]
         params: list[Any] = [user_id]
@@ -310,6 +311,9 @@ class FactStore:
         if ids is not None:
             where.append(f"id IN ({_marks(len(ids))})")
             params += list(ids)
+        if content_hash is not None:
+            where.append("content_hash = ?")
+            params.append(content_hash)
         if created_before is not None:
             where.append("created_at < ?")
             params.append(created_before)
