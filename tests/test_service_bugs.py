@@ -353,3 +353,38 @@ async def test_lowest_retention_agrees_with_the_policy(tmp_path):
         await store.close()
 
 
+# ---------------------------------------------------------------- index_docs reads each file once
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_index_docs_reads_each_file_once(tmp_path, bugs_model_cache, shared_embedder, monkeypatch):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nInstall with pnpm install, then run pnpm build.\n")
+    (docs / "ops.md").write_text("# Ops\n\nThe nightly backup is kept for 30 days in the eu bucket.\n")
+    reads: Counter[str] = Counter()
+    real = Path.read_bytes
+
+    def counting(self: Path) -> bytes:
+        if self.is_relative_to(docs):
+            reads[self.name] += 1
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", counting)
+    s = settings_for(tmp_path / "d", bugs_model_cache, docs_allowed_dirs=[docs])
+    async with served(s, shared_embedder) as c:
+        res = await call(c, "index_docs", paths=[str(docs)])
+        assert res["added"] == 2, res
+        assert reads == {"guide.md": 1, "ops.md": 1}, reads
+
+        # same size, new bytes: hashed and chunked from one read
+        reads.clear()
+        (docs / "ops.md").write_text("# Ops\n\nThe nightly backup is kept for 90 days in the eu bucket.\n")
+        res = await call(c, "index_docs", paths=[str(docs)])
+        assert res["changed"] == 1 and res["unchanged"] == 1, res
+        assert reads == {"ops.md": 1}, reads
+        got = await call(c, "search_docs", query="how long is the nightly backup kept")
+        assert "90 days" in got["results"][0]["text"]
+
+
