@@ -10,6 +10,7 @@ index_docs reading each file once, and CPU-heavy policy work kept off the event 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 import uuid
 from collections import Counter
@@ -388,3 +389,54 @@ async def test_index_docs_reads_each_file_once(tmp_path, bugs_model_cache, share
         assert "90 days" in got["results"][0]["text"]
 
 
+# ---------------------------------------------------------------- CPU work off the event loop
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_cpu_heavy_policy_work_runs_off_the_event_loop(tmp_path, bugs_model_cache, shared_embedder,
+                                                             monkeypatch):
+    loop_thread = threading.get_ident()
+    on_loop: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+
+    def spy(module: Any, name: str) -> None:
+        real: Callable = getattr(module, name)
+
+        def wrapper(*a, **kw):
+            label = f"{module.__name__}.{name}"
+            calls[label] += 1
+            if threading.get_ident() == loop_thread:
+                on_loop[label] += 1
+            return real(*a, **kw)
+
+        monkeypatch.setattr(module, name, wrapper)
+
+    spy(memvault.service.remember, "find_secret")
+    spy(memvault.service.remember, "score_importance")
+    spy(memvault.service.indexing, "keyword_terms")
+    spy(memvault.policy.dedup, "content_words")
+    spy(memvault.service.forget, "content_words")
+    spy(memvault.service.tasks, "find_secret")
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "notes.md").write_text("# Notes\n\n" + "\n\n".join(filler_memories(120)) + "\n")
+    long_text = "The data pipeline runbook: " + " ".join(filler_memories(28))
+    assert 1500 < len(long_text) <= 2000  # a forget query may be this long too
+    s = settings_for(tmp_path / "d", bugs_model_cache, docs_allowed_dirs=[docs])
+    async with served(s, shared_embedder) as c:
+        r = await call(c, "remember", content=long_text, kind="procedure", tags=["runbook"])
+        assert r["status"] == "stored", r
+        near = await call(c, "remember", content=long_text + ".", kind="procedure")
+        assert near["status"] == "reinforced", near
+        await call(c, "recall", query="data pipeline runbook")
+        await call(c, "forget", query=long_text, dry_run=True)
+        await call(c, "index_docs", paths=[str(docs)])
+        await call(c, "search_docs", query="nightly backup")
+        await call(c, "set_task_state", task_id="migrate-billing", title="Migrate billing",
+                   state={"plan": filler_memories(50)})
+    assert set(calls) == {f"memvault.service.remember.{n}" for n in ("find_secret", "score_importance")} | {
+        "memvault.service.indexing.keyword_terms", "memvault.policy.dedup.content_words",
+        "memvault.service.forget.content_words", "memvault.service.tasks.find_secret"}, calls
+    assert not on_loop, f"ran on the event loop: {dict(on_loop)}"

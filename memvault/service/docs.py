@@ -177,6 +177,11 @@ def _chunk_sparse(path: str, c: ChunkRow) -> SparseVector:
     return keyword_vector(_keyword_text(path, c), query=False, avgdl=AVG_CHUNK_TERMS)
 
 
+def _sparse_by_id(path: str, chunks: Sequence[ChunkRow]) -> dict[str, SparseVector]:
+    """Blocking (worker thread): ``_chunk_sparse`` of every chunk of the file cited as ``path``, by id."""
+    return {c.id: _chunk_sparse(path, c) for c in chunks}
+
+
 # ------------------------------------------------------------------------- writing
 
 
@@ -212,12 +217,14 @@ async def write_documents(rt: Runtime, store: DocStore, files: Sequence[Prepared
     rows = [c for f in files for c in f.chunks]
     if rows:
         dense = await embed_passages(rt, [_embed_text(c) for c in rows])
+        # keyword vectors of a batch take about half a second: worker thread
+        sparse = await rt.run_sync(lambda: [_chunk_sparse(f.doc.path, c) for f in files for c in f.chunks])
         points, i = [], 0
         for f in files:
             payload = {"project": f.doc.project, "collection": f.doc.collection, "path": f.doc.path,
                        "kind": "doc"}
             for c in f.chunks:
-                points.append(Point(id=c.id, dense=dense[i], payload=payload, sparse=_chunk_sparse(f.doc.path, c)))
+                points.append(Point(id=c.id, dense=dense[i], payload=payload, sparse=sparse[i]))
                 i += 1
         await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
     for f in files:
@@ -255,7 +262,7 @@ async def reweigh_stale(rt: Runtime, store: DocStore) -> int:
         if f.embedding_model != emb.model_id:
             continue
         rows = await store.chunks_of(f.id)
-        sparse = {c.id: _chunk_sparse(f.path, c) for c in rows}
+        sparse = await rt.run_sync(_sparse_by_id, f.path, rows)
         try:
             await rt.run_sync(vectors.update_sparse, DOCS_COLLECTION, sparse)
         except Exception as exc:  # the engine's error for a missing point; re-embedding repairs it

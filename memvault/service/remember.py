@@ -16,9 +16,9 @@ from memvault.service.errors import InvalidArgument
 
 from memvault.clock import to_iso
 from memvault.policy.dedup import is_near_duplicate
-from memvault.policy.importance import score_importance
+from memvault.policy.importance import ImportanceScore, score_importance
 from memvault.policy.ranking import pick_evictions
-from memvault.policy.secrets import find_secret
+from memvault.policy.secrets import SecretFinding, find_secret
 from memvault.policy.text import content_hash, validate_content
 from memvault.policy.ttl import resolve_expiry
 from memvault.storage.facts import MemoryRow
@@ -70,9 +70,10 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     def declined(reason: str, importance: float | None = None) -> RememberResult:
         return RememberResult(id=None, status="declined", reason=reason, importance=importance, scope=scope)
 
-    # Every text that would reach the disk is checked, not only the content.
-    secret = next((f for f in map(find_secret, [content, key or "", source or "", scope.project, *tags]) if f),
-                  None)
+    # Every text that would reach the disk is checked, not only the content. Both scans
+    # cost tens of milliseconds on a long content: worker thread.
+    secret, scored = await rt.run_sync(_screen, [content, key or "", source or "", scope.project, *tags],
+                                       content, kind, key, importance_arg is None)
     if secret is not None:
         return declined(f"{secret.reason} memvault never stores secrets; store where to find it instead "
                         "(e.g. 'the API key is in 1Password under billing').")
@@ -80,7 +81,6 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     if importance_arg is not None:
         importance = importance_arg
     else:
-        scored = score_importance(content, kind, key)
         importance = round(scored.value, 3)
         if importance < s.importance_threshold and not args.force:
             why = "; ".join(scored.reasons) or "little lasting information"
@@ -129,8 +129,10 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
         close = {h.id: h.score for h in hits if h.score >= s.dedup_threshold and h.id not in supersedes}
         rows = sorted((r for r in await rt.facts.get(close) if r.status == "active" and _compatible(r.key, key)),
                       key=lambda r: -close[r.id])
-        near = next((r for r in rows if is_near_duplicate(content, r.content, close[r.id], s.dedup_threshold)),
-                    None)
+        near = None
+        if rows:
+            near = await rt.run_sync(_first_near_duplicate, content, [(r, close[r.id]) for r in rows],
+                                     s.dedup_threshold)
         if near is not None:
             return await _absorb(rt, scope, near, write, now,
                                  why=f"this restates an existing memory (cosine {close[near.id]:.3f})",
@@ -166,6 +168,15 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
                           evicted_ids=evicted, scope=scope)
 
 
+def _screen(texts: list[str], content: str, kind: str, key: str | None, score: bool
+            ) -> tuple[SecretFinding | None, ImportanceScore | None]:
+    """Blocking (worker thread): the first secret found in ``texts``, and the importance score
+    of ``content`` when ``score`` (skipped when a secret was found)."""
+    secret = next((f for f in map(find_secret, texts) if f), None)
+    scored = score_importance(content, kind, key) if score and secret is None else None
+    return secret, scored
+
+
 def _compatible(existing: str | None, key: str | None) -> bool:
     """Whether a memory holding ``existing`` may stand for a write with ``key``: same slot or no slot."""
     return key is None or existing is None or existing == key
@@ -176,6 +187,12 @@ def _pick(rows: list[MemoryRow], key: str | None, named: set[str]) -> MemoryRow 
     (a write without a key takes any); rows named in supersedes are being replaced, not reinforced."""
     rows = [r for r in rows if r.id not in named and _compatible(r.key, key)]
     return next((r for r in rows if r.key == key), None) or next(iter(rows), None)
+
+
+def _first_near_duplicate(content: str, rows: list[tuple[MemoryRow, float]], threshold: float
+                          ) -> MemoryRow | None:
+    """Blocking (worker thread): the first of ``rows`` (with their cosines) that ``content`` restates."""
+    return next((r for r, cos in rows if is_near_duplicate(content, r.content, cos, threshold)), None)
 
 
 @dataclass
