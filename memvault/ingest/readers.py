@@ -94,13 +94,16 @@ def detect_format(path: Path, head: bytes = b"") -> str:
     return "text"
 
 
-def read_document(path: Path) -> Document:
+def read_document(path: Path, data: bytes | None = None) -> Document:
     """Read ``path`` into a Document (see its fields).
 
-    Raises OSError when the file cannot be opened, UnreadableDocument when a PDF cannot
-    be parsed or decrypted. Undecodable bytes never raise: they become U+FFFD.
+    ``data``: the file's bytes when the caller already read them (then the file is not
+    opened again; ``path`` still decides the format). Raises OSError when the file cannot
+    be opened, UnreadableDocument when a PDF cannot be parsed or decrypted. Undecodable
+    bytes never raise: they become U+FFFD.
     """
-    data = path.read_bytes()
+    if data is None:
+        data = path.read_bytes()
     fmt = detect_format(path, data[:256])
     if fmt == "pdf" or data.startswith(b"%PDF-"):
         return _read_pdf(path, data)
