@@ -110,7 +110,12 @@ _LEAD_STRIP = _JOINERS
 _TRAIL_STRIP = r"_.\-/\\:@~'"  # keep a trailing + or # (c++, c#, f#)
 _CAMEL = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 _PLAIN_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_VERSION = re.compile(r"v?\d+(?:\.\d+)+(?:[.\-+]?[a-z0-9]+)*", re.IGNORECASE)
+# A version: v?, digits, a dot, a digit, then letters/digits with single . - + between
+# (1.2.3, v1.2.3-beta.1, 1.2.3+build5). Written so that each character can be consumed
+# in one way only: a run of letters and digits is never split between two repetitions,
+# which made ``(?:[.\-+]?[a-z0-9]+)*`` backtrack exponentially on a token such as
+# "1.2.aaaa…a#". The lookbehind keeps a search from restarting inside a run of digits.
+_VERSION = re.compile(r"(?<![a-z0-9])v?\d+\.\d[a-z0-9]*(?:[.\-+][a-z0-9]+)*", re.IGNORECASE)
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 _CONTRACTION_SUFFIXES = frozenset({"t", "re", "ve", "ll", "d", "m"})
