@@ -456,7 +456,8 @@ def _python_pieces(text: str, lines: list[str], sizer: _Sizer) -> list[_Piece]:
         with warnings.catch_warnings():  # e.g. SyntaxWarning for "\d" in the user's code
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        # MemoryError is how the parser says "too complex" (a line of 100,000 dashes)
         log.debug("python parse failed (%s); splitting as generic code", exc)
         return _code_pieces(lines)
     pieces: list[_Piece] = []
