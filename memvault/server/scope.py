@@ -24,6 +24,8 @@ from memvault.tools.validation import check_project
 
 log = logging.getLogger(__name__)
 
+_SCP_REMOTE = re.compile(r"^(?:[\w.-]+@)?([\w.-]+):(?!//)(.+)$")  # scp-like: git@host:owner/repo
+
 
 def normalise_remote(url: str) -> str | None:
     """A git remote URL -> ``host/owner/repo`` (lowercase host, no scheme, user or ``.git``).
@@ -32,7 +34,7 @@ def normalise_remote(url: str) -> str | None:
     ``github.com/Org/Repo``; None when the URL has no recognisable path.
     """
     url = url.strip()
-    m = re.match(r"^(?:[\w.-]+@)?([\w.-]+):(?!//)(.+)$", url)  # scp-like: git@host:owner/repo
+    m = _SCP_REMOTE.match(url)
     if m:
         host, path = m.group(1), m.group(2)
     else:
