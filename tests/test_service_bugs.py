@@ -32,7 +32,6 @@ import memvault.storage.facts
 from memvault.config import Settings
 from memvault.embedding.embedder import Embedder
 from memvault.mcp.app import build_server
-from memvault.mcp.scope import WORKSPACE
 from memvault.policy.ranking import pick_evictions
 from memvault.policy.text import content_hash
 from memvault.service.indexing import embed_passages, index_rows
@@ -66,13 +65,10 @@ def settings_for(data_dir: Path, cache: Path, **extra: Any) -> Settings:
 @asynccontextmanager
 async def served(settings: Settings, embedder: Embedder) -> AsyncIterator[Client]:
     """A connected in-process MCP client on a fresh memvault server for ``settings``."""
-    WORKSPACE.clear()  # the project cache is per process: no scope leaks between tests
-    try:
-        async with Client(build_server(settings, load_embedder=lambda _s: embedder),
-                          read_timeout_seconds=180) as client:
-            yield client
-    finally:
-        WORKSPACE.clear()
+    # Started in the data dir (not in a git checkout), so a client without roots writes globally.
+    server = build_server(settings, load_embedder=lambda _s: embedder, cwd=settings.storage.data_dir)
+    async with Client(server, read_timeout_seconds=180) as client:
+        yield client
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:

@@ -245,6 +245,9 @@ class _LineKeepingText(HTMLParser):
         self._put(data)
 
 
+_HTML_SPACES = re.compile(r"[ \t\f\v\u00a0]+")
+
+
 def html_to_text(html: str) -> tuple[str, list[tuple[int, int, str]]]:
     """HTML source -> (text with the source's line numbering, headings [(line, level, title)]).
 
@@ -257,7 +260,7 @@ def html_to_text(html: str) -> tuple[str, list[tuple[int, int, str]]]:
     parser.close()
     n_source = html.count("\n") + (0 if html.endswith("\n") or not html else 1)
     parser._goto(n_source)
-    out = [re.sub(r"[ \t\f\v\u00a0]+", " ", "".join(parts)).strip() for parts in parser.lines]
+    out = [_HTML_SPACES.sub(" ", "".join(parts)).strip() for parts in parser.lines]
     text = "\n".join(out[:max(n_source, 1)])
     return (text + "\n" if html.endswith("\n") else text), parser.headings
 
