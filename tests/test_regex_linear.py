@@ -467,7 +467,7 @@ def _pipelines() -> dict[str, Callable[[str], object]]:
     from memvault.policy.keywords import keyword_terms, sparse_from_terms
     from memvault.policy.secrets import find_secret
     from memvault.policy.text import cut, normalise_for_hash, preview
-    from memvault.server.scope import normalise_remote
+    from memvault.service.project import normalise_remote
 
     # Not here: readers.html_to_text. The standard library's HTMLParser under it is
     # quadratic on unclosed tags ("<a<a<a...") in Python releases older than mid-2025.

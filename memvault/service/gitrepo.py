@@ -20,7 +20,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-_GITDIR = re.compile(r"gitdir:\s*(.+)")  # a .git file of a worktree or submodule
+_GITDIR = re.compile(r"gitdir:\s*(\S.*)")  # a .git file of a worktree or submodule
 _SECTION = re.compile(r'^\[\s*([\w.-]+)\s*(?:"((?:[^"\\]|\\.)*)")?\s*\]\s*(.*)$')  # [section "sub"] rest
 _ESCAPE = re.compile(r"\\(.)")  # a backslash escape inside a quoted subsection name
 
