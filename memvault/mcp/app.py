@@ -17,6 +17,7 @@ from memvault.mcp.docs_tools import register_doc_tools
 from memvault.mcp.lifespan import make_lifespan
 from memvault.mcp.memory_tools import register_memory_tools
 from memvault.mcp.profile_tools import PROFILE_URI, read_profile, register_profile_tools
+from memvault.mcp.scope import WorkspaceCache
 from memvault.service.runtime import EmbedderLoader, VectorsOpener
 
 INSTRUCTIONS = """\
@@ -40,7 +41,12 @@ class MemvaultServer(MCPServer):
 
     The SDK hands static resources no Context (only templates get one), yet the profile
     needs the runtime and the caller's scope; every other URI is read as the SDK does.
+    ``workspace``: the project read from this server's client roots (``memvault.mcp.scope``).
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.workspace = WorkspaceCache()
 
     async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
         """Read ``uri``: the profile from the caller's scope, anything else through the SDK."""

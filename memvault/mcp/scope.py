@@ -33,12 +33,14 @@ def project_from_roots(result: ListRootsResult | None) -> str | None:
     return None
 
 
-class _WorkspaceCache:
-    """The project read from the client's roots, asked once per server process.
+class WorkspaceCache:
+    """The project read from the client's roots, asked once per server.
 
-    On stdio a server process serves exactly one client, and on 2026-07-28 connections
-    every request arrives with a fresh session object, so the process is the only
-    stable key. (An HTTP transport serving several clients must key this by client.)
+    On stdio a server serves exactly one client, and on 2026-07-28 connections every
+    request arrives with a fresh session object, so the server is the only stable key:
+    each ``MemvaultServer`` holds one (several servers in one process, e.g. in-process
+    clients, must not see each other's workspace). An HTTP transport serving several
+    clients must key this by client.
     """
 
     def __init__(self) -> None:
@@ -52,7 +54,9 @@ class _WorkspaceCache:
         self.known, self.project = False, None
 
 
-WORKSPACE = _WorkspaceCache()
+def workspace(ctx: Context) -> WorkspaceCache:
+    """The workspace cache of the server answering ``ctx`` (``MemvaultServer.workspace``)."""
+    return ctx.mcp_server.workspace  # type: ignore[attr-defined]
 
 
 async def client_roots(ctx: Context, project: str | None = None) -> ListRoots | None:
@@ -63,7 +67,7 @@ async def client_roots(ctx: Context, project: str | None = None) -> ListRoots | 
     The SDK sends the ``roots/list`` request the way the negotiated protocol wants
     (mid-call, or as an input-required round on 2026-07-28+ connections).
     """
-    if project is not None or WORKSPACE.known:
+    if project is not None or workspace(ctx).known:
         return None
     caps = ctx.client_capabilities
     if caps is None or caps.roots is None:
@@ -81,12 +85,13 @@ def resolve_scope(ctx: Context, settings: Settings, project: str | None, roots: 
     user = settings.user_id
     if project is not None:
         return make_scope(user, project, "argument", include_global=include_global)
-    if WORKSPACE.known:
-        from_roots = WORKSPACE.project
+    cache = workspace(ctx)
+    if cache.known:
+        from_roots = cache.project
     else:
         from_roots = project_from_roots(roots)
         if roots is not None or ctx.client_capabilities is None or ctx.client_capabilities.roots is None:
-            WORKSPACE.set(from_roots)
+            cache.set(from_roots)
     if from_roots:
         return make_scope(user, from_roots, "roots", include_global=include_global)
     if settings.project:
