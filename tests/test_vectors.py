@@ -112,6 +112,17 @@ def loaded(index):
     return index
 
 
+@pytest.fixture(scope="module", params=["edge", "remote"])
+def loaded_once(request, tmp_path_factory):
+    """The fixture points in one index per engine, shared by the read-only tests of this
+    module (creating an Edge shard costs a few disk syncs; the filter cases only read)."""
+    idx = Engine(request.param, tmp_path_factory.mktemp("loaded")).open()
+    idx.ensure_collection(COL, DIM, MODEL)
+    idx.upsert(COL, fixture_points())
+    yield idx
+    idx.close()
+
+
 def ids_of(*ns: int) -> set[str]:
     return {pid(n) for n in ns}
 
@@ -214,11 +225,11 @@ FILTER_CASES: list[tuple[str, VectorFilter, set[int]]] = [
 
 
 @pytest.mark.parametrize("flt, expected", [c[1:] for c in FILTER_CASES], ids=[c[0] for c in FILTER_CASES])
-def test_filter_fields(loaded, flt, expected):
+def test_filter_fields(loaded_once, flt, expected):
     want = ids_of(*expected)
-    assert loaded.count(COL, flt) == len(want)
-    assert {h.id for h in loaded.search_dense(COL, unit(0), flt, limit=100)} == want
-    sparse = loaded.search_sparse(COL, SparseVector([COMMON_TERM], [1.0]), flt, limit=100)
+    assert loaded_once.count(COL, flt) == len(want)
+    assert {h.id for h in loaded_once.search_dense(COL, unit(0), flt, limit=100)} == want
+    sparse = loaded_once.search_sparse(COL, SparseVector([COMMON_TERM], [1.0]), flt, limit=100)
     assert {h.id for h in sparse} == want
 
 
@@ -349,6 +360,7 @@ def _run_child(code: str, *args: str, **kw) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow  # a child process
 def test_edge_second_process_gets_store_locked(tmp_path):
     idx = EdgeVectorIndex(tmp_path / "vectors")
     idx.ensure_collection(COL, DIM, MODEL)
@@ -383,6 +395,7 @@ def test_edge_second_process_gets_store_locked(tmp_path):
     reopened.close()
 
 
+@pytest.mark.slow  # a child process
 def test_edge_points_survive_kill_9_without_flush(tmp_path):
     child = _run_child(
         """
