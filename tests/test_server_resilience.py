@@ -41,7 +41,7 @@ def server_pids(data_dir: Path) -> list[int]:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the server through /proc")
-async def test_kill_9_after_acknowledged_write_loses_nothing(tmp_path, model_cache, shared_embedder, mcp_client):
+async def test_kill_9_after_acknowledged_write_loses_nothing(tmp_path, model_cache, mcp_client):
     d = tmp_path / "d"
     ids = []
     with contextlib.suppress(Exception):
