@@ -21,18 +21,19 @@ import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from mcp.client.client import Client
-from mcp.client.session import ListRootsFnT
-from mcp.client.stdio import StdioServerParameters
-from mcp_types import Implementation, ListRootsResult, Root
 
 from memvault.config import Settings
-from memvault.embedding.embedder import Embedder
-from memvault.mcp.app import build_server
-from memvault.service.runtime import default_embedder
+
+# The MCP SDK, the server and the model are imported where they are used, so that the
+# unit-test run (-m "not slow") does not spend seconds importing them.
+if TYPE_CHECKING:
+    from mcp.client.client import Client
+    from mcp.client.session import ListRootsFnT
+
+    from memvault.embedding.embedder import Embedder
 
 MEMVAULT = str(Path(sys.executable).with_name("memvault"))
 CLIENT_NAME = "memvault-tests"
@@ -75,12 +76,16 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def shared_embedder(model_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     """The embedding model, loaded once for the session (converted into ``model_cache`` the
     first time); every in-process server of the session uses this one instance."""
+    from memvault.service.runtime import default_embedder
+
     data_dir = tmp_path_factory.mktemp("embedder-data")
     return default_embedder(Settings(data_dir=data_dir, model_cache_dir=model_cache))
 
 
 def roots_callback(roots: list[str]) -> ListRootsFnT:
     """A client's ``roots/list`` answer offering ``roots`` (file URIs)."""
+    from mcp_types import ListRootsResult, Root
+
     async def list_roots(_ctx: Any) -> ListRootsResult:
         return ListRootsResult(roots=[Root(uri=r) for r in roots])
     return list_roots
@@ -100,6 +105,11 @@ async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *
     ("auto" = the 2026-07-28 protocol, "legacy" = the initialize handshake).
     ``settings``: Settings fields (user_id="bob", clock_offset_s=86400, ...).
     """
+    from mcp.client.client import Client
+    from mcp_types import Implementation
+
+    from memvault.mcp.app import build_server
+
     server = build_server(Settings(data_dir=data_dir, model_cache_dir=model_cache, **settings),
                           load_embedder=lambda _settings: embedder)
     kwargs: dict[str, Any] = {"client_info": Implementation(name=client_name, version="0"), "mode": mode}
@@ -109,7 +119,7 @@ async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *
         yield client
 
 
-McpClient = Callable[..., AbstractAsyncContextManager[Client]]
+McpClient = Callable[..., "AbstractAsyncContextManager[Client]"]
 """``mcp_client(data_dir=None, *, roots=None, client_name=CLIENT_NAME, mode="auto", **settings)``."""
 
 
@@ -150,6 +160,10 @@ async def memvault_client(data_dir: Path, model_cache: Path, *, roots: list[str]
     converted once). ``roots``, ``client_name``, ``mode``: as ``inproc_client``.
     ``settings``: extra MEMVAULT_* values (user_id="bob", clock_offset_s=86400, ...).
     """
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters
+    from mcp_types import Implementation
+
     params = StdioServerParameters(command=MEMVAULT, args=["serve", "--log-level", "WARNING"],
                                    env=server_env(data_dir, model_cache, **settings))
     kwargs: dict[str, Any] = {"read_timeout_seconds": 180, "mode": mode,
