@@ -188,9 +188,9 @@ def test_update_sparse_reweighs_and_keeps_dense_and_payload(index):
     index.update_sparse(COL, {})  # nothing to do
 
 
-def test_limit_is_respected(loaded):
-    assert len(loaded.search_dense(COL, unit(0), VectorFilter(status=None), limit=3)) == 3
-    assert loaded.search_dense(COL, unit(0), VectorFilter(), limit=0) == []
+def test_limit_is_respected(loaded_once):
+    assert len(loaded_once.search_dense(COL, unit(0), VectorFilter(status=None), limit=3)) == 3
+    assert loaded_once.search_dense(COL, unit(0), VectorFilter(), limit=0) == []
 
 
 # --- filters -----------------------------------------------------------------------
