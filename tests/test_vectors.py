@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -98,8 +99,25 @@ def engine(request, tmp_path) -> Engine:
     return Engine(request.param, tmp_path)
 
 
+@pytest.fixture(scope="module")
+def edge_template(tmp_path_factory) -> Path:
+    """A closed Edge store holding an empty ``COL`` (shard and payload indexes), made once.
+
+    Creating the payload indexes costs a disk sync each (over a second per store on a busy
+    disk), so the ``index`` fixture opens a copy; creation itself is covered by the tests
+    that open fresh stores (reopen, mismatch, collections, lock, defaults).
+    """
+    root = tmp_path_factory.mktemp("edge-template") / "vectors"
+    idx = EdgeVectorIndex(root)
+    idx.ensure_collection(COL, DIM, MODEL)
+    idx.close()
+    return root
+
+
 @pytest.fixture
-def index(engine):
+def index(engine, edge_template):
+    if engine.kind == "edge":
+        shutil.copytree(edge_template, engine.tmp_path / "vectors")
     idx = engine.open()
     idx.ensure_collection(COL, DIM, MODEL)
     yield idx
