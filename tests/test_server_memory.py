@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from memvault.policy.units import SECONDS_PER_DAY
+from memvault.service.project import project_of_folder
 from tests.conftest import CLIENT_NAME, call, call_error, db_rows
 from tests.corpus import filler_memories
 
@@ -87,8 +88,10 @@ async def test_each_server_reads_its_own_clients_roots(tmp_path, mcp_client):
         ra = await call(a, "remember", content="The shop frontend uses SvelteKit", kind="fact")
         rb = await call(b, "remember", content="The blog frontend uses Astro", kind="fact")
         rn = await call(none, "remember", content="The user writes commit messages in English", kind="preference")
-        assert (ra["scope"]["project"], ra["scope"]["source"]) == ("shop", "roots")
-        assert (rb["scope"]["project"], rb["scope"]["source"]) == ("blog", "roots")
+        # folders without git are named by their path: local:<name>-<hash>
+        assert (ra["scope"]["project"], ra["scope"]["source"]) == (project_of_folder(shop).id, "roots")
+        assert (rb["scope"]["project"], rb["scope"]["source"]) == (project_of_folder(blog).id, "roots")
+        assert ra["scope"]["project_name"] == "shop" and rb["scope"]["project_name"] == "blog"
         assert (rn["scope"]["project"], rn["scope"]["source"]) == ("", "global")
     async with mcp_client(tmp_path / "a") as restarted:  # a new server asks its own client again
         got = await call(restarted, "recall", query="frontend framework")
@@ -101,11 +104,12 @@ async def test_roots_and_client_name_in_the_legacy_handshake(tmp_path, mcp_clien
     shop.mkdir(parents=True)
     async with mcp_client(roots=[shop.as_uri()], client_name="claude-desktop", mode="legacy") as c:
         r = await call(c, "remember", content="The shop frontend is deployed to Netlify", kind="fact")
-        assert (r["scope"]["project"], r["scope"]["source"]) == ("shop", "roots")
+        shop_id = project_of_folder(shop).id
+        assert (r["scope"]["project"], r["scope"]["source"]) == (shop_id, "roots")
         got = await call(c, "recall", query="where is the shop frontend deployed?", k=3)
         assert got["memories"][0]["id"] == r["id"] and got["memories"][0]["source"] == "claude-desktop"
         md = (await c.read_resource("memvault://profile")).contents[0].text
-        assert "project `shop`" in md and "Netlify" in md
+        assert f"project `{shop_id}`" in md and "Netlify" in md
 
 async def test_cross_lingual_recall_both_ways(tmp_path, mcp_client):
     async with mcp_client(tmp_path / "d") as c:
