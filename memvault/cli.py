@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -38,13 +39,24 @@ def _log_to_stderr(level: str) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Run the MCP server on stdio until the client closes it."""
+    """Serve one MCP client on stdio until it closes: relayed to the data dir's owner process
+    (started on demand) by default; in this process with ``--no-owner``; ``--owner`` runs
+    the owner itself (what forwarders start)."""
     os.umask(0o077)  # data dir 0700, files 0600, including the vector engine's
     _log_to_stderr(args.log_level)
-    from memvault.mcp.app import build_server
+    settings = _settings(args)
+    if args.owner:
+        from memvault.mcp.owner import run_owner
 
-    build_server(_settings(args)).run("stdio")
-    return 0
+        return run_owner(settings)
+    if args.no_owner or not settings.owner or not hasattr(socket, "AF_UNIX"):
+        from memvault.mcp.app import build_server
+
+        build_server(settings).run("stdio")
+        return 0
+    from memvault.mcp.forwarder import run_forwarder
+
+    return run_forwarder(settings)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -145,6 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("serve", help="run the MCP server on stdio")
     common(sp)
     sp.add_argument("--log-level", default="INFO", help="stderr log level (default INFO)")
+    mode = sp.add_mutually_exclusive_group()
+    mode.add_argument("--no-owner", action="store_true",
+                      help="serve in this process alone, without the shared owner (env MEMVAULT_OWNER=false)")
+    mode.add_argument("--owner", action="store_true",
+                      help="run the data dir's owner process (memvault serve starts it when needed)")
     sp.set_defaults(func=cmd_serve)
 
     sp = sub.add_parser("doctor", help="check the model, the stores and a round trip")

@@ -117,6 +117,16 @@ class Settings(BaseSettings):
         8_000, ge=1_000, description="Size of the recall_context prompt block and the profile resource, characters."
     )
 
+    # --- server: one owner process per data dir -----------------------------------
+    owner: bool = Field(
+        True, description="memvault serve relays its client to the data dir's owner process (started on "
+        "demand); false serves the client in this process alone (one process per store)."
+    )
+    owner_idle_s: float = Field(300.0, gt=0, description="Seconds without a client after which the owner exits.")
+    owner_start_timeout_s: float = Field(
+        30.0, gt=0, description="How long a forwarder waits for a starting owner to listen, seconds."
+    )
+
     # --- testing -----------------------------------------------------------------
     clock_offset_s: float = Field(0.0, description="Shift of the server clock (tests move time with it).")
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.runner import serve_dual_era_loop
 from mcp_types import InputRequiredResult
 
 from memvault import __version__
@@ -17,7 +18,7 @@ from memvault.mcp.docs_tools import register_doc_tools
 from memvault.mcp.lifespan import make_lifespan
 from memvault.mcp.memory_tools import register_memory_tools
 from memvault.mcp.profile_tools import PROFILE_URI, read_profile, register_profile_tools
-from memvault.service.runtime import EmbedderLoader, VectorsOpener
+from memvault.service.runtime import EmbedderLoader, Runtime, VectorsOpener
 
 INSTRUCTIONS = """\
 memvault is this user's long-term memory across sessions and clients.
@@ -50,6 +51,17 @@ class MemvaultServer(MCPServer):
                 return text
             return [ReadResourceContents(content=text, mime_type="text/markdown")]
         return await super().read_resource(uri, context)
+
+    async def serve_streams(self, read_stream: Any, write_stream: Any, runtime: Runtime) -> None:
+        """Serve one connection over the SDK's message streams with an already running ``runtime``.
+
+        The owner process calls this once per forwarded client: the lifespan (model, stores,
+        housekeeping) is entered once for the process, not once per connection as
+        ``run`` would.
+        """
+        low = self._lowlevel_server
+        await serve_dual_era_loop(low, read_stream, write_stream, lifespan_state=runtime,
+                                  init_options=low.create_initialization_options())
 
 
 def build_server(settings: Settings, *, load_embedder: EmbedderLoader | None = None,

@@ -15,6 +15,7 @@ from mcp.server.mcpserver.resolve import ListRoots
 from mcp_types import ListRootsResult
 
 from memvault.config import Settings
+from memvault.mcp import connection
 from memvault.service.models import Scope
 from memvault.service.project import make_scope, project_from_root
 from memvault.service.validation import check_project
@@ -55,6 +56,17 @@ class _WorkspaceCache:
 WORKSPACE = _WorkspaceCache()
 
 
+def _workspace() -> _WorkspaceCache:
+    """The roots cache of the current connection in the owner, else the process's."""
+    conn = connection.current()
+    if conn is None:
+        return WORKSPACE
+    cache = conn.cache.get("workspace")
+    if not isinstance(cache, _WorkspaceCache):
+        cache = conn.cache["workspace"] = _WorkspaceCache()
+    return cache
+
+
 async def client_roots(ctx: Context, project: str | None = None) -> ListRoots | None:
     """Resolver: ask the client for its MCP roots only when they decide the scope.
 
@@ -63,7 +75,7 @@ async def client_roots(ctx: Context, project: str | None = None) -> ListRoots | 
     The SDK sends the ``roots/list`` request the way the negotiated protocol wants
     (mid-call, or as an input-required round on 2026-07-28+ connections).
     """
-    if project is not None or WORKSPACE.known:
+    if project is not None or _workspace().known:
         return None
     caps = ctx.client_capabilities
     if caps is None or caps.roots is None:
@@ -78,17 +90,20 @@ def resolve_scope(ctx: Context, settings: Settings, project: str | None, roots: 
     Raises ToolError when ``project`` is not an allowed name.
     """
     project = check_project(project)
-    user = settings.user_id
+    conn = connection.current()
+    user = conn.user_id if conn is not None else settings.user_id
     if project is not None:
         return make_scope(user, project, "argument", include_global=include_global)
-    if WORKSPACE.known:
-        from_roots = WORKSPACE.project
+    workspace = _workspace()
+    if workspace.known:
+        from_roots = workspace.project
     else:
         from_roots = project_from_roots(roots)
         if roots is not None or ctx.client_capabilities is None or ctx.client_capabilities.roots is None:
-            WORKSPACE.set(from_roots)
+            workspace.set(from_roots)
     if from_roots:
         return make_scope(user, from_roots, "roots", include_global=include_global)
-    if settings.project:
-        return make_scope(user, settings.project, "settings", include_global=include_global)
+    configured = conn.project if conn is not None else settings.project
+    if configured:
+        return make_scope(user, configured, "settings", include_global=include_global)
     return make_scope(user, "", "global", include_global=include_global)
