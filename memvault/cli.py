@@ -152,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--data-dir", help="data folder (env MEMVAULT_DATA_DIR)")
         sp.add_argument("--user", help="user id / tenant (env MEMVAULT_USER_ID)")
-        sp.add_argument("--project", help="default project when the client has no roots (env MEMVAULT_PROJECT)")
+        sp.add_argument("--project", help="project when the client has no roots and the current folder is in no "
+                        "git work tree (env MEMVAULT_PROJECT); for index: the project, '' = shared")
 
     sp = sub.add_parser("serve", help="run the MCP server on stdio")
     common(sp)

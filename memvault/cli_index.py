@@ -4,8 +4,9 @@ Same handler as the ``index_docs`` tool, with a progress bar on stderr (files an
 chunks) and one summary line on stdout. The person at the terminal may index any path
 they name (the given paths are the allowed roots). Files under the current folder are
 cited relative to it, others by absolute path. Project: ``--project`` (``""`` = shared by
-every project), else ``MEMVAULT_PROJECT``, else the current folder's git remote or name
-(what the server derives from a client's workspace root).
+every project), else the project of the git work tree the current folder is in, else
+``MEMVAULT_PROJECT``, else the global scope: the order a server started in the same folder
+follows for a client without roots, so what is indexed here is what that server searches.
 
 Embedded Qdrant Edge allows one process per store: stop a running ``memvault serve`` on
 the same data folder first (or use a Qdrant server through MEMVAULT_QDRANT_URL).
@@ -30,12 +31,18 @@ def add_parser(sub, common: Callable[[argparse.ArgumentParser], None]) -> None:
     sp.set_defaults(func=cmd_index)
 
 
-def _project(settings) -> str:
-    if settings.project is not None:
-        return settings.project
-    from memvault.service.project import project_from_root
+def _project(args: argparse.Namespace, settings) -> tuple[str, str]:
+    """``(project, source)`` of an index run in the current folder (see the module docstring)."""
+    if getattr(args, "project", None) is not None:
+        return args.project, "argument"
+    from memvault.service.project import project_of_start_dir
 
-    return project_from_root(Path.cwd().resolve().as_uri()) or ""
+    started = project_of_start_dir(Path.cwd())
+    if started is not None:
+        return started.id, "cwd"
+    if settings.project:
+        return settings.project, "settings"
+    return "", "global"
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -47,13 +54,13 @@ def cmd_index(args: argparse.Namespace) -> int:
     import anyio
     from tqdm import tqdm
 
-    from memvault.service.project import make_scope
     from memvault.service.docs import index_docs
     from memvault.service.errors import MemvaultError
+    from memvault.service.project import make_scope
     from memvault.service.runtime import Runtime
 
     settings = _settings(args)
-    scope = make_scope(settings.user_id, _project(settings), "argument")
+    scope = make_scope(settings.user_id, *_project(args, settings))
     given = [Path(p).expanduser().resolve() for p in args.paths]
     bar = None
 

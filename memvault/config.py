@@ -34,7 +34,8 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir, description="Data folder (0700).")
     user_id: str = Field("local", min_length=1, max_length=128, description="Tenant id of this server's user.")
     project: str | None = Field(
-        None, description="Default project when the client offers no MCP roots; unset = global scope."
+        None, description="Project when the client offers no MCP roots and the server was not started inside a "
+        "git work tree; unset = global scope."
     )
 
     # --- embeddings --------------------------------------------------------------

@@ -23,17 +23,21 @@ def run_index(cwd: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
 
 def test_cli_index_twice_then_after_an_edit(tmp_path, model_cache):
     tree = write_tree(tmp_path / "app")
+    subprocess.run(["git", "init", "-q", str(tree.root)], check=True)
+    subprocess.run(["git", "-C", str(tree.root), "remote", "add", "origin", "git@github.com:acme/app.git"],
+                   check=True)
     env = server_env(tmp_path / "d", model_cache)
+    # in a git work tree: its project, the one a server started in this folder uses
     first = run_index(tree.root, env, "docs", "src", "--collection", "handbook")
     assert first.returncode == 0, first.stderr
     assert first.stdout.startswith("4 added, 0 changed, 0 unchanged, 0 removed;"), first.stdout
-    assert "collection 'handbook', project app" in first.stdout
+    assert "collection 'handbook', project github.com/acme/app)" in first.stdout
     assert "4/4" in first.stderr  # the progress bar counted the files
     again = run_index(tree.root, env, "docs", "src", "--collection", "handbook", "--no-progress")
     assert again.stdout.startswith("0 added, 0 changed, 4 unchanged, 0 removed; 0 chunks embedded"), again.stdout
     assert again.stderr == ""
     (tree.root / "docs" / "deploy-zh.md").write_text("# 部署说明\n\n连接池大小改为三十。\n", encoding="utf-8")
-    edited = run_index(tree.root, env, "docs", "src", "--collection", "handbook", "--project", "app")
+    edited = run_index(tree.root, env, "docs", "src", "--collection", "handbook", "--project", "github.com/acme/app")
     assert edited.stdout.startswith("0 added, 1 changed, 3 unchanged, 0 removed; 1 chunks embedded"), edited.stdout
     missing = run_index(tree.root, env, "nowhere-such")
     assert missing.returncode == 0 and missing.stdout.startswith("0 added")

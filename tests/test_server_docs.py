@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from memvault.service.project import project_of_folder
 from tests.conftest import call, call_error, memvault_client
 from tests.docs_fixtures import write_tree
 
@@ -25,7 +26,8 @@ async def test_index_and_search_cite_files_lines_pages(tmp_path, model_cache):
     tree = write_tree(tmp_path / "proj")
     async with memvault_client(tmp_path / "d", model_cache, roots=[tree.root.as_uri()]) as c:
         res = await call(c, "index_docs", paths=["."])
-        assert res["scope"]["project"] == "proj"
+        assert res["scope"]["project"] == project_of_folder(tree.root).id
+        assert res["scope"]["project_name"] == "proj"
         assert res["added"] == 5 and res["changed"] == res["unchanged"] == res["removed"] == 0, res
         assert res["failed"] == [] and res["chunks_embedded"] == res["chunks_total"] > 5
 
@@ -141,7 +143,7 @@ async def test_documents_stay_in_their_project(tmp_path, model_cache):
         await call(c, "index_docs", paths=["src"])
     async with memvault_client(d, model_cache, roots=[b.as_uri()]) as c:
         got = await call(c, "search_docs", query="reticulate_splines_v2", k=5)
-        assert got["scope"]["project"] == "beta" and got["results"] == []
+        assert got["scope"]["project"] == project_of_folder(b).id and got["results"] == []
         shared = await call(c, "index_docs", paths=["notes.md"], project="")
         assert shared["scope"]["project"] == ""
     async with memvault_client(d, model_cache, roots=[a.root.as_uri()]) as c:

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from memvault.service.project import project_of_folder
 from tests.conftest import call, call_error, db_rows, memvault_client
 from tests.corpus import filler_memories
 
@@ -38,6 +39,7 @@ async def test_listed_with_annotations(tmp_path, model_cache):
 async def test_profile_from_keyed_memories_supersession_and_project_override(tmp_path, model_cache):
     shop = tmp_path / "src" / "shop"
     shop.mkdir(parents=True)
+    shop_id = project_of_folder(shop).id  # a folder without git: local:shop-<hash of its path>
     async with memvault_client(tmp_path / "d", model_cache, roots=[shop.as_uri()]) as c:
         en = await call(c, "remember", content="The user wants answers in English", kind="preference",
                         key="pref.language", project="")
@@ -47,17 +49,18 @@ async def test_profile_from_keyed_memories_supersession_and_project_override(tmp
                        key="pref.test_runner", project="")
         p = await call(c, "remember", content="In the shop project tests run with vitest", kind="preference",
                        key="pref.test_runner")
-        assert p["scope"]["project"] == "shop" and p["scope"]["source"] == "roots"
+        assert p["scope"]["project"] == shop_id and p["scope"]["source"] == "roots"
+        assert p["scope"]["project_name"] == "shop"
         fact = await call(c, "remember", content="The shop frontend is built with Vite and deployed to Netlify",
                           kind="fact", importance=0.9)
 
         prof = await call(c, "get_profile")
-        assert prof["scope"]["project"] == "shop" and prof["scope"]["projects_read"] == ["shop", ""]
+        assert prof["scope"]["project"] == shop_id and prof["scope"]["projects_read"] == [shop_id, ""]
         lang = prof["preferences"]["pref.language"]
         assert lang["id"] == zh["id"] and lang["value"] == "用户希望用中文回答"
         assert lang["won"] == "global" and lang["overrides"] is None and lang["updated_at"]
         runner = prof["preferences"]["pref.test_runner"]
-        assert runner["id"] == p["id"] and runner["won"] == "project" and runner["project"] == "shop"
+        assert runner["id"] == p["id"] and runner["won"] == "project" and runner["project"] == shop_id
         assert runner["overrides"]["id"] == g["id"]
         assert [f["id"] for f in prof["facts"]] == [fact["id"]]
         assert prof["counts"] == {"fact": 1, "preference": 3}
@@ -79,7 +82,7 @@ async def test_profile_from_keyed_memories_supersession_and_project_override(tmp
         # the resource: Markdown, same scope as the tools (the session's roots)
         md = (await c.read_resource("memvault://profile", cache_mode="bypass")).contents[0]
         assert md.mime_type == "text/markdown"
-        assert "# Profile" in md.text and "project `shop`" in md.text and "from roots" in md.text
+        assert "# Profile" in md.text and f"project `{shop_id}`" in md.text and "from roots" in md.text
         assert "**pref.language**: The user wants answers in Japanese" in md.text
         assert "Vite and deployed to Netlify" in md.text
 

@@ -5,12 +5,13 @@ The tools themselves live in ``memory_tools``, ``docs_tools`` and ``profile_tool
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.runner import serve_dual_era_loop
-from mcp_types import InputRequiredResult
+from mcp_types import InputRequiredResult, NotificationParams
 
 from memvault import __version__
 from memvault.config import Settings
@@ -18,6 +19,7 @@ from memvault.mcp.docs_tools import register_doc_tools
 from memvault.mcp.lifespan import make_lifespan
 from memvault.mcp.memory_tools import register_memory_tools
 from memvault.mcp.profile_tools import PROFILE_URI, read_profile, register_profile_tools
+from memvault.mcp.scope import Workspace, on_roots_list_changed
 from memvault.service.runtime import EmbedderLoader, Runtime, VectorsOpener
 
 INSTRUCTIONS = """\
@@ -37,11 +39,28 @@ memvault is this user's long-term memory across sessions and clients.
 
 
 class MemvaultServer(MCPServer):
-    """``MCPServer`` whose ``memvault://profile`` reads get the request context.
+    """``MCPServer`` that knows where it was started and whose profile reads get a Context.
 
-    The SDK hands static resources no Context (only templates get one), yet the profile
-    needs the runtime and the caller's scope; every other URI is read as the SDK does.
+    ``workspace``: the folder the server was started in (a call's project when the client
+    offers no roots, see ``memvault.mcp.scope``). ``notifications/roots/list_changed``
+    makes the connection's next call read the client's roots again.
+
+    The SDK hands static resources no Context (only templates get one), yet the
+    ``memvault://profile`` resource needs the runtime and the caller's scope; every other
+    URI is read as the SDK does.
     """
+
+    def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.workspace = workspace
+        # Roots are deprecated as of the 2026-07-28 protocol revision, but clients on
+        # handshake-era connections still tell a server which folder the user works in
+        # with roots only; without this notification a session that opens another folder
+        # would keep writing to the first one's project. (Registered after construction:
+        # only the constructor's on_roots_list_changed argument emits the deprecation warning.)
+        self._lowlevel_server.add_notification_handler(
+            "notifications/roots/list_changed", NotificationParams, on_roots_list_changed
+        )
 
     async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
         """Read ``uri``: the profile from the caller's scope, anything else through the SDK."""
@@ -65,12 +84,13 @@ class MemvaultServer(MCPServer):
 
 
 def build_server(settings: Settings, *, load_embedder: EmbedderLoader | None = None,
-                 open_vectors: VectorsOpener | None = None) -> MemvaultServer:
+                 open_vectors: VectorsOpener | None = None, cwd: Path | None = None) -> MemvaultServer:
     """The memvault MCP server for ``settings`` (not yet running).
 
     ``load_embedder`` / ``open_vectors``: what builds the model and the vector index
     (default: the configured model and engine), e.g. one model shared by the servers of
-    a test session.
+    a test session. ``cwd``: the folder the server counts as started in (default: the
+    process's working directory now), whose git project serves clients without roots.
     """
     mcp = MemvaultServer(
         name="memvault",
@@ -80,6 +100,7 @@ def build_server(settings: Settings, *, load_embedder: EmbedderLoader | None = N
         version=__version__,
         lifespan=make_lifespan(settings, load_embedder=load_embedder, open_vectors=open_vectors),
         log_level="WARNING",
+        workspace=Workspace(cwd),
     )
     register_memory_tools(mcp)
     register_doc_tools(mcp)

@@ -14,25 +14,25 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
+
+from memvault.mcp.workspace import Workspace
 
 
 @dataclass
 class Connection:
     """One client's connection to the owner.
 
-    ``user_id``: the tenant (from that client's settings); ``cwd``: the working directory
-    of its ``memvault serve`` (None when unknown); ``project``: its ``MEMVAULT_PROJECT``
-    (None when unset); ``pid``: the forwarder's process id; ``cache``: per-connection
-    values a resolver may keep (e.g. the project read from the client's roots).
+    ``user_id``: the tenant (from that client's settings); ``workspace``: the folder its
+    ``memvault serve`` was started in and the project of that folder (asked once);
+    ``project``: its ``MEMVAULT_PROJECT`` (None when unset); ``pid``: the forwarder's
+    process id.
     """
 
     user_id: str
-    cwd: Path | None = None
+    workspace: Workspace
     project: str | None = None
     pid: int | None = None
-    cache: dict[str, object] = field(default_factory=dict)
 
 
 _CURRENT: contextvars.ContextVar[Connection | None] = contextvars.ContextVar("memvault_connection", default=None)

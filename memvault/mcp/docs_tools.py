@@ -3,7 +3,7 @@
 Thin, like ``memvault.mcp.memory_tools``: resolve the scope and the roots, call the handler in
 ``memvault.service.docs``. ``index_docs`` may read only inside the client's MCP roots and
 the folders in ``settings.docs_allowed_dirs``; it asks the client for its roots on every
-call (not only once per session, as the project resolver does), since they bound what
+call (not only once per connection, as the project resolver does), since they bound what
 may be read.
 """
 
@@ -26,7 +26,7 @@ from memvault.service.docs import IndexDocsResult, SearchDocsResult
 from memvault.service.docs import index_docs as index_handler
 from memvault.service.docs import search_docs as search_handler
 
-# The same resolver as the memory tools: roots asked once per session, for the project.
+# The same resolver as the memory tools: roots asked once per connection, for the project.
 Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
 
 Collection = Annotated[
@@ -84,7 +84,7 @@ def register_doc_tools(mcp: MCPServer) -> None:
         workspace roots (or configured folders) are read."""
         rt = runtime(ctx)
         folders = root_folders(roots)
-        scope = resolve_scope(ctx, rt.settings, project, roots)
+        scope = await resolve_scope(ctx, rt.settings, project, roots)
         allowed = [*folders, *rt.settings.docs_allowed_dirs]
         if not allowed:
             raise ToolError("index_docs has no folder it may read: this client offers no workspace roots and "
@@ -110,5 +110,5 @@ def register_doc_tools(mcp: MCPServer) -> None:
         heading (or code symbol), the exact line range (and PDF page) and the text: cite them
         as path:start_line-end_line. A cut text says so; open the file at those lines for the rest."""
         rt = runtime(ctx)
-        scope = resolve_scope(ctx, rt.settings, project, roots, include_global=include_global)
+        scope = await resolve_scope(ctx, rt.settings, project, roots, include_global=include_global)
         return await search_handler(rt, scope, query, k, collection, path_prefix)

@@ -75,7 +75,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
         source: Annotated[str | None, Field(description="Where it came from (file, session, client); defaults to the client's name.")] = None,
         force: Annotated[bool, Field(description="Store even if scored unimportant (never overrides the secret check).")] = False,
     ) -> RememberResult:
-        scope = resolve_scope(ctx, runtime(ctx).settings, project, roots)
+        scope = await resolve_scope(ctx, runtime(ctx).settings, project, roots)
         args = RememberArgs(content=content, kind=kind, key=key, tags=tags or [], importance=importance,
                             ttl_days=ttl_days, supersedes=supersedes or [], source=source or client_name(ctx),
                             force=force)
@@ -99,7 +99,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
         project: RecallProject = None,
         include_global: Annotated[bool, Field(description="Also read the user's global scope.")] = True,
     ) -> RecallResult:
-        scope = resolve_scope(ctx, runtime(ctx).settings, project, roots, include_global=include_global)
+        scope = await resolve_scope(ctx, runtime(ctx).settings, project, roots, include_global=include_global)
         args = RecallArgs(query=query, k=k, kinds=list(kinds) if kinds else None, tags=tags, since=since, until=until)
         return await recall_handler(runtime(ctx), scope, args)
 
@@ -123,7 +123,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
         project: RecallProject = None,
     ) -> ForgetResult:
         # An explicit project narrows forget to that project alone (recall would add global).
-        scope = resolve_scope(ctx, runtime(ctx).settings, project, roots, include_global=project is None)
+        scope = await resolve_scope(ctx, runtime(ctx).settings, project, roots, include_global=project is None)
         args = ForgetArgs(ids=ids or [], key=key, query=query, kinds=list(kinds) if kinds else None, tags=tags,
                           older_than_days=older_than_days, hard=hard, dry_run=dry_run)
         return await forget_handler(runtime(ctx), scope, args)

@@ -35,6 +35,7 @@ from memvault.mcp.handshake import HandshakeError, answer, parse_hello, version_
 from memvault.mcp.lifespan import running_runtime
 from memvault.mcp.lines import LineReader, LineWriter
 from memvault.mcp.owner_files import OwnerFiles, owner_files
+from memvault.mcp.workspace import Workspace
 from memvault.service.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -136,8 +137,9 @@ class Owner:
                 await stream.send(answer(True, **self.status()))
                 return
             await stream.send(answer(True, version=__version__, pid=os.getpid()))
+            cwd = hello.get("cwd")
             conn = Connection(user_id=str(hello.get("user_id") or self.settings.user_id),
-                              cwd=Path(hello["cwd"]) if hello.get("cwd") else None,
+                              workspace=Workspace(Path(cwd) if cwd else Path("/")),
                               project=hello.get("project"), pid=hello.get("pid"))
             self.connections += 1
             self.served += 1

@@ -9,7 +9,8 @@ Scope of resources and the prompt: the SDK fills ``Resolve(...)`` parameters of 
 only. Resources and prompts run the same resolver (``client_roots``) through the SDK's
 ``resolve_arguments``, so they ask the client for its roots the way tools do (an
 input-required round on 2026-07-28 connections, a mid-call request before) and get the
-same scope as tools: client roots, else the ``project`` setting, else global.
+same scope as tools (``memvault.mcp.scope``): client roots, else the server's start folder,
+else the ``project`` setting, else global.
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
-from mcp.server.mcpserver.resolve import Resolve, build_resolver_plans, resolve_arguments
+from mcp.server.mcpserver.resolve import (
+    Resolve,
+    build_resolver_plans,
+    resolve_arguments,
+)
 from mcp_types import InputRequiredResult, ListRootsResult, ToolAnnotations
 from pydantic import Field
 
@@ -41,7 +46,7 @@ log = logging.getLogger(__name__)
 PROFILE_URI = "memvault://profile"
 TASK_URI = "memvault://tasks/{task_id}"
 
-# The same resolver as the memory tools: roots asked once per session, for the project.
+# The same resolver as the memory tools: roots asked once per connection, for the project.
 Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
 Project = Annotated[
     str | None,
@@ -63,7 +68,7 @@ async def _scope_or_ask(ctx: Ctx) -> Scope | InputRequiredResult:
     got = await resolve_arguments(_ROOTS_PARAMS, _ROOTS_PLANS, {"project": None}, ctx)
     if isinstance(got, InputRequiredResult):
         return got
-    return resolve_scope(ctx, settings, None, got["roots"])
+    return await resolve_scope(ctx, settings, None, got["roots"])
 
 
 async def _profile_markdown(ctx: Ctx) -> str | InputRequiredResult:
@@ -96,7 +101,7 @@ def register_profile_tools(mcp: MCPServer) -> None:
         """The user's profile for this project: keyed preferences (project values override global ones;
         each says which won), the most important facts, open tasks and memory counts. Call it at the
         start of a session. Write to it with remember(..., key="pref.language")."""
-        scope = resolve_scope(ctx, runtime(ctx).settings, project, roots)
+        scope = await resolve_scope(ctx, runtime(ctx).settings, project, roots)
         return await profile_handler(runtime(ctx), scope)
 
     @mcp.tool(
@@ -122,7 +127,7 @@ def register_profile_tools(mcp: MCPServer) -> None:
         one version; pass expected_version to avoid overwriting another writer. Finishing with an
         outcome leaves one episode memory ("Task ... Approach ... Outcome ...")."""
         rt = runtime(ctx)
-        scope = resolve_scope(ctx, rt.settings, project, roots)
+        scope = await resolve_scope(ctx, rt.settings, project, roots)
         args = SetTaskArgs(task_id=task_id, state=state, patch=patch, title=title, status=status,
                            expected_version=expected_version, ttl_days=ttl_days, outcome=outcome,
                            actor=client_name(ctx))
@@ -142,7 +147,7 @@ def register_profile_tools(mcp: MCPServer) -> None:
         project: Project = None,
     ) -> GetTaskResult:
         """Read one task's state (to resume it) or list the open tasks of this project. Bounded."""
-        scope = resolve_scope(ctx, runtime(ctx).settings, project, roots)
+        scope = await resolve_scope(ctx, runtime(ctx).settings, project, roots)
         return await get_task_handler(runtime(ctx), scope, task_id, include_done=include_done,
                                       include_history=include_history)
 

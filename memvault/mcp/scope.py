@@ -1,108 +1,162 @@
 """Scope resolution: which tenant and project a call reads or writes.
 
-The user always comes from settings (a tool argument can never name another user).
+The user always comes from settings, or in the owner process from the connection's
+client (a tool argument can never name another user).
 The project comes from, in order: the tool's ``project`` argument; the client's MCP
-roots (first ``file://`` root, normalised to its git remote, else its folder name);
-the ``project`` setting; else the user's global scope ``""``.
+roots (the project of the first ``file://`` root, see ``memvault.service.project``); the
+folder the server (in the owner: the connection's ``memvault serve``) was started in, when
+it is inside a git work tree (Claude Code starts its servers in the project folder); the
+``project`` setting (in the owner: the connection's); else the user's global
+scope ``""``.
+
+The roots are read once per client connection and read again after the client says
+they changed (``notifications/roots/list_changed``). On 2026-07-28 connections every
+request is its own connection, so there the roots are read on every call.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+import anyio
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.resolve import ListRoots
-from mcp_types import ListRootsResult
+from mcp_types import ListRootsResult, NotificationParams
 
 from memvault.config import Settings
 from memvault.mcp import connection
+from memvault.mcp.workspace import Workspace
 from memvault.service.models import Scope
-from memvault.service.project import make_scope, project_from_root
+from memvault.service.project import (
+    Project,
+    folder_of_uri,
+    make_scope,
+    project_of_folder,
+)
 from memvault.service.validation import check_project
 
 log = logging.getLogger(__name__)
 
-
-def project_from_roots(result: ListRootsResult | None) -> str | None:
-    """Project named after the first ``file://`` root of a ``roots/list`` result, or None."""
-    if result is None:
-        return None
-    for root in result.roots:
-        name = project_from_root(str(root.uri))
-        if name:
-            return name
-    return None
+_ROOTS_STATE = "memvault.roots"
+_MAX_ASKED = 256  # questions in flight on one connection; more means answers that never came
 
 
-class _WorkspaceCache:
-    """The project read from the client's roots, asked once per server process.
+class _ConnectionRoots:
+    """What one connection's roots say, kept in the SDK's per-connection state.
 
-    On stdio a server process serves exactly one client, and on 2026-07-28 connections
-    every request arrives with a fresh session object, so the process is the only
-    stable key. (An HTTP transport serving several clients must key this by client.)
+    ``known``/``project``: the project of the roots last read (None: no file root).
+    ``changes`` counts ``roots/list_changed`` notifications; ``asked`` maps a request
+    that asked for the roots to the count when it asked, so an answer that a change
+    overtook is used for its call but not kept.
     """
 
     def __init__(self) -> None:
         self.known = False
-        self.project: str | None = None
+        self.project: Project | None = None
+        self.changes = 0
+        self.asked: dict[Any, int] = {}
 
-    def set(self, project: str | None) -> None:
-        self.known, self.project = True, project
-
-    def clear(self) -> None:
+    def forget(self) -> None:
+        self.changes += 1
         self.known, self.project = False, None
+        self.asked.clear()
 
 
-WORKSPACE = _WorkspaceCache()
+def _connection_roots(session: Any) -> _ConnectionRoots | None:
+    """The roots memo of the connection ``session`` belongs to; None when it has none.
+
+    The SDK builds a new session object for every request, but one ``Connection`` per
+    client connection (per request on 2026-07-28 connections), whose ``state`` dict
+    lives as long as the connection. The session does not expose it publicly.
+    """
+    state = getattr(getattr(session, "_connection", None), "state", None)
+    if not isinstance(state, dict):
+        return None
+    memo = state.get(_ROOTS_STATE)
+    if not isinstance(memo, _ConnectionRoots):
+        memo = state[_ROOTS_STATE] = _ConnectionRoots()
+    return memo
 
 
-def _workspace() -> _WorkspaceCache:
-    """The roots cache of the current connection in the owner, else the process's."""
-    conn = connection.current()
-    if conn is None:
-        return WORKSPACE
-    cache = conn.cache.get("workspace")
-    if not isinstance(cache, _WorkspaceCache):
-        cache = conn.cache["workspace"] = _WorkspaceCache()
-    return cache
+def workspace_of(ctx: Context) -> Workspace:
+    """The Workspace of the server handling ``ctx`` (set by ``memvault.mcp.app.build_server``)."""
+    ws = getattr(ctx.mcp_server, "workspace", None)
+    if not isinstance(ws, Workspace):
+        raise RuntimeError("memvault's tools must be served by memvault.mcp.app.build_server's server")
+    return ws
 
 
 async def client_roots(ctx: Context, project: str | None = None) -> ListRoots | None:
     """Resolver: ask the client for its MCP roots only when they decide the scope.
 
-    Returns None (no question) when the tool got a ``project`` argument, when the
-    client's roots were already read, or when the client has no roots capability.
-    The SDK sends the ``roots/list`` request the way the negotiated protocol wants
-    (mid-call, or as an input-required round on 2026-07-28+ connections).
+    Returns None (no question) when the tool got a ``project`` argument, when this
+    connection's roots were already read and have not changed since, or when the client
+    has no roots capability. The SDK sends the ``roots/list`` request the way the
+    negotiated protocol wants (mid-call, or as an input-required round on 2026-07-28+
+    connections).
     """
-    if project is not None or _workspace().known:
+    if project is not None:
         return None
     caps = ctx.client_capabilities
     if caps is None or caps.roots is None:
         return None
+    memo = _connection_roots(ctx.session)
+    if memo is not None:
+        if memo.known:
+            return None
+        if len(memo.asked) >= _MAX_ASKED:
+            memo.asked.clear()
+        memo.asked[ctx.request_id] = memo.changes
     return ListRoots()
 
 
-def resolve_scope(ctx: Context, settings: Settings, project: str | None, roots: ListRootsResult | None, *,
-                  include_global: bool = True) -> Scope:
-    """Scope of one call: settings' user; project from argument, client roots, settings, else global.
+async def on_roots_list_changed(ctx: ServerRequestContext[Any, Any], _params: NotificationParams) -> None:
+    """Handler of ``notifications/roots/list_changed``: the next call reads the roots again."""
+    memo = _connection_roots(ctx.session)
+    if memo is not None:
+        memo.forget()
+        log.info("client roots changed; the project is read again on the next call")
 
-    Raises ToolError when ``project`` is not an allowed name.
+
+async def project_from_roots(result: ListRootsResult | None) -> Project | None:
+    """Project of the first ``file://`` root of a ``roots/list`` result, or None (asks git)."""
+    if result is None:
+        return None
+    for root in result.roots:
+        folder = folder_of_uri(str(root.uri))
+        if folder is not None:
+            return await anyio.to_thread.run_sync(project_of_folder, folder)
+    return None
+
+
+async def resolve_scope(ctx: Context, settings: Settings, project: str | None, roots: ListRootsResult | None, *,
+                        include_global: bool = True) -> Scope:
+    """Scope of one call: settings' user; project from argument, client roots, the server's
+    start folder, settings, else global.
+
+    ``roots``: what the ``client_roots`` (or any roots) resolver got, None when it asked
+    nothing. Raises InvalidArgument when ``project`` is not an allowed name.
     """
     project = check_project(project)
     conn = connection.current()
     user = conn.user_id if conn is not None else settings.user_id
     if project is not None:
         return make_scope(user, project, "argument", include_global=include_global)
-    workspace = _workspace()
-    if workspace.known:
-        from_roots = workspace.project
-    else:
-        from_roots = project_from_roots(roots)
-        if roots is not None or ctx.client_capabilities is None or ctx.client_capabilities.roots is None:
-            workspace.set(from_roots)
-    if from_roots:
-        return make_scope(user, from_roots, "roots", include_global=include_global)
+    memo = _connection_roots(ctx.session)
+    found: Project | None = None
+    if roots is not None:
+        found = await project_from_roots(roots)
+        if memo is not None and memo.asked.pop(ctx.request_id, None) == memo.changes:
+            memo.known, memo.project = True, found
+    elif memo is not None and memo.known:
+        found = memo.project
+    if found is not None:
+        return make_scope(user, found.id, "roots", include_global=include_global)
+    started = await (conn.workspace if conn is not None else workspace_of(ctx)).start_project()
+    if started is not None:
+        return make_scope(user, started.id, "cwd", include_global=include_global)
     configured = conn.project if conn is not None else settings.project
     if configured:
         return make_scope(user, configured, "settings", include_global=include_global)

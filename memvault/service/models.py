@@ -10,15 +10,23 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+ScopeSource = Literal["argument", "roots", "cwd", "settings", "global"]
+"""How a call's project was chosen: the tool's ``project`` argument, the client's MCP roots,
+the folder the server was started in, the ``project`` setting, or none (the global scope)."""
+
 
 class Scope(BaseModel):
     """Where a call read or wrote: the tenant and the project(s)."""
 
     user_id: str
     project: str = Field(description="Project written to or read first; '' is the user's global scope.")
+    project_name: str = Field(
+        "", description="Readable name of the project (its repository or folder name); '' for the global scope."
+    )
     projects_read: list[str] = Field(default_factory=list, description="Every project a read looked at.")
-    source: Literal["argument", "roots", "settings", "global"] = Field(
-        description="How the project was chosen: tool argument, client's MCP roots, settings, or none (global)."
+    source: ScopeSource = Field(
+        description="How the project was chosen: tool argument, client's MCP roots, the folder the server was "
+        "started in (cwd), settings, or none (global)."
     )
 
 

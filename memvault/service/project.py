@@ -1,17 +1,48 @@
 """Project identity and the scope of a call, independent of how the call arrived.
 
-A project is named after the git remote of the folder it lives in (``host/owner/repo``),
-else after the folder. ``make_scope`` builds the Scope every reply carries.
+A project is one repository however it is checked out: a folder in a git work tree
+belongs to the repository's remote (``host/owner/repo``); its worktrees and its
+clones from a local path belong to the same project. A repository without a remote, and
+a folder outside any repository, is named by where it is: ``local:<name>-<hash>``, the
+hash of the resolved path of the repository's shared git folder (or of the folder), so
+two unrelated folders called ``api`` are two projects. ``make_scope`` builds the Scope
+every reply carries.
 """
 
 from __future__ import annotations
 
-import configparser
+import hashlib
 import re
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 from urllib.parse import unquote, urlparse
 
-from memvault.service.models import Scope
+from memvault.service.gitrepo import GIT_TIMEOUT_S, GitRepo, find_repo
+from memvault.service.models import Scope, ScopeSource
+
+LOCAL_PREFIX = "local:"
+HASH_CHARS = 12
+_MAX_NAME_CHARS = 64
+_MAX_LOCAL_HOPS = 3  # clone of a local clone of a local repository, ...
+_LOCAL_ID = re.compile(rf"^{LOCAL_PREFIX}(.+)-[0-9a-f]{{{HASH_CHARS}}}$")
+
+
+@dataclass(frozen=True)
+class Project:
+    """The project a folder belongs to.
+
+    ``id``: what memories, documents and tasks are stored under
+    (``github.com/acme/shop`` or ``local:shop-1a2b3c4d5e6f``). ``name``: the readable
+    repository or folder name (``shop``). ``kind``: ``remote`` (named after the git
+    remote), ``repo`` (a git repository without a remote) or ``folder`` (not in a work
+    tree). ``top``: the work tree folder (``remote``/``repo``) or the folder itself.
+    """
+
+    id: str
+    name: str
+    kind: Literal["remote", "repo", "folder"]
+    top: Path
 
 
 def normalise_remote(url: str) -> str | None:
@@ -35,36 +66,104 @@ def normalise_remote(url: str) -> str | None:
     return f"{host.lower()}/{path}" if host else path
 
 
-def git_remote(folder: Path) -> str | None:
-    """The normalised ``origin`` (else first) remote of the git work tree holding ``folder``."""
-    for d in [folder, *folder.parents]:
-        cfg = d / ".git" / "config"
-        if cfg.is_file():
-            parser = configparser.ConfigParser(strict=False)
-            try:
-                parser.read(cfg, encoding="utf-8")
-            except (configparser.Error, OSError):
-                return None
-            sections = [s for s in parser.sections() if s.startswith("remote ")]
-            sections.sort(key=lambda s: s != 'remote "origin"')
-            for s in sections:
-                url = parser.get(s, "url", fallback=None)
-                if url and (name := normalise_remote(url)):
-                    return name
-            return None
+def local_id(name: str, where: Path) -> str:
+    """``local:<name>-<12 hex>``: the id of a project without a remote, from its resolved path."""
+    digest = hashlib.sha256(str(where).encode("utf-8", "surrogateescape")).hexdigest()[:HASH_CHARS]
+    return f"{LOCAL_PREFIX}{_clean_name(name)}-{digest}"
+
+
+def readable_name(project_id: str) -> str:
+    """The readable name inside a project id: ``shop`` for ``github.com/acme/shop`` or
+    ``local:shop-1a2b3c4d5e6f``; ``''`` for the global scope; a plain name as is."""
+    if m := _LOCAL_ID.match(project_id):
+        return m.group(1)
+    return project_id.rstrip("/").rsplit("/", 1)[-1]
+
+
+def folder_of_uri(uri: str) -> Path | None:
+    """The local folder of a ``file://`` URI (an MCP root), or None for any other URI."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file" or not parsed.path:
+        return None
+    return Path(unquote(parsed.path))
+
+
+def project_of_folder(folder: Path, *, timeout_s: float = GIT_TIMEOUT_S) -> Project:
+    """The project ``folder`` belongs to: its repository's, else the folder's own.
+
+    Runs git (each command bounded by ``timeout_s`` seconds; see ``gitrepo``). A folder
+    that does not exist here is named by its path.
+    """
+    return _project(folder, timeout_s, 0)
+
+
+def project_of_start_dir(folder: Path, *, home: Path | None = None,
+                         timeout_s: float = GIT_TIMEOUT_S) -> Project | None:
+    """The project a process started in ``folder`` works on, or None.
+
+    Only a folder inside a git work tree counts, and not when that work tree is ``/`` or
+    the user's home folder (``home``, default ``Path.home()``; a dotfiles repository
+    there says nothing about the project): a client starts its servers in a project
+    folder or in some unrelated folder (``/``, home, the application's own folder),
+    and only a work tree tells the two apart.
+    """
+    repo = find_repo(folder, timeout_s=timeout_s)
+    if repo is None:
+        return None
+    home = (home or Path.home()).resolve()
+    if repo.top == home or repo.top == Path(repo.top.anchor):
+        return None
+    return _from_repo(repo, timeout_s, 0)
+
+
+def _project(folder: Path, timeout_s: float, hops: int) -> Project:
+    repo = find_repo(folder, timeout_s=timeout_s)
+    if repo is not None:
+        return _from_repo(repo, timeout_s, hops)
+    where = folder.resolve()
+    name = where.name or "root"
+    return Project(id=local_id(name, where), name=_clean_name(name), kind="folder", top=where)
+
+
+def _from_repo(repo: GitRepo, timeout_s: float, hops: int) -> Project:
+    url = repo.remote_url
+    if url:
+        upstream = _local_remote(url, repo.top)
+        if upstream is not None and hops < _MAX_LOCAL_HOPS:
+            # A clone of a repository on this machine (a submodule added from a path, a
+            # scratch clone) is that repository: named the way the repository itself is.
+            up = find_repo(upstream, timeout_s=timeout_s)
+            if up is not None and up.common_dir != repo.common_dir:
+                return replace(_from_repo(up, timeout_s, hops + 1), top=repo.top)
+        remote_id = normalise_remote(str(upstream) if upstream is not None else url)
+        if remote_id:
+            return Project(id=remote_id, name=readable_name(remote_id), kind="remote", top=repo.top)
+    common = repo.common_dir
+    name = common.parent.name if common.name == ".git" else common.name.removesuffix(".git")
+    return Project(id=local_id(name, common), name=_clean_name(name), kind="repo", top=repo.top)
+
+
+def _local_remote(url: str, top: Path) -> Path | None:
+    """The folder a remote URL names on this machine (a path or ``file://``), else None."""
+    url = url.strip()
+    if url.startswith("file://"):
+        return Path(unquote(urlparse(url).path))
+    if url.startswith(("/", "~")):
+        return Path(url).expanduser()
+    if url.startswith(("./", "../")):
+        return (top / url).resolve()
     return None
 
 
-def project_from_root(uri: str) -> str | None:
-    """Project name for one MCP root URI (``file:///home/me/src/app``), or None if not a file root."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        return None
-    folder = Path(unquote(parsed.path))
-    return git_remote(folder) or folder.name or None
+def _clean_name(name: str) -> str:
+    """A folder name fit for an id: runs of characters other than letters, digits, ``. _ -``
+    become ``_``; at most 64 characters."""
+    cleaned = re.sub(r"[^\w.-]+", "_", name).strip("_")[:_MAX_NAME_CHARS]
+    return cleaned or "folder"
 
 
-def make_scope(user_id: str, project: str, source: str, *, include_global: bool = True) -> Scope:
+def make_scope(user_id: str, project: str, source: ScopeSource, *, include_global: bool = True) -> Scope:
     """The Scope of a call: writes go to ``project``; reads cover it plus global unless excluded."""
     reads = [project] if project == "" or not include_global else [project, ""]
-    return Scope(user_id=user_id, project=project, projects_read=reads, source=source)
+    return Scope(user_id=user_id, project=project, project_name=readable_name(project), projects_read=reads,
+                 source=source)
