@@ -134,12 +134,14 @@ async def test_three_clients_share_one_owner_and_keep_their_projects(data_dir, m
             tg.start_soon(one, i)
     assert errors == []
     assert owners_started(data_dir) == 1
+    ids = [seen[i]["ports"]["scope"]["project"] for i in range(3)]
+    assert len(set(ids)) == 3 and all(p.startswith("local:ws") for p in ids), ids  # each its own root
     for i in range(3):
         mine = seen[i]["ports"]
-        assert mine["scope"]["project"] == f"ws{i}"
+        assert mine["scope"]["source"] == "roots"
         projects = {m["project"] for m in mine["memories"]}
-        assert projects <= {f"ws{i}", ""}, f"client {i} read another client's project: {projects}"
-        assert sum(m["project"] == f"ws{i}" for m in mine["memories"]) == 5
+        assert projects <= {ids[i], ""}, f"client {i} read another client's project: {projects}"
+        assert sum(m["project"] == ids[i] for m in mine["memories"]) == 5
         shared = {m["content"] for m in seen[i]["shared"]["memories"]}
         assert len(shared) == 15, f"client {i} sees {len(shared)} of the 15 global writes"
 

@@ -184,12 +184,14 @@ class Forwarder:
         self.hello = hello
         self.link: Link | None = None
         self.pending: dict[str, _Pending] = {}
-        self.init_line: bytes | None = None
+        self.init_line: bytes | None = None  # the client's initialize, once the owner accepted it
+        self.init_id: str | None = None
         self.initialized_line: bytes | None = None
         self.protocol: str | None = None  # as the owner answered the client's initialize
         self.send_lock = anyio.Lock()
         self.out_lock = anyio.Lock()
         self.replays = 0
+        self._init_candidate: bytes | None = None
         self.refused: str | None = None
         self._stdout = anyio.wrap_file(sys.stdout.buffer)
         self._stdin = anyio.wrap_file(sys.stdin.buffer)
@@ -244,7 +246,10 @@ class Forwarder:
     def _note_request(self, msg: dict[str, Any], line: bytes) -> None:
         method = msg["method"]
         if method == "initialize":
-            self.init_line = line
+            # Kept for a replay only once the owner accepts it: a client may try the
+            # handshake after a per-request (2026-07-28) connection is open, and replaying
+            # that refused initialize would open the new connection in the wrong era.
+            self.init_id, self._init_candidate = _id_key(msg.get("id")), line
         elif method == "notifications/initialized":
             self.initialized_line = line
         if "id" not in msg or method == "initialize":
@@ -268,10 +273,11 @@ class Forwarder:
             except ValueError:
                 msg = None
             if isinstance(msg, dict) and "id" in msg and "method" not in msg:
-                self.pending.pop(_id_key(msg["id"]), None)
+                key = _id_key(msg["id"])
+                self.pending.pop(key, None)
                 result = msg.get("result")
-                if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
-                    self.protocol = result["protocolVersion"]
+                if key == self.init_id and isinstance(result, dict):  # the handshake era: replay it later
+                    self.init_line, self.protocol = self._init_candidate, str(result.get("protocolVersion"))
             await self._write_out(line + b"\n")
 
     async def _recover(self) -> None:
@@ -297,7 +303,6 @@ class Forwarder:
             for key, p in list(self.pending.items()):
                 if p.read_only and not p.retried:
                     p.retried = True
-                    log.warning('retry %s', p.line[:300])
                     await link.stream.send(p.line)
                 else:
                     del self.pending[key]
