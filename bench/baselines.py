@@ -16,8 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+from memvault.policy.cjk import CJK_CHAR, CJK_CLASS
+
+_WORD = re.compile(rf"[a-z0-9]+(?:'[a-z]+)?|[{CJK_CLASS}]+")
 
 
 def tokenize(text: str) -> list[str]:
@@ -27,7 +28,7 @@ def tokenize(text: str) -> list[str]:
     stem = snowballstemmer.stemmer("english").stemWord
     out: list[str] = []
     for tok in _WORD.findall(text.lower()):
-        if _CJK.match(tok):
+        if CJK_CHAR.match(tok):
             out += [tok] if len(tok) == 1 else [tok[i : i + 2] for i in range(len(tok) - 1)]
         else:
             out.append(stem(tok))

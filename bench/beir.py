@@ -196,7 +196,7 @@ def docs_filter(name: str) -> VectorFilter:
 
 
 def _figures_path(rt: Runtime, name: str) -> Path:
-    return rt.settings.data_dir / f"bench-beir-{name}.json"
+    return rt.settings.storage.data_dir / f"bench-beir-{name}.json"
 
 
 async def index_set(rt: Runtime, bs: BeirSet, *, raw_sample: int, progress: bool) -> dict[str, Any]:
@@ -219,10 +219,10 @@ async def index_set(rt: Runtime, bs: BeirSet, *, raw_sample: int, progress: bool
                 and {f.embedding_model for f in files.values()} == {emb.model_id}):
             fig = _figures_path(rt, bs.name)
             earlier = json.loads(fig.read_text()) if fig.is_file() else None
-            say(f"{bs.name}: reusing the index in {s.data_dir} ({chunks} chunks, {emb.model_id})")
+            say(f"{bs.name}: reusing the index in {s.storage.data_dir} ({chunks} chunks, {emb.model_id})")
             return {"reused": True, "chunks": chunks, "model": emb.model_id, "earlier_run": earlier}
         if files:
-            say(f"{bs.name}: {len(files)} files / {points} points in {s.data_dir} do not match; re-indexing")
+            say(f"{bs.name}: {len(files)} files / {points} points in {s.storage.data_dir} do not match; re-indexing")
             await remove_documents(rt, store, list(files.values()))
             await drop_orphans(rt, store)
 
@@ -240,7 +240,7 @@ async def index_set(rt: Runtime, bs: BeirSet, *, raw_sample: int, progress: bool
                           size=len(text.encode()), mtime=0.0, content_hash="", format="text",
                           embedding_model=emb.model_id, keyword_scheme=DOC_KEYWORD_SCHEME, indexed_at=now)
             batch.append(PreparedFile(doc, [chunk]))
-            if len(batch) >= s.docs_batch_chunks:
+            if len(batch) >= s.documents.docs_batch_chunks:
                 n = await write_documents(rt, store, batch)
                 done += n
                 bar.update(n)
@@ -348,7 +348,7 @@ async def run_set(rt: Runtime, bs: BeirSet, systems: Sequence[str], *, raw_sampl
 async def run_throughput(rt: Runtime, paths: list[Path]) -> dict[str, Any]:
     """index_docs on real files, then the bare embedder on the same chunk texts."""
     emb, _ = await rt.ready()
-    scope = make_scope(rt.settings.user_id, PROJECT, "argument")
+    scope = make_scope(rt.settings.server.user_id, PROJECT, "argument")
     spent = time_embedder(emb)
     load0 = os.getloadavg()
     res = await index_docs(rt, scope, [str(p) for p in paths], "throughput", paths, cite_bases=paths)

@@ -117,7 +117,7 @@ async def run_question(item: dict, model_cache: Path, systems: tuple[str, ...]) 
                 mem_turns: dict[str, list[str]] = defaultdict(list)
                 status: dict[str, int] = defaultdict(int)
                 for tid, _, text, when in docs:
-                    r = await remember_turn(rt, text[: rt.settings.max_content_chars], when)
+                    r = await remember_turn(rt, text[: rt.settings.policies.max_content_chars], when)
                     status[r.status] += 1
                     if r.id is not None:
                         mem_turns[r.id].append(tid)

@@ -113,7 +113,7 @@ def shared_embedder(settings: Settings) -> Embedder:
     loading the model each time would cost ~1.5 s and ~400 MB apiece. The Embedder object
     is memvault's own and thread-safe, so the runtimes share it.
     """
-    key = (settings.embedding_model, str(settings.model_path), str(settings.models_dir))
+    key = (settings.embedding.embedding_model, str(settings.embedding.model_path), str(settings.models_dir))
     if key not in _EMBEDDERS:
         _EMBEDDERS[key] = default_embedder(settings)
     return _EMBEDDERS[key]

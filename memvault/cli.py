@@ -49,7 +49,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from memvault.mcp.owner import run_owner
 
         return run_owner(settings)
-    if args.no_owner or not settings.owner or not hasattr(socket, "AF_UNIX"):
+    if args.no_owner or not settings.server.owner or not hasattr(socket, "AF_UNIX"):
         from memvault.mcp.app import build_server
 
         build_server(settings).run("stdio")
@@ -76,7 +76,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     async def run() -> None:
         nonlocal ok
         say(f"memvault {__version__}")
-        say(f"data dir      {settings.data_dir}")
+        say(f"data dir      {settings.storage.data_dir}")
         t0 = time.perf_counter()
         rt = await Runtime.open(settings)
         say(f"sqlite        ok (schema {await rt.facts.schema_version()}) {settings.db_path}")
@@ -131,7 +131,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     if not settings.db_path.exists():
-        sys.stdout.write(json.dumps({"data_dir": str(settings.data_dir), "memories": 0}) + "\n")
+        sys.stdout.write(json.dumps({"data_dir": str(settings.storage.data_dir), "memories": 0}) + "\n")
         return 0
     con = sqlite3.connect(f"file:{settings.db_path}?mode=ro", uri=True)
     rows = con.execute(
@@ -139,7 +139,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     ).fetchall()
     con.close()
     out = [dict(zip(("user_id", "project", "kind", "status", "count"), r)) for r in rows]
-    sys.stdout.write(json.dumps({"data_dir": str(settings.data_dir), "groups": out}, indent=2) + "\n")
+    sys.stdout.write(json.dumps({"data_dir": str(settings.storage.data_dir), "groups": out}, indent=2) + "\n")
     return 0
 
 

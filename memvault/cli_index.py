@@ -40,8 +40,8 @@ def _project(args: argparse.Namespace, settings) -> tuple[str, str]:
     started = project_of_start_dir(Path.cwd())
     if started is not None:
         return started.id, "cwd"
-    if settings.project:
-        return settings.project, "settings"
+    if settings.server.project:
+        return settings.server.project, "settings"
     return "", "global"
 
 
@@ -60,7 +60,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     from memvault.service.runtime import Runtime
 
     settings = _settings(args)
-    scope = make_scope(settings.user_id, *_project(args, settings))
+    scope = make_scope(settings.server.user_id, *_project(args, settings))
     given = [Path(p).expanduser().resolve() for p in args.paths]
     bar = None
 

@@ -1,21 +1,40 @@
-"""One settings object for memvault (pydantic-settings, env prefix ``MEMVAULT_``).
+"""memvault's settings, grouped by concern (pydantic-settings, env prefix ``MEMVAULT_``).
 
 Every threshold, weight and budget used by the policies lives here with a measured
 default, so that handlers contain no magic numbers. CLI flags override the
 environment (see ``memvault.cli``).
+
+``Settings`` holds one group per concern; code reads ``settings.<group>.<field>``:
+
+========== ==================== ===================================================
+group      class                what it decides
+========== ==================== ===================================================
+server     ServerSettings       who is served, the default project, the clock
+storage    StorageSettings      where data lives, which vector engine
+embedding  EmbeddingSettings    which model, where it is cached, batch size
+policies   PolicySettings       what is written and how long it lives (memories, tasks)
+ranking    RankingSettings      how recall / search_docs order candidates
+replies    ReplySettings        how much one reply may hold
+documents  DocumentSettings     what index_docs reads, how search_docs cuts
+========== ==================== ===================================================
+
+Environment names are flat and unchanged: field ``<group>.<name>`` is set by
+``MEMVAULT_<NAME>`` (``ranking.rrf_k`` by ``MEMVAULT_RRF_K``), because every field name
+is unique across the groups. Keyword arguments are flat too: ``Settings(rrf_k=5,
+data_dir=p)`` puts each value in its group, and the other fields of that group still
+come from the environment.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 import platformdirs
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-Kind = Literal["preference", "fact", "decision", "episode", "procedure", "note"]
-KINDS: tuple[str, ...] = ("preference", "fact", "decision", "episode", "procedure", "note")
+from memvault.vocabulary import Kind
 
 DEFAULT_MODEL = "intfloat/multilingual-e5-small"
 
@@ -25,100 +44,21 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("memvault", appauthor=False))
 
 
-class Settings(BaseSettings):
-    """memvault settings. Environment: ``MEMVAULT_<FIELD>`` (e.g. ``MEMVAULT_DATA_DIR``)."""
+class _Group(BaseSettings):
+    """A group of settings read from ``MEMVAULT_<FIELD>`` environment variables."""
 
     model_config = SettingsConfigDict(env_prefix="MEMVAULT_", extra="ignore")
 
-    # --- where and who -----------------------------------------------------------
-    data_dir: Path = Field(default_factory=default_data_dir, description="Data folder (0700).")
+
+class ServerSettings(_Group):
+    """Who this server serves and in which project by default."""
+
     user_id: str = Field("local", min_length=1, max_length=128, description="Tenant id of this server's user.")
     project: str | None = Field(
         None, description="Project when the client offers no MCP roots and the server was not started inside a "
         "git work tree; unset = global scope."
     )
-
-    # --- embeddings --------------------------------------------------------------
-    embedding_model: str = Field(DEFAULT_MODEL, description="fastembed model name.")
-    model_path: Path | None = Field(None, description="Local folder with an ONNX model for embedding_model.")
-    embed_batch_size: int = Field(32, ge=1, le=1024)
-    model_cache_dir: Path | None = Field(
-        None, description="Where the converted default model is kept; default <data dir>/models."
-    )
-
-    # --- vector engine -----------------------------------------------------------
-    qdrant_url: str | None = Field(None, description="Use a Qdrant server instead of embedded Qdrant Edge.")
-    qdrant_api_key: str | None = None
-    flush_interval_s: float = Field(2.0, gt=0, description="Edge flush timer (power-loss safety), seconds.")
-
-    # --- write policy ------------------------------------------------------------
-    max_content_chars: int = Field(20_000, ge=100, description="Longest memory accepted, characters.")
-    importance_threshold: float = Field(0.3, ge=0, le=1, description="Writes scoring below are declined.")
-    dedup_threshold: float = Field(
-        0.97, gt=0, le=1,
-        description="Cosine at or above which a same-scope, same-kind memory with the same content words is a "
-        "near duplicate (calibrated for multilingual-e5-small; see policy/dedup.py).",
-    )
-    capacity_per_scope: int = Field(50_000, ge=10, description="Active memories per (user, project).")
-    ttl_days_episode: float | None = Field(180.0, gt=0)
-    ttl_days_note: float | None = Field(90.0, gt=0)
-    ttl_days_fact: float | None = None
-    ttl_days_decision: float | None = None
-    ttl_days_preference: float | None = None
-    ttl_days_procedure: float | None = None
-
-    # --- ranking -----------------------------------------------------------------
-    # k = 10, not Cormack et al.'s 60: with only two channels and 100 candidates each, k = 60
-    # makes ranks 1 and 5 differ by 6% of relevance, so the importance term reorders the
-    # top. Measured (bench/, issue 5 note), k = 60 -> 10: LoCoMo (7 conv., 1,033 q) turn
-    # R@5/R@10 0.529/0.619 -> 0.560/0.646; LongMemEval_S (20 q) session nDCG@5 0.937 ->
-    # 0.955; SciFact nDCG@10 0.692 -> 0.703; CMRC-zh (1,000 q) 0.981 -> 0.981. k = 5 and 20
-    # were measured too and are no better.
-    rrf_k: int = Field(10, ge=1, description="RRF constant (Cormack et al. 2009 use 60; see comment).")
-    weight_dense: float = Field(1.0, ge=0, description="Weight of the dense channel in RRF.")
-    weight_keyword: float = Field(1.0, ge=0, description="Weight of the keyword channel in RRF.")
-    weight_relevance: float = Field(0.8, ge=0)
-    weight_importance: float = Field(0.1, ge=0)
-    weight_recency: float = Field(0.1, ge=0)
-    half_life_days: float = Field(30.0, gt=0, description="Recency half-life on last access, days.")
-    candidates: int = Field(100, ge=10, le=1000, description="Candidates per channel before fusion.")
-    forget_query_min_relevance: float = Field(
-        0.9, gt=0, le=1, description="Dense cosine a forget(query=...) match must reach."
-    )
-
-    # --- output budgets ----------------------------------------------------------
-    max_k: int = Field(50, ge=1, le=200)
-    content_budget_chars: int = Field(2_000, ge=100, description="Per-memory content cut in replies.")
-    reply_budget_chars: int = Field(16_000, ge=1000, description="Total content chars in one reply.")
-
-    # --- documents (issue 4: index_docs / search_docs) ---------------------------
-    docs_allowed_dirs: list[Path] = Field(
-        default_factory=list,
-        description="Folders index_docs may read besides the client's MCP roots "
-        '(env: JSON list, e.g. MEMVAULT_DOCS_ALLOWED_DIRS=\'["~/notes"]\').',
-    )
-    docs_max_file_bytes: int = Field(10_000_000, ge=1, description="Larger files are skipped by index_docs.")
-    docs_batch_chunks: int = Field(128, ge=1, description="Chunks gathered across files per embedding batch.")
-    docs_result_chars: int = Field(1_500, ge=100, description="Per-result text cut in search_docs replies.")
-
-    # --- issue 3: profile and working memory (task state) -------------------------
-    task_idle_ttl_days: float = Field(
-        7.0, gt=0, description="An open task not updated for this many days expires (per-call ttl_days overrides)."
-    )
-    task_retention_days: float = Field(
-        30.0, gt=0, description="Days a done or abandoned task stays readable before it is purged."
-    )
-    task_state_max_bytes: int = Field(65_536, ge=256, description="Largest task state, UTF-8 bytes of its JSON.")
-    task_history_max: int = Field(50, ge=1, le=10_000, description="Versions kept per task (oldest dropped).")
-    task_list_max: int = Field(20, ge=1, le=500, description="Tasks listed by get_task_state / get_profile.")
-    profile_max_preferences: int = Field(100, ge=1, le=2_000, description="Keyed entries in get_profile.")
-    profile_max_facts: int = Field(10, ge=0, le=200, description="Top facts by importance in get_profile.")
-    profile_value_chars: int = Field(500, ge=50, description="Cut of each profile value / fact, characters.")
-    context_budget_chars: int = Field(
-        8_000, ge=1_000, description="Size of the recall_context prompt block and the profile resource, characters."
-    )
-
-    # --- server: one owner process per data dir -----------------------------------
+    clock_offset_s: float = Field(0.0, description="Shift of the server clock, seconds (tests move time with it).")
     owner: bool = Field(
         True, description="memvault serve relays its client to the data dir's owner process (started on "
         "demand); false serves the client in this process alone (one process per store)."
@@ -128,34 +68,201 @@ class Settings(BaseSettings):
         30.0, gt=0, description="How long a forwarder waits for a starting owner to listen, seconds."
     )
 
-    # --- testing -----------------------------------------------------------------
-    clock_offset_s: float = Field(0.0, description="Shift of the server clock (tests move time with it).")
 
-    @field_validator("data_dir", "model_path", "model_cache_dir", mode="after")
+class StorageSettings(_Group):
+    """Where the data lives and which vector engine indexes it."""
+
+    data_dir: Path = Field(default_factory=default_data_dir, description="Data folder (0700).")
+    qdrant_url: str | None = Field(None, description="Use a Qdrant server instead of embedded Qdrant Edge.")
+    qdrant_api_key: str | None = Field(None, description="API key of that Qdrant server.")
+    flush_interval_s: float = Field(2.0, gt=0, description="Edge flush timer (power-loss safety), seconds.")
+
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _expand(cls, v: Path) -> Path:
+        return v.expanduser()
+
+
+class EmbeddingSettings(_Group):
+    """Which embedding model, from where, in what batches."""
+
+    embedding_model: str = Field(DEFAULT_MODEL, description="fastembed model name.")
+    model_path: Path | None = Field(None, description="Local folder with an ONNX model for embedding_model.")
+    model_cache_dir: Path | None = Field(
+        None, description="Where the converted default model is kept; default <data dir>/models."
+    )
+    embed_batch_size: int = Field(32, ge=1, le=1024, description="Texts per embedding call.")
+
+    @field_validator("model_path", "model_cache_dir", mode="after")
     @classmethod
     def _expand(cls, v: Path | None) -> Path | None:
         return v.expanduser() if v is not None else None
+
+
+class PolicySettings(_Group):
+    """What a write may hold, which writes are kept, and how long memories and tasks live."""
+
+    max_content_chars: int = Field(20_000, ge=100, description="Longest memory accepted, characters.")
+    importance_threshold: float = Field(0.3, ge=0, le=1, description="Writes scoring below are declined.")
+    dedup_threshold: float = Field(
+        0.97, gt=0, le=1,
+        description="Cosine at or above which a same-scope, same-kind memory with the same content words is a "
+        "near duplicate (calibrated for multilingual-e5-small; see policy/dedup.py).",
+    )
+    capacity_per_scope: int = Field(50_000, ge=10, description="Active memories per (user, project).")
+    ttl_days_episode: float | None = Field(180.0, gt=0, description="Default TTL of an episode, days.")
+    ttl_days_note: float | None = Field(90.0, gt=0, description="Default TTL of a note, days.")
+    ttl_days_fact: float | None = Field(None, gt=0, description="Default TTL of a fact, days (unset = none).")
+    ttl_days_decision: float | None = Field(None, gt=0, description="Default TTL of a decision, days.")
+    ttl_days_preference: float | None = Field(None, gt=0, description="Default TTL of a preference, days.")
+    ttl_days_procedure: float | None = Field(None, gt=0, description="Default TTL of a procedure, days.")
+    task_idle_ttl_days: float = Field(
+        7.0, gt=0, description="An open task not updated for this many days expires (per-call ttl_days overrides)."
+    )
+    task_retention_days: float = Field(
+        30.0, gt=0, description="Days a done or abandoned task stays readable before it is purged."
+    )
+    task_state_max_bytes: int = Field(65_536, ge=256, description="Largest task state, UTF-8 bytes of its JSON.")
+    task_history_max: int = Field(50, ge=1, le=10_000, description="Versions kept per task (oldest dropped).")
+
+    def default_ttl_days(self, kind: Kind) -> float | None:
+        """Default TTL for a memory kind in days (None = never expires)."""
+        return getattr(self, f"ttl_days_{kind}")
+
+
+class RankingSettings(_Group):
+    """How candidates are gathered, fused and ordered (recall, forget by query, search_docs)."""
+
+    # k = 10, not Cormack et al.'s 60: with only two channels and 100 candidates each, k = 60
+    # makes ranks 1 and 5 differ by 6% of relevance, so the importance term reorders the
+    # top. Measured (bench/, docs/benchmarks.md), k = 60 -> 10: LoCoMo (7 conv., 1,033 q)
+    # turn R@5/R@10 0.529/0.619 -> 0.560/0.646; LongMemEval_S (20 q) session nDCG@5 0.937 ->
+    # 0.955; SciFact nDCG@10 0.692 -> 0.703; CMRC-zh (1,000 q) 0.981 -> 0.981. k = 5 and 20
+    # were measured too and are no better.
+    rrf_k: int = Field(10, ge=1, description="RRF constant (Cormack et al. 2009 use 60; see comment).")
+    weight_dense: float = Field(1.0, ge=0, description="Weight of the dense channel in RRF.")
+    weight_keyword: float = Field(1.0, ge=0, description="Weight of the keyword channel in RRF.")
+    weight_relevance: float = Field(0.8, ge=0, description="Weight of fused relevance in the final score.")
+    weight_importance: float = Field(0.1, ge=0, description="Weight of importance in the final score.")
+    weight_recency: float = Field(0.1, ge=0, description="Weight of recency in the final score.")
+    half_life_days: float = Field(30.0, gt=0, description="Recency half-life on last access, days.")
+    candidates: int = Field(100, ge=10, le=1000, description="Candidates per channel before fusion.")
+    forget_query_min_relevance: float = Field(
+        0.9, gt=0, le=1, description="Dense cosine a forget(query=...) match must reach."
+    )
+
+
+class ReplySettings(_Group):
+    """How much one reply may hold: result counts and character budgets."""
+
+    max_k: int = Field(50, ge=1, le=200, description="Most results one recall / search_docs may ask for.")
+    content_budget_chars: int = Field(2_000, ge=100, description="Per-memory content cut in recall replies.")
+    reply_budget_chars: int = Field(16_000, ge=1000, description="Total content chars in one reply.")
+    context_budget_chars: int = Field(
+        8_000, ge=1_000, description="Size of the recall_context prompt block and the profile resource, characters."
+    )
+    task_list_max: int = Field(20, ge=1, le=500, description="Tasks listed by get_task_state / get_profile.")
+    profile_max_preferences: int = Field(100, ge=1, le=2_000, description="Keyed entries in get_profile.")
+    profile_max_facts: int = Field(10, ge=0, le=200, description="Top facts by importance in get_profile.")
+    profile_value_chars: int = Field(500, ge=50, description="Cut of each profile value / fact, characters.")
+
+
+class DocumentSettings(_Group):
+    """What index_docs may read and how search_docs cuts its results."""
+
+    docs_allowed_dirs: list[Path] = Field(
+        default_factory=list,
+        description="Folders index_docs may read besides the client's MCP roots "
+        '(env: JSON list, e.g. MEMVAULT_DOCS_ALLOWED_DIRS=\'["~/notes"]\').',
+    )
+    docs_max_file_bytes: int = Field(10_000_000, ge=1, description="Larger files are skipped by index_docs.")
+    docs_batch_chunks: int = Field(128, ge=1, description="Chunks gathered across files per embedding batch.")
+    docs_result_chars: int = Field(1_500, ge=100, description="Per-result text cut in search_docs replies.")
 
     @field_validator("docs_allowed_dirs", mode="after")
     @classmethod
     def _expand_all(cls, v: list[Path]) -> list[Path]:
         return [p.expanduser() for p in v]
 
-    def default_ttl_days(self, kind: str) -> float | None:
-        """Default TTL for a memory kind in days (None = never expires)."""
-        return getattr(self, f"ttl_days_{kind}")
+
+GROUPS: dict[str, type[_Group]] = {
+    "server": ServerSettings,
+    "storage": StorageSettings,
+    "embedding": EmbeddingSettings,
+    "policies": PolicySettings,
+    "ranking": RankingSettings,
+    "replies": ReplySettings,
+    "documents": DocumentSettings,
+}
+"""Group attribute of Settings -> its class, in the order of the README table."""
+
+
+def _group_of() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for group, cls in GROUPS.items():
+        for name in cls.model_fields:
+            if name in out:
+                raise TypeError(f"setting {name!r} is in both {out[name]!r} and {group!r}; "
+                                f"MEMVAULT_{name.upper()} must name one field")
+            out[name] = group
+    return out
+
+
+GROUP_OF: dict[str, str] = _group_of()
+"""Field name (= ``MEMVAULT_<NAME>`` lower-cased, prefix dropped) -> its group."""
+
+
+class Settings(BaseModel):
+    """memvault settings: one group per concern (module docstring), each read from
+    ``MEMVAULT_<FIELD>``; flat keyword arguments override the environment.
+
+    Raises pydantic.ValidationError for a value out of range, TypeError for a keyword
+    that names no setting.
+    """
+
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    policies: PolicySettings = Field(default_factory=PolicySettings)
+    ranking: RankingSettings = Field(default_factory=RankingSettings)
+    replies: ReplySettings = Field(default_factory=ReplySettings)
+    documents: DocumentSettings = Field(default_factory=DocumentSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _route_flat_names(cls, data: Any) -> Any:
+        """``{"rrf_k": 5}`` -> ``{"ranking": RankingSettings(rrf_k=5)}`` (the rest from the env)."""
+        if not isinstance(data, dict):
+            return data
+        routed: dict[str, dict[str, Any]] = {}
+        out: dict[str, Any] = {}
+        for name, value in data.items():
+            if name in GROUPS:
+                if isinstance(value, dict):
+                    routed.setdefault(name, {}).update(value)
+                else:
+                    out[name] = value
+            elif name in GROUP_OF:
+                routed.setdefault(GROUP_OF[name], {})[name] = value
+            else:
+                raise TypeError(f"{name!r} is not a memvault setting; known: {', '.join(sorted(GROUP_OF))}")
+        for group, values in routed.items():
+            if group in out:
+                raise TypeError(f"settings of {group!r} given both as a {GROUPS[group].__name__} and by name")
+            out[group] = GROUPS[group](**values)
+        return out
 
     @property
     def db_path(self) -> Path:
         """SQLite file of record (truth)."""
-        return self.data_dir / "memvault.db"
+        return self.storage.data_dir / "memvault.db"
 
     @property
     def vectors_dir(self) -> Path:
         """Embedded Qdrant Edge shards live under here, one folder per collection."""
-        return self.data_dir / "vectors"
+        return self.storage.data_dir / "vectors"
 
     @property
     def models_dir(self) -> Path:
         """Converted / cached embedding models."""
-        return self.model_cache_dir or self.data_dir / "models"
+        return self.embedding.model_cache_dir or self.storage.data_dir / "models"

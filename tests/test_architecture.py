@@ -4,6 +4,7 @@
     memvault.service (remember, recall, ...)     -> policy, storage, embedding, ingest
     memvault.storage / embedding / ingest         -> policy, config, clock
     memvault.policy                               -> nothing of memvault, no I/O
+    memvault.vocabulary (kinds, task statuses)    <- every layer but policy
 
 Nothing below the MCP face imports the MCP SDK (``mcp``, ``mcp_types``). Imports inside
 functions and under ``TYPE_CHECKING`` count too: a lazy import is still a dependency.
@@ -21,13 +22,14 @@ ROOT = Path(memvault.__file__).parent
 # package -> the memvault packages it may import (itself always allowed)
 ALLOWED: dict[str, set[str]] = {
     "policy": set(),
-    "config": set(),
+    "vocabulary": set(),
+    "config": {"vocabulary"},
     "clock": set(),
-    "ingest": {"policy", "config"},
-    "embedding": {"config"},
-    "storage": {"policy", "config", "clock"},
-    "service": {"policy", "storage", "embedding", "ingest", "config", "clock"},
-    "mcp": {"service", "config", "clock"},
+    "ingest": {"policy", "config", "vocabulary"},
+    "embedding": {"config", "vocabulary"},
+    "storage": {"policy", "config", "clock", "vocabulary"},
+    "service": {"policy", "storage", "embedding", "ingest", "config", "clock", "vocabulary"},
+    "mcp": {"service", "config", "clock", "vocabulary"},
 }
 # The CLI and ``python -m memvault`` sit beside the MCP face and may use every layer.
 UNCHECKED = {"cli", "cli_index", "__main__", "__init__"}

@@ -202,7 +202,7 @@ async def test_interrupted_run_leaves_no_half_indexed_file(tmp_path, runtime, mo
         return await real(self, d, chunks)
 
     monkeypatch.setattr(DocStore, "replace_file", crash_on_second)
-    monkeypatch.setattr(runtime.settings, "docs_batch_chunks", 10_000)
+    monkeypatch.setattr(runtime.settings.documents, "docs_batch_chunks", 10_000)
     with pytest.raises(KeyboardInterrupt):
         await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
     monkeypatch.setattr(DocStore, "replace_file", real)

@@ -120,8 +120,8 @@ def test_shapes_dtype_and_norms(emb: Embedder) -> None:
 def test_batching_does_not_change_vectors(emb: Embedder, settings: Settings) -> None:
     texts = ENGLISH + CHINESE + TRICKY
     one_by_one = np.vstack([emb.embed_passages([t]) for t in texts])
-    batched = emb.embed_passages(texts)  # padded batches of settings.embed_batch_size
-    assert len(texts) > 1 and settings.embed_batch_size > 1
+    batched = emb.embed_passages(texts)  # padded batches of settings.embedding.embed_batch_size
+    assert len(texts) > 1 and settings.embedding.embed_batch_size > 1
     np.testing.assert_allclose(batched, one_by_one, atol=2e-5)
 
 

@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from memvault.policy.text import content_hash
+from memvault.policy.units import SECONDS_PER_DAY
 from memvault.storage.facts import FactStore, MemoryRow, SchemaTooNew
 from memvault.storage.migrations import LATEST_VERSION
 
@@ -72,7 +73,7 @@ async def test_supersede_history_and_key_lookup(tmp_path):
 async def test_select_filters_and_expiry(tmp_path):
     store = await FactStore.open(tmp_path / "m.db")
     r1 = row("one", project="p", tags=["ops", "db"])
-    r2 = row("two", project="", kind="note", tags=["ui"], at=NOW - 10 * 86400)
+    r2 = row("two", project="", kind="note", tags=["ui"], at=NOW - 10 * SECONDS_PER_DAY)
     r3 = row("three", project="q")
     r4 = row("four", project="p", expires_at=NOW - 1)
     r5 = row("five", project="p", user="u2")
@@ -83,7 +84,7 @@ async def test_select_filters_and_expiry(tmp_path):
     assert ids(await store.select("u1", projects=["p", ""])) == {r1.id, r2.id, r4.id}
     assert ids(await store.select("u1", tags_any=["db", "zzz"], now=NOW)) == {r1.id}
     assert ids(await store.select("u1", kinds=["note"], now=NOW)) == {r2.id}
-    assert ids(await store.select("u1", created_before=NOW - 86400, now=NOW)) == {r2.id}
+    assert ids(await store.select("u1", created_before=NOW - SECONDS_PER_DAY, now=NOW)) == {r2.id}
     assert ids(await store.select("u2", now=NOW)) == {r5.id}
     assert await store.count_active("u1", "p", NOW) == 1
     assert ids(await store.expired(NOW)) == {r4.id}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from memvault.config import KINDS, Settings
+from memvault.config import PolicySettings
 from memvault.policy.importance import KIND_PRIORS, ImportanceScore, score_importance
+from memvault.vocabulary import KINDS
 
-THRESHOLD = Settings.model_fields["importance_threshold"].default  # 0.3
+THRESHOLD = PolicySettings.model_fields["importance_threshold"].default  # 0.3
 
 LOW: list[str] = [
     # greetings, thanks, farewells

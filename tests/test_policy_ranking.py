@@ -14,8 +14,9 @@ from memvault.policy.ranking import (
     retention_score,
     rrf_fuse,
 )
+from memvault.policy.units import SECONDS_PER_DAY
 
-DAY = 86_400.0
+DAY = SECONDS_PER_DAY
 NOW = 1_750_000_000.0
 
 

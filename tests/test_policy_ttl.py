@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from memvault.policy.ttl import SECONDS_PER_DAY, is_expired, resolve_expiry
+from memvault.policy.ttl import is_expired, resolve_expiry
+from memvault.policy.units import SECONDS_PER_DAY
 
 NOW = 1_750_000_000.0
 
@@ -16,7 +17,7 @@ def test_explicit_ttl_wins_over_default() -> None:
 
 
 def test_default_applies_when_ttl_is_none() -> None:
-    assert resolve_expiry(NOW, None, 90.0) == NOW + 90 * 86_400
+    assert resolve_expiry(NOW, None, 90.0) == NOW + 90 * SECONDS_PER_DAY
 
 
 def test_no_ttl_and_no_default_never_expires() -> None:

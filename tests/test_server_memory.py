@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from memvault.policy.units import SECONDS_PER_DAY
 from tests.conftest import call, call_error, db_rows, memvault_client
 from tests.corpus import filler_memories
 
@@ -133,7 +134,7 @@ async def test_ttl_expiry_with_moved_clock(tmp_path, model_cache):
         assert keep["expires_at"] is None
         got = await call(c, "recall", query="staging database", k=5)
         assert short["id"] in [m["id"] for m in got["memories"]]
-    async with memvault_client(d, model_cache, clock_offset_s=2 * 86400) as c:
+    async with memvault_client(d, model_cache, clock_offset_s=2 * SECONDS_PER_DAY) as c:
         got = await call(c, "recall", query="staging database", k=5)
         ids = [m["id"] for m in got["memories"]]
         assert short["id"] not in ids and keep["id"] in ids

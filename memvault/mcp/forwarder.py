@@ -87,8 +87,8 @@ def spawn_owner(settings: Settings, files: OwnerFiles) -> subprocess.Popen[bytes
     fd = os.open(files.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "memvault", "serve", "--owner", "--data-dir", str(settings.data_dir)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fd, cwd=settings.data_dir,
+            [sys.executable, "-m", "memvault", "serve", "--owner", "--data-dir", str(settings.storage.data_dir)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fd, cwd=settings.storage.data_dir,
             start_new_session=True, close_fds=True,
         )
     finally:
@@ -117,19 +117,19 @@ async def connect_or_start(settings: Settings, hello: Hello) -> Link:
     Raises OwnerUnavailable when no owner listens within ``owner_start_timeout_s`` (or the
     started one failed), HandshakeError when the owner refuses this forwarder.
     """
-    files = owner_files(settings.data_dir)
+    files = owner_files(settings.storage.data_dir)
     try:
         return await connect(files, hello)
     except (OSError, OwnerUnavailable):
         pass
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.storage.data_dir.mkdir(parents=True, exist_ok=True)
     async with _start_lock(files):
         try:
             return await connect(files, hello)  # started by another forwarder meanwhile
         except (OSError, OwnerUnavailable):
             pass
         proc = spawn_owner(settings, files)
-        with anyio.move_on_after(settings.owner_start_timeout_s):
+        with anyio.move_on_after(settings.server.owner_start_timeout_s):
             while True:
                 try:
                     return await connect(files, hello)
@@ -140,7 +140,7 @@ async def connect_or_start(settings: Settings, hello: Hello) -> Link:
                                                f"its log is {files.log}") from None
                     await anyio.sleep(0.02)
     raise OwnerUnavailable(f"no memvault owner listened on {files.socket} within "
-                           f"{settings.owner_start_timeout_s:g} s; its log is {files.log}")
+                           f"{settings.server.owner_start_timeout_s:g} s; its log is {files.log}")
 
 
 @dataclass
@@ -329,5 +329,5 @@ class Forwarder:
 
 def run_forwarder(settings: Settings) -> int:
     """Entry of ``memvault serve`` in owner mode: relay stdin/stdout to the owner until stdin closes."""
-    hello = Hello(user_id=settings.user_id, cwd=os.getcwd(), project=settings.project, pid=os.getpid())
+    hello = Hello(user_id=settings.server.user_id, cwd=os.getcwd(), project=settings.server.project, pid=os.getpid())
     return anyio.run(Forwarder(settings, hello).run)

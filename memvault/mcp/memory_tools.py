@@ -7,7 +7,7 @@ descriptions are written for the model that reads them.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.resolve import Resolve
@@ -24,8 +24,7 @@ from memvault.service.recall import RecallArgs
 from memvault.service.recall import recall as recall_handler
 from memvault.service.remember import RememberArgs
 from memvault.service.remember import remember as remember_handler
-
-Kind = Literal["preference", "fact", "decision", "episode", "procedure", "note"]
+from memvault.vocabulary import KINDS, Kind
 
 # Filled by the SDK (not by the model): the client's MCP roots when they decide the scope.
 Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
@@ -65,7 +64,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
         content: Annotated[str, Field(description="One self-contained statement worth keeping, e.g. 'The user prefers pnpm over npm'.")],
         ctx: Ctx,
         roots: Roots,
-        kind: Annotated[Kind, Field(description="preference | fact | decision | episode | procedure | note")] = "fact",
+        kind: Annotated[Kind, Field(description=" | ".join(KINDS))] = "fact",
         key: Annotated[str | None, Field(description="Stable slot, e.g. 'pref.package_manager'; a new value with the same key replaces the old.")] = None,
         tags: Annotated[list[str] | None, Field(description="Short labels for filtering.")] = None,
         importance: Annotated[float | None, Field(description="0..1; omit to let memvault score it.")] = None,

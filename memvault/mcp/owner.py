@@ -7,7 +7,7 @@ reach. Each connection starts with one handshake line (``memvault.mcp.handshake`
 says which user, working directory and project setting its client has; the rest is MCP,
 one JSON message per line, served by the SDK exactly as stdio is, with that connection
 bound (``memvault.mcp.connection``) so that its scope is its own. After
-``settings.owner_idle_s`` seconds with no connection the owner flushes, closes and exits.
+``settings.server.owner_idle_s`` seconds with no connection the owner flushes, closes and exits.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class Owner:
         """What ``memvault doctor`` shows: pid, version, start time, connections, idle seconds."""
         idle = None if self.idle_since is None else round(time.monotonic() - self.idle_since, 1)
         return {"pid": os.getpid(), "version": __version__, "since": self.since, "connections": self.connections,
-                "served": self.served, "idle_s": idle, "idle_exit_s": self.settings.owner_idle_s}
+                "served": self.served, "idle_s": idle, "idle_exit_s": self.settings.server.owner_idle_s}
 
     async def run(self) -> None:
         """Listen, serve, and return after the idle time with no connection (or on SIGTERM/SIGINT)."""
@@ -89,7 +89,7 @@ class Owner:
         self.files.info.write_text(json.dumps({**self.status(), "socket": str(sock)}) + "\n")
         self.files.info.chmod(0o600)
         log.info("memvault owner %s (pid %d) serving %s on %s", __version__, os.getpid(),
-                 self.settings.data_dir, sock)
+                 self.settings.storage.data_dir, sock)
         try:
             async with running_runtime(self.settings) as rt:
                 self.runtime = rt
@@ -104,9 +104,9 @@ class Owner:
 
     async def _stop_when_idle(self, scope: anyio.CancelScope) -> None:
         while True:
-            await anyio.sleep(min(1.0, self.settings.owner_idle_s / 4))
-            if self.idle_since is not None and time.monotonic() - self.idle_since >= self.settings.owner_idle_s:
-                log.info("no client for %.0f s: flushing and exiting", self.settings.owner_idle_s)
+            await anyio.sleep(min(1.0, self.settings.server.owner_idle_s / 4))
+            if self.idle_since is not None and time.monotonic() - self.idle_since >= self.settings.server.owner_idle_s:
+                log.info("no client for %.0f s: flushing and exiting", self.settings.server.owner_idle_s)
                 scope.cancel()
                 return
 
@@ -138,7 +138,7 @@ class Owner:
                 return
             await stream.send(answer(True, version=__version__, pid=os.getpid()))
             cwd = hello.get("cwd")
-            conn = Connection(user_id=str(hello.get("user_id") or self.settings.user_id),
+            conn = Connection(user_id=str(hello.get("user_id") or self.settings.server.user_id),
                               workspace=Workspace(Path(cwd) if cwd else Path("/")),
                               project=hello.get("project"), pid=hello.get("pid"))
             self.connections += 1
@@ -159,9 +159,9 @@ class Owner:
 
 def run_owner(settings: Settings) -> int:
     """Entry of ``memvault serve --owner``: serve until idle; 0 also when another owner already runs."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    settings.data_dir.chmod(0o700)
-    files = owner_files(settings.data_dir)
+    settings.storage.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.storage.data_dir.chmod(0o700)
+    files = owner_files(settings.storage.data_dir)
     try:
         with owner_lock(files):
             anyio.run(Owner(settings, build_server(settings), files).run)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
@@ -40,6 +40,7 @@ from memvault.service.task_models import GetTaskResult, ProfileResult, SetTaskRe
 from memvault.service.tasks import SetTaskArgs
 from memvault.service.tasks import get_task_state as get_task_handler
 from memvault.service.tasks import set_task_state as set_task_handler
+from memvault.vocabulary import TASK_STATUSES, TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,6 @@ Project = Annotated[
     str | None,
     Field(description="Omit for the current project; '' for the user's global scope."),
 ]
-Status = Literal["active", "blocked", "done", "abandoned"]
 
 
 
@@ -77,7 +77,7 @@ async def _profile_markdown(ctx: Ctx) -> str | InputRequiredResult:
     if isinstance(scope, InputRequiredResult):
         return scope
     profile = await profile_handler(rt, scope)
-    return profile_markdown(profile, rt.settings.context_budget_chars)
+    return profile_markdown(profile, rt.settings.replies.context_budget_chars)
 
 
 async def read_profile(ctx: Ctx) -> str | InputRequiredResult:
@@ -116,7 +116,7 @@ def register_profile_tools(mcp: MCPServer) -> None:
         state: Annotated[dict[str, Any] | None, Field(description="New state: replaces the whole JSON object, e.g. {\"plan\": [...], \"current_step\": 2}.")] = None,
         patch: Annotated[dict[str, Any] | None, Field(description="JSON Merge Patch (RFC 7396) applied to the state: members set, null removes a member. Not with state.")] = None,
         title: Annotated[str | None, Field(description="Short title; needed once, when the task is created.")] = None,
-        status: Annotated[Status | None, Field(description="active | blocked | done | abandoned; omit to keep.")] = None,
+        status: Annotated[TaskStatus | None, Field(description=f"{' | '.join(TASK_STATUSES)}; omit to keep.")] = None,
         expected_version: Annotated[int | None, Field(description="Write only if the task is at this version (0 = must not exist); a mismatch fails with the current version.")] = None,
         ttl_days: Annotated[float | None, Field(description="Days without an update before this open task expires; omit for the default (7).")] = None,
         outcome: Annotated[str | None, Field(description="With status done/abandoned: how it ended. Kept as an episode memory that later recalls find.")] = None,

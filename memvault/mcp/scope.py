@@ -141,7 +141,7 @@ async def resolve_scope(ctx: Context, settings: Settings, project: str | None, r
     """
     project = check_project(project)
     conn = connection.current()
-    user = conn.user_id if conn is not None else settings.user_id
+    user = conn.user_id if conn is not None else settings.server.user_id
     if project is not None:
         return make_scope(user, project, "argument", include_global=include_global)
     memo = _connection_roots(ctx.session)
@@ -157,7 +157,7 @@ async def resolve_scope(ctx: Context, settings: Settings, project: str | None, r
     started = await (conn.workspace if conn is not None else workspace_of(ctx)).start_project()
     if started is not None:
         return make_scope(user, started.id, "cwd", include_global=include_global)
-    configured = conn.project if conn is not None else settings.project
+    configured = conn.project if conn is not None else settings.server.project
     if configured:
         return make_scope(user, configured, "settings", include_global=include_global)
     return make_scope(user, "", "global", include_global=include_global)

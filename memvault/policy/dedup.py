@@ -15,13 +15,14 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from memvault.policy.cjk import CJK_CLASS as _CJK_CLASS
+
 # Words whose presence or absence does not change what a memory says.
 FUNCTION_WORDS = frozenset(
     "a an the this that these those to of in on at for by with and or is are was were be been "
     "do does did please just really very also".split()
 )
 _TOKEN = re.compile(r"[^\W_]+|_+", re.UNICODE)
-_CJK_CLASS = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK = re.compile(f"[{_CJK_CLASS}]")
 _CJK_SPLIT = re.compile(f"[{_CJK_CLASS}]|[^{_CJK_CLASS}]+")
 

@@ -14,6 +14,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from memvault.policy.cjk import CJK_RUN as _CJK
+
 __all__ = ["Deixis", "detect_deixis", "enrich_query"]
 
 # Pointing cues (English, lowercase; matched as whole words / phrases).
@@ -46,7 +48,6 @@ _ZH_GENERIC = (
 )
 
 _LATIN_WORD = re.compile(r"[a-z0-9_']+(?:[-.][a-z0-9_']+)*")
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+")
 MAX_DEICTIC_CHARS = 60
 
 

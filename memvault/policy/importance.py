@@ -16,7 +16,7 @@ Pure function; English and Chinese. The score is a sum of small, explained terms
 
 Then the result is clamped to [0, 1]. Greetings and thanks, chit-chat and bare
 questions are capped (0.15 and 0.20) whatever the kind, key or cues would give, so that
-the default threshold (0.3, ``Settings.importance_threshold``) declines them.
+the default threshold (0.3, ``Settings.policies.importance_threshold``) declines them.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+
+from memvault.policy.cjk import CJK_CHAR as _CJK
 
 __all__ = ["ImportanceScore", "KIND_PRIORS", "score_importance"]
 
@@ -53,7 +55,6 @@ class ImportanceScore:
 
 # --- lexicons ---------------------------------------------------------------------
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _LATIN_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+", re.UNICODE)
 
 # English cue patterns (casefolded text). Each is a reason on its own.
@@ -242,7 +243,7 @@ def score_importance(content: str, kind: str, key: str | None = None) -> Importa
     """Heuristic importance of a memory in [0, 1] with the reasons for it.
 
     ``content``: the memory text (any language; English and Chinese cues are known).
-    ``kind``: one of :data:`KIND_PRIORS` (``memvault.config.KINDS``). ``key``: the
+    ``kind``: one of :data:`KIND_PRIORS` (``memvault.vocabulary.KINDS``). ``key``: the
     optional profile slot; a non-blank key raises the score. See the module docstring
     for the terms. Greetings/chit-chat are capped at 0.15 and bare questions at 0.20,
     below the default threshold 0.3. Raises ValueError for an unknown ``kind``.

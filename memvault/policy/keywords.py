@@ -43,6 +43,8 @@ from collections.abc import Mapping
 
 import snowballstemmer
 
+from memvault.policy.cjk import CJK_CLASS as _CJK_RANGES
+
 __all__ = [
     "BM25_K1",
     "BM25_B",
@@ -89,19 +91,6 @@ MAX_TERM_CHARS = 128
 
 # --- character classes -------------------------------------------------------------
 
-_CJK_RANGES = (
-    "\u3005\u3006\u3007"  # 々 〆 〇
-    "\u3040-\u309f"  # Hiragana
-    "\u30a0-\u30ff"  # Katakana (ー included)
-    "\u31f0-\u31ff"  # Katakana phonetic extensions
-    "\u3400-\u4dbf"  # CJK Extension A
-    "\u4e00-\u9fff"  # CJK Unified Ideographs
-    "\uf900-\ufaff"  # CJK Compatibility Ideographs
-    "\u1100-\u11ff"  # Hangul Jamo
-    "\u3130-\u318f"  # Hangul Compatibility Jamo
-    "\uac00-\ud7af"  # Hangul Syllables
-    "\U00020000-\U0003134f"  # CJK Extensions B..G
-)
 _JOINERS = r"_.\-/\\:@+#~'"
 # A chunk: letters/digits of non-CJK scripts and joiners. [^\W] is \w; CJK excluded.
 _TOKEN = re.compile(rf"(?P<cjk>[{_CJK_RANGES}]+)|(?P<chunk>(?:(?![{_CJK_RANGES}])[\w{_JOINERS}])+)")

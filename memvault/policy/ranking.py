@@ -15,6 +15,8 @@ import sys
 from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
+from memvault.policy.units import SECONDS_PER_DAY
+
 __all__ = [
     "rrf_fuse",
     "normalise_rrf",
@@ -23,8 +25,6 @@ __all__ = [
     "retention_score",
     "pick_evictions",
 ]
-
-SECONDS_PER_DAY = 86_400.0
 
 # The smallest positive normal float: recency never reaches 0, however old the access.
 _MIN_RECENCY = sys.float_info.min

@@ -10,6 +10,8 @@ import hashlib
 import re
 import unicodedata
 
+from memvault.policy.cjk import is_cjk
+
 __all__ = ["normalise_for_hash", "content_hash", "cut", "preview", "validate_content"]
 
 _WS = re.compile(r"\s+")
@@ -62,11 +64,8 @@ def _is_attached(ch: str) -> bool:
 
 
 def _is_word_char(ch: str) -> bool:
-    """Letters/digits of scripts that separate words with spaces (not CJK ideographs/kana)."""
-    if not (ch.isalnum() or ch == "_"):
-        return False
-    name = unicodedata.name(ch, "")
-    return not name.startswith(("CJK ", "HIRAGANA", "KATAKANA", "HANGUL"))
+    """Letters/digits of a word that a cut should keep whole: not CJK (see ``policy.cjk``)."""
+    return (ch.isalnum() or ch == "_") and not is_cjk(ch)
 
 
 def _safe_end(text: str, end: int) -> int:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["SECONDS_PER_DAY", "resolve_expiry", "is_expired"]
+from memvault.policy.units import SECONDS_PER_DAY
 
-SECONDS_PER_DAY = 86_400.0
+__all__ = ["resolve_expiry", "is_expired"]
 
 
 def _check_days(days: float, what: str) -> float:
@@ -30,7 +30,7 @@ def resolve_expiry(now: float, ttl_days: float | None, default_days: float | Non
     """Absolute expiry time (unix seconds) for a memory written at ``now``.
 
     ``ttl_days`` is the caller's choice; when it is ``None`` the kind's default
-    (``Settings.default_ttl_days(kind)``) applies, and when that is ``None`` too the
+    (``Settings.policies.default_ttl_days(kind)``) applies, and when that is ``None`` too the
     memory never expires (returns ``None``). Fractional days are allowed (0.5 = 12 h).
 
     Raises ValueError with a message naming the bad value when the chosen number of days

@@ -8,7 +8,7 @@ A file indexed with the same model and keyword weighting (``DOC_KEYWORD_SCHEME``
 size and mtime match the registry is unchanged without being read; else its bytes are
 hashed and only a new hash (or a file indexed with another model or weighting) is
 re-chunked and re-embedded. Chunks of several files are embedded together
-(``settings.docs_batch_chunks``) for throughput.
+(``settings.documents.docs_batch_chunks``) for throughput.
 
 Crash safety, per file: the new points are upserted under fresh ids, then one SQLite
 transaction swaps the file's chunk rows, then the old points are deleted. A search hit
@@ -45,8 +45,8 @@ from memvault.policy.secrets import find_secret
 from memvault.ingest.discovery import DiscoveredFile, discover
 from memvault.ingest.pathguard import PathNotAllowed, check_allowed
 from memvault.ingest.readers import UnreadableDocument, read_document
+from memvault.policy.budget import cut_to_budget
 from memvault.policy.ranking import normalise_rrf
-from memvault.policy.text import cut
 from memvault.storage.docs import ChunkRow, DocFile, DocStore
 from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector, VectorFilter
 from memvault.service import validation as v
@@ -67,7 +67,6 @@ MAX_PATHS = 100
 MAX_PREFIX_CHARS = 1_000
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 Progress = Callable[[int, int, int], None]
 """progress(files_done, files_total, chunks_embedded), called as indexing advances."""
@@ -133,7 +132,7 @@ def check_path_prefix(prefix: str | None) -> str | None:
     """None or a path prefix without control characters (``"docs/"``)."""
     if prefix is None or prefix == "":
         return None
-    if len(prefix) > MAX_PREFIX_CHARS or _CONTROL.search(prefix):
+    if len(prefix) > MAX_PREFIX_CHARS or v.has_control_chars(prefix):
         raise InvalidArgument(f"path_prefix is too long or has control characters; at most {MAX_PREFIX_CHARS} printable characters")
     return prefix
 
@@ -381,7 +380,7 @@ async def index_docs(
     async with rt.docs_lock:
         await ensure_docs_collection(rt, rebuild_on_mismatch=True)
         found: list[DiscoveredFile] = await anyio.to_thread.run_sync(
-            lambda: list(discover(roots, max_file_bytes=s.docs_max_file_bytes))
+            lambda: list(discover(roots, max_file_bytes=s.documents.docs_max_file_bytes))
         )
         async with DocStore.connect(s.db_path) as store:
             await drop_orphans(rt, store)
@@ -451,7 +450,7 @@ async def index_docs(
                               keyword_scheme=DOC_KEYWORD_SCHEME, indexed_at=rt.clock.now(),
                               indexed_by=scope.user_id)
                 batch.append(PreparedFile(doc, prepare_chunks(chunks), old))
-                if sum(len(p.chunks) for p in batch) >= s.docs_batch_chunks:
+                if sum(len(p.chunks) for p in batch) >= s.documents.docs_batch_chunks:
                     await flush()
             await flush()
             _, total = await store.count(project, name)
@@ -486,8 +485,8 @@ async def rank_chunks(
     await ensure_docs_collection(rt, rebuild_on_mismatch=False)
     flt = VectorFilter(projects=list(projects), status=None, path_prefix=path_prefix,
                        equals={"collection": collection} if collection else None)
-    fused, _ = await hybrid_search(rt, DOCS_COLLECTION, query, flt, max(s.candidates, limit))
-    weights = [s.weight_dense, s.weight_keyword]
+    fused, _ = await hybrid_search(rt, DOCS_COLLECTION, query, flt, max(s.ranking.candidates, limit))
+    weights = [s.ranking.weight_dense, s.ranking.weight_keyword]
     async with DocStore.connect(s.db_path) as store:
         rows = await store.chunks(list(fused)[: max(limit * 2, limit + 20)])
     out: list[tuple[ChunkRow, float]] = []
@@ -495,14 +494,14 @@ async def rank_chunks(
         row = rows.get(cid)
         if row is None or row.file is None or row.file.project not in projects:
             continue  # an orphan of an interrupted run, or a chunk replaced since
-        out.append((row, normalise_rrf(raw, weights, s.rrf_k)))
+        out.append((row, normalise_rrf(raw, weights, s.ranking.rrf_k)))
         if len(out) >= limit:
             break
     return out
 
 
-def _hit(row: ChunkRow, score: float, room: int) -> tuple[DocHit, bool]:
-    text, was_cut = cut(row.text, room)
+def _hit(row: ChunkRow, score: float, text: str, was_cut: bool) -> DocHit:
+    """A search result for ``row`` showing ``text`` (its text, cut to the budget when ``was_cut``)."""
     shown = row.end_line
     if was_cut:
         whole_lines = text.count("\n")  # the last (cut) line is not shown whole
@@ -511,7 +510,7 @@ def _hit(row: ChunkRow, score: float, room: int) -> tuple[DocHit, bool]:
     assert f is not None
     return DocHit(path=f.path, heading=row.heading, symbol=row.symbol, start_line=row.start_line,
                   end_line=row.end_line, page=row.page, text=text, text_truncated=was_cut, shown_end_line=shown,
-                  score=round(score, 4), collection=f.collection, project=f.project), was_cut
+                  score=round(score, 4), collection=f.collection, project=f.project)
 
 
 async def search_docs(
@@ -524,26 +523,18 @@ async def search_docs(
 ) -> SearchDocsResult:
     """Chunks of indexed documents matching ``query`` over ``scope.projects_read``, best first.
 
-    Each result's text is cut to ``settings.docs_result_chars`` and the whole reply to
-    ``settings.reply_budget_chars``; a cut text keeps its line range (``start_line`` ..
+    Each result's text is cut to ``settings.documents.docs_result_chars`` and the whole reply to
+    ``settings.replies.reply_budget_chars``; a cut text keeps its line range (``start_line`` ..
     ``end_line``) so the rest can be opened. Raises InvalidArgument on bad input, NotReady.
     """
     s = rt.settings
     q = v.check_query(query)
-    k = v.check_k(k, s.max_k)
+    k = v.check_k(k, s.replies.max_k)
     name = check_collection(collection)
     prefix = check_path_prefix(path_prefix)
     ranked = await rank_chunks(rt, scope.projects_read, q, limit=k, collection=name, path_prefix=prefix)
-    results: list[DocHit] = []
-    used, truncated = 0, False
-    for row, score in ranked:
-        room = min(s.docs_result_chars, s.reply_budget_chars - used)
-        if room < 80:
-            truncated = True
-            break
-        hit, was_cut = _hit(row, score, room)
-        truncated |= was_cut
-        used += len(hit.text)
-        results.append(hit)
+    fitted, truncated = cut_to_budget(ranked, lambda hit: hit[0].text, per_item=s.documents.docs_result_chars,
+                                      total=s.replies.reply_budget_chars)
+    results = [_hit(*f.item, f.text, f.cut) for f in fitted]  # item: (chunk row, score)
     return SearchDocsResult(scope=scope, results=results, truncated=truncated)
 

@@ -14,6 +14,7 @@ from memvault.service.errors import InvalidArgument
 
 from memvault.policy.dedup import content_words
 from memvault.policy.text import preview
+from memvault.policy.units import SECONDS_PER_DAY
 from memvault.storage.facts import MemoryRow
 from memvault.service import validation as v
 from memvault.service.indexing import unindex_rows
@@ -54,7 +55,7 @@ async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
     await rt.started()
     now = rt.clock.now()
     statuses = ("active", "superseded", "deleted") if args.hard else ("active",)
-    created_before = now - args.older_than_days * 86400 if args.older_than_days is not None else None
+    created_before = now - args.older_than_days * SECONDS_PER_DAY if args.older_than_days is not None else None
     similarity: dict[str, float] = {}
 
     async with rt.write_lock:
@@ -63,8 +64,8 @@ async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
             ids=ids or None, created_before=created_before, statuses=statuses, limit=MAX_FORGET + 1,
         )
         if query is not None:
-            bar = rt.settings.forget_query_min_relevance
-            ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=rt.settings.max_k,
+            bar = rt.settings.ranking.forget_query_min_relevance
+            ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=rt.settings.replies.max_k,
                                 kinds=kinds, tags=tags)
             similarity = {r.row.id: r.similarity for r in ranked if r.similarity is not None and r.similarity >= bar}
             # Cosine cannot tell "prefers pnpm over npm" from "prefers npm over pnpm" (0.999):

@@ -42,7 +42,7 @@ async def housekeeping(rt: Runtime) -> None:
     """Run forever (until cancelled): flush the index and sweep expired records on their timers."""
     await rt.loaded()
     since_sweep = 0.0
-    interval = rt.settings.flush_interval_s
+    interval = rt.settings.storage.flush_interval_s
     while True:
         await anyio.sleep(interval)
         since_sweep += interval

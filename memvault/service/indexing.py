@@ -154,7 +154,7 @@ async def hybrid_search(rt: Runtime, collection: str, query: str, flt: VectorFil
     Returns (fused RRF score by id, best first; dense cosine by id for the dense hits).
     RRF: Cormack, Clarke & Buettcher 2009; weights and k from settings.
     """
-    s = rt.settings
+    r = rt.settings.ranking
     _, vectors = await rt.ready()
     qvec = await embed_query(rt, query)
     dense_hits = await rt.run_sync(vectors.search_dense, collection, qvec.tolist(), flt, n)
@@ -162,8 +162,8 @@ async def hybrid_search(rt: Runtime, collection: str, query: str, flt: VectorFil
     sparse_hits = []
     if sparse.indices:
         sparse_hits = await rt.run_sync(vectors.search_sparse, collection, sparse, flt, n)
-    weights = [s.weight_dense, s.weight_keyword]
-    fused = rrf_fuse([[h.id for h in dense_hits], [h.id for h in sparse_hits]], weights, s.rrf_k)
+    weights = [r.weight_dense, r.weight_keyword]
+    fused = rrf_fuse([[h.id for h in dense_hits], [h.id for h in sparse_hits]], weights, r.rrf_k)
     return fused, {h.id: h.score for h in dense_hits}
 
 

@@ -30,7 +30,7 @@ async def get_profile(rt: Runtime, scope: Scope) -> ProfileResult:
     now = rt.clock.now()
     reader = ProfileReader.on(rt.facts)
     projects = scope.projects_read
-    fetch = 2 * s.profile_max_preferences + 1
+    fetch = 2 * s.replies.profile_max_preferences + 1
     keyed = await reader.keyed(scope.user_id, projects, now, fetch)
     truncated = len(keyed) >= fetch
 
@@ -40,18 +40,18 @@ async def get_profile(rt: Runtime, scope: Scope) -> ProfileResult:
         by_key.setdefault(row.key or "", {}).setdefault(row.project, row)
     prefs: dict[str, PreferenceOut] = {}
     for key in sorted(by_key):
-        if len(prefs) >= s.profile_max_preferences:
+        if len(prefs) >= s.replies.profile_max_preferences:
             truncated = True
             break
         slots = by_key[key]
         proj = slots.get(scope.project) if scope.project else None
         glob = slots.get("")
         winner = proj or glob or next(iter(slots.values()))
-        value, cut_ = cut(winner.content, s.profile_value_chars)
+        value, cut_ = cut(winner.content, s.replies.profile_value_chars)
         truncated |= cut_
         overrides = None
         if proj is not None and glob is not None:
-            overrides = Overridden(id=glob.id, value=cut(glob.content, s.profile_value_chars)[0],
+            overrides = Overridden(id=glob.id, value=cut(glob.content, s.replies.profile_value_chars)[0],
                                    project="")
         prefs[key] = PreferenceOut(
             value=value, id=winner.id, updated_at=to_iso(winner.updated_at) or "", source=winner.source,
@@ -60,13 +60,13 @@ async def get_profile(rt: Runtime, scope: Scope) -> ProfileResult:
         )
 
     facts = []
-    for row in await reader.top_unkeyed(scope.user_id, projects, FACT_KINDS, now, s.profile_max_facts):
-        text, cut_ = cut(row.content, s.profile_value_chars)
+    for row in await reader.top_unkeyed(scope.user_id, projects, FACT_KINDS, now, s.replies.profile_max_facts):
+        text, cut_ = cut(row.content, s.replies.profile_value_chars)
         truncated |= cut_
         facts.append(ProfileFact(id=row.id, content=text, kind=row.kind, importance=row.importance,
                                  project=row.project, updated_at=to_iso(row.updated_at) or "",
                                  content_truncated=cut_))
-    tasks = await open_tasks(rt, scope, s.task_list_max)
+    tasks = await open_tasks(rt, scope, s.replies.task_list_max)
     counts = await rt.facts.counts_by_kind(scope.user_id, projects, now)
     return ProfileResult(scope=scope, preferences=prefs, facts=facts, open_tasks=[task_summary(t) for t in tasks],
                          counts=dict(sorted(counts.items())), truncated=truncated)
@@ -119,7 +119,7 @@ async def context_block(rt: Runtime, scope: Scope, topic: str) -> str:
     memories the rest. When the model is not loaded the memories part says so.
     """
     s = rt.settings
-    budget = s.context_budget_chars
+    budget = s.replies.context_budget_chars
     profile = await get_profile(rt, scope)
     tasks = profile.open_tasks
     profile.open_tasks = []  # listed once, at the end

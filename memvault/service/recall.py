@@ -16,7 +16,7 @@ from memvault.service.errors import InvalidArgument
 
 from memvault.clock import to_iso
 from memvault.policy.ranking import final_score, normalise_rrf, recency
-from memvault.policy.text import cut
+from memvault.policy.budget import cut_to_budget
 from memvault.storage.facts import MemoryRow
 from memvault.service import validation as v
 from memvault.service.indexing import hybrid_search, scope_filter
@@ -54,42 +54,35 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
 
     Does not touch access statistics (``recall`` does). Used by recall, forget and benches.
     """
-    s = rt.settings
+    r = rt.settings.ranking
     now = rt.clock.now()
     flt = scope_filter(user_id, projects, now, kinds=kinds, tags_any=tags or None,
                        created_from=since, created_to=until)
-    fused, similarity = await hybrid_search(rt, MEMORY_COLLECTION, query, flt, max(s.candidates, limit))
-    weights = [s.weight_dense, s.weight_keyword]
-    rows = {r.id: r for r in await rt.facts.get(fused.keys())}
+    fused, similarity = await hybrid_search(rt, MEMORY_COLLECTION, query, flt, max(r.candidates, limit))
+    weights = [r.weight_dense, r.weight_keyword]
+    rows = {m.id: m for m in await rt.facts.get(fused.keys())}
     ranked: list[Ranked] = []
     for mid, raw in fused.items():
         row = rows.get(mid)
         # The index may briefly lag SQLite; SQLite decides what is alive.
         if row is None or row.status != "active" or (row.expires_at is not None and row.expires_at <= now):
             continue
-        rel = normalise_rrf(raw, weights, s.rrf_k)
-        rec = recency(row.last_accessed_at, now, s.half_life_days)
-        score = final_score(rel, row.importance, rec, s.weight_relevance, s.weight_importance, s.weight_recency)
+        rel = normalise_rrf(raw, weights, r.rrf_k)
+        rec = recency(row.last_accessed_at, now, r.half_life_days)
+        score = final_score(rel, row.importance, rec, r.weight_relevance, r.weight_importance, r.weight_recency)
         ranked.append(Ranked(row=row, score=score, relevance=rel, similarity=similarity.get(mid)))
-    ranked.sort(key=lambda r: r.score, reverse=True)
+    ranked.sort(key=lambda c: c.score, reverse=True)
     return ranked[:limit]
 
 
 def bounded(ranked: list[Ranked], content_budget: int, reply_budget: int) -> tuple[list[MemoryOut], bool]:
     """Turn ranked rows into reply items within the per-memory and total size budgets."""
+    fitted, truncated = cut_to_budget(ranked, lambda r: r.row.content, per_item=content_budget, total=reply_budget)
     out: list[MemoryOut] = []
-    used, truncated = 0, False
-    for r in ranked:
-        room = min(content_budget, reply_budget - used)
-        if room < 80:  # no space left for a useful snippet
-            truncated = True
-            break
-        text, was_cut = cut(r.row.content, room)
-        truncated |= was_cut
-        used += len(text)
-        row = r.row
+    for f in fitted:
+        r, row = f.item, f.item.row
         out.append(MemoryOut(
-            id=row.id, content=text, content_truncated=was_cut, kind=row.kind, key=row.key, tags=row.tags,
+            id=row.id, content=f.text, content_truncated=f.cut, kind=row.kind, key=row.key, tags=row.tags,
             project=row.project, score=round(r.score, 4), relevance=round(r.relevance, 4),
             similarity=None if r.similarity is None else round(r.similarity, 4),
             importance=row.importance, created_at=to_iso(row.created_at),
@@ -102,7 +95,7 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     """Ranked memories for ``args.query`` over ``scope.projects_read``; raises InvalidArgument on bad input."""
     s = rt.settings
     query = v.check_query(args.query)
-    k = v.check_k(args.k, s.max_k)
+    k = v.check_k(args.k, s.replies.max_k)
     kinds = v.check_kinds(args.kinds)
     tags = v.check_tags(args.tags)
     since, until = v.check_time("since", args.since), v.check_time("until", args.until)
@@ -112,6 +105,6 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     await rt.started()
     ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=k, kinds=kinds, tags=tags,
                         since=since, until=until)
-    memories, truncated = bounded(ranked, s.content_budget_chars, s.reply_budget_chars)
+    memories, truncated = bounded(ranked, s.replies.content_budget_chars, s.replies.reply_budget_chars)
     await rt.facts.touch([m.id for m in memories], rt.clock.now())
     return RecallResult(scope=scope, memories=memories, truncated=truncated, query_note=query_note)

@@ -51,7 +51,7 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     """
     s = rt.settings
     try:
-        content = validate_content(args.content, s.max_content_chars)
+        content = validate_content(args.content, s.policies.max_content_chars)
     except ValueError as exc:
         raise InvalidArgument(str(exc)) from None
     kind = v.check_kind(args.kind)
@@ -77,10 +77,10 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     else:
         scored = score_importance(content, kind, key)
         importance = round(scored.value, 3)
-        if importance < s.importance_threshold and not args.force:
+        if importance < s.policies.importance_threshold and not args.force:
             why = "; ".join(scored.reasons) or "little lasting information"
             return declined(
-                f"importance {importance:.2f} is below the threshold {s.importance_threshold:.2f} ({why}); "
+                f"importance {importance:.2f} is below the threshold {s.policies.importance_threshold:.2f} ({why}); "
                 "call again with force=true to store it anyway",
                 importance,
             )
@@ -91,7 +91,7 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
 
     async with rt.write_lock:
         now = rt.clock.now()
-        expires_at = resolve_expiry(now, ttl_days, s.default_ttl_days(kind))
+        expires_at = resolve_expiry(now, ttl_days, s.policies.default_ttl_days(kind))
 
         # 1. exact duplicate in the same scope and kind -> reinforce
         dup = await rt.facts.find_by_hash(user, project, kind, chash, now)
@@ -121,11 +121,11 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
         if not old_rows:
             flt = scope_filter(user, [project], now, kinds=[kind])
             hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, dense.tolist(), flt, 3)
-            close = {h.id: h.score for h in hits if h.score >= s.dedup_threshold}
+            close = {h.id: h.score for h in hits if h.score >= s.policies.dedup_threshold}
             for near in await rt.facts.get(close):
                 cos = close[near.id]
                 if near.status == "active" and near.key in (None, key) and \
-                        is_near_duplicate(content, near.content, cos, s.dedup_threshold):
+                        is_near_duplicate(content, near.content, cos, s.policies.dedup_threshold):
                     row = await rt.facts.reinforce(near, importance=importance, now=now, actor=source,
                                                    reason=f"near duplicate (cosine {cos:.3f})")
                     return RememberResult(
@@ -154,7 +154,7 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     else:
         status, reason = "stored", "stored"
     if evicted:
-        reason += f"; the scope was over its capacity of {s.capacity_per_scope}, so {len(evicted)} " \
+        reason += f"; the scope was over its capacity of {s.policies.capacity_per_scope}, so {len(evicted)} " \
                   "least-retained memories were removed"
     return RememberResult(id=row.id, status=status, reason=reason, importance=importance,
                           expires_at=to_iso(expires_at), superseded_ids=superseded_ids,
@@ -163,13 +163,13 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
 
 async def _enforce_capacity(rt: Runtime, user: str, project: str, *, keep: str, now: float) -> list[str]:
     """Soft-delete the lowest-retention memories over the scope's cap; returns their ids."""
-    cap = rt.settings.capacity_per_scope
+    cap = rt.settings.policies.capacity_per_scope
     count = await rt.facts.count_active(user, project, now)
     if count <= cap:
         return []
     rows = await rt.facts.select(user, projects=[project], now=now)
     candidates = [(r.id, r.importance, r.last_accessed_at) for r in rows if r.id != keep]
-    ids = set(pick_evictions(candidates, count - cap, now, rt.settings.half_life_days))
+    ids = set(pick_evictions(candidates, count - cap, now, rt.settings.ranking.half_life_days))
     victims = [r for r in rows if r.id in ids]
     await rt.facts.set_status(victims, "deleted", action="evict", now=now, actor="memvault:capacity",
                               reason=f"scope over capacity {cap}")

@@ -78,10 +78,10 @@ class Runtime:
         ``load_embedder`` / ``open_vectors``: what builds the model and the index (default:
         the configured model and engine). Raises sqlite3 errors and SchemaTooNew.
         """
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        settings.data_dir.chmod(0o700)
+        settings.storage.data_dir.mkdir(parents=True, exist_ok=True)
+        settings.storage.data_dir.chmod(0o700)
         facts = await FactStore.open(settings.db_path)
-        return cls(settings=settings, clock=Clock(settings.clock_offset_s), facts=facts,
+        return cls(settings=settings, clock=Clock(settings.server.clock_offset_s), facts=facts,
                    load_embedder=load_embedder or default_embedder,
                    open_vectors=open_vectors or open_vector_index)
 

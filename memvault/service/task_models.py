@@ -10,8 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memvault.service.models import RememberResult, Scope
-
-TaskStatus = Literal["active", "blocked", "done", "abandoned"]
+from memvault.vocabulary import TaskStatus
 
 
 class TaskSummary(BaseModel):

@@ -24,17 +24,19 @@ from typing import Any
 from memvault.service.errors import Conflict, InvalidArgument, NotFound
 
 from memvault.clock import to_iso
+from memvault.policy.budget import whole_within_budget
 from memvault.policy.deixis import detect_deixis, enrich_query
 from memvault.policy.merge_patch import merge_patch
 from memvault.policy.secrets import find_secret
 from memvault.policy.text import cut
-from memvault.policy.ttl import SECONDS_PER_DAY
-from memvault.storage.tasks import FINISHED_STATUSES, STATUSES, TaskRow, TaskStore, TaskVersion, state_json
+from memvault.policy.units import SECONDS_PER_DAY
+from memvault.storage.tasks import TaskRow, TaskStore, TaskVersion, state_json
 from memvault.service import validation as v
 from memvault.service.models import Scope
 from memvault.service.remember import RememberArgs, remember
 from memvault.service.runtime import Runtime
 from memvault.service.task_models import GetTaskResult, SetTaskResult, TaskOut, TaskSummary, TaskVersionOut
+from memvault.vocabulary import FINISHED_TASK_STATUSES, TASK_STATUSES
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +47,6 @@ STEP_CHARS = 200
 APPROACH_CHARS = 800
 
 _TASK_ID_RE = re.compile(r"^[\w][\w.\-:/#]*$", re.UNICODE)
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 # State members read as "the current step", in order of preference.
 _STEP_KEYS = ("current_step", "step", "next_step", "now", "doing")
@@ -138,7 +139,7 @@ def _check_text(name: str, value: str | None, limit: int, *, control_ok: bool = 
     t = value.strip()
     if not t:
         raise InvalidArgument(f"{name} is empty; leave it out or give some text")
-    if len(t) > limit or (not control_ok and _CONTROL_RE.search(t)):
+    if len(t) > limit or (not control_ok and v.has_control_chars(t)):
         raise InvalidArgument(f"{name} is too long or has control characters; at most {limit} printable characters")
     return t
 
@@ -185,8 +186,8 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
     title = _check_text("title", args.title, MAX_TITLE_CHARS)
     outcome = _check_text("outcome", args.outcome, MAX_OUTCOME_CHARS, control_ok=True)
     ttl_days = v.check_ttl(args.ttl_days)
-    if args.status is not None and args.status not in STATUSES:
-        raise InvalidArgument(f"status {args.status!r} is not known; use one of: {', '.join(STATUSES)}")
+    if args.status is not None and args.status not in TASK_STATUSES:
+        raise InvalidArgument(f"status {args.status!r} is not known; use one of: {', '.join(TASK_STATUSES)}")
     if args.state is not None and args.patch is not None:
         raise InvalidArgument("give either state (replaces the whole object) or patch (JSON Merge Patch), not both")
     for name, value in (("state", args.state), ("patch", args.patch)):
@@ -194,7 +195,7 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
             raise InvalidArgument(f"{name} must be a JSON object, got {type(value).__name__}")
     if args.expected_version is not None and args.expected_version < 0:
         raise InvalidArgument("expected_version must be 0 (the task must not exist yet) or a version number")
-    if outcome is not None and args.status not in FINISHED_STATUSES:
+    if outcome is not None and args.status not in FINISHED_TASK_STATUSES:
         raise InvalidArgument("outcome is recorded when a task finishes; pass it with status='done' or 'abandoned'")
     for name, value in (("task_id", task_id), ("title", title), ("outcome", outcome), ("state", args.state),
                         ("patch", args.patch)):
@@ -230,16 +231,16 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
             size = len(state_json(new_state).encode("utf-8"))
         except (ValueError, TypeError) as exc:
             raise InvalidArgument(f"state is not valid JSON: {exc}") from None
-        if size > s.task_state_max_bytes:
+        if size > s.policies.task_state_max_bytes:
             raise InvalidArgument(
-                f"task state would be {size} bytes; the limit is {s.task_state_max_bytes} bytes "
+                f"task state would be {size} bytes; the limit is {s.policies.task_state_max_bytes} bytes "
                 "(setting MEMVAULT_TASK_STATE_MAX_BYTES). Keep bulky text in files or memories and store "
                 "references (paths, ids) in the state."
             )
         status = args.status or (cur.status if cur is not None else "active")
-        finished = status in FINISHED_STATUSES
+        finished = status in FINISHED_TASK_STATUSES
         task_ttl = ttl_days if ttl_days is not None else (cur.ttl_days if cur is not None else None)
-        days = s.task_retention_days if finished else (task_ttl or s.task_idle_ttl_days)
+        days = s.policies.task_retention_days if finished else (task_ttl or s.policies.task_idle_ttl_days)
         expires_at = now + days * SECONDS_PER_DAY
         if not math.isfinite(expires_at):
             raise InvalidArgument(f"ttl_days={days} is too large")
@@ -251,7 +252,7 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
             outcome=outcome or (cur.outcome if cur is not None and finished else None),
             episode_id=cur.episode_id if cur is not None and finished else None, actor=args.actor,
         )
-        await store.write(row, history_max=s.task_history_max)
+        await store.write(row, history_max=s.policies.task_history_max)
 
     episode = None
     if outcome is not None:
@@ -279,7 +280,7 @@ async def get_task_state(rt: Runtime, scope: Scope, task_id: str | None = None, 
     now = rt.clock.now()
     if task_id is None:
         rows, total = await store.list_tasks(scope.user_id, scope.projects_read, now, include_done=include_done,
-                                             limit=s.task_list_max)
+                                             limit=s.replies.task_list_max)
         return GetTaskResult(scope=scope, tasks=[task_summary(r) for r in rows], total=total,
                              truncated=total > len(rows))
     tid = _check_task_id(task_id)
@@ -287,20 +288,15 @@ async def get_task_state(rt: Runtime, scope: Scope, task_id: str | None = None, 
     if row is None:
         raise NotFound(
             f"no task {tid!r} in {_where(scope.projects_read)}; it may have expired "
-            f"(open tasks vanish after {s.task_idle_ttl_days:g} idle days, finished ones after "
-            f"{s.task_retention_days:g} days). Call get_task_state without task_id to list the open tasks."
+            f"(open tasks vanish after {s.policies.task_idle_ttl_days:g} idle days, finished ones after "
+            f"{s.policies.task_retention_days:g} days). Call get_task_state without task_id to list the open tasks."
         )
     history: list[TaskVersionOut] = []
     truncated = False
     if include_history:
-        used = 0
-        for h in await store.history(scope.user_id, row.project, tid, s.task_history_max):
-            size = len(state_json(h.state))
-            if used + size > s.reply_budget_chars:
-                truncated = True
-                break
-            used += size
-            history.append(_version_out(h))
+        versions = await store.history(scope.user_id, row.project, tid, s.policies.task_history_max)
+        kept, truncated = whole_within_budget(versions, lambda h: len(state_json(h.state)), total=s.replies.reply_budget_chars)
+        history = [_version_out(h) for h in kept]
     return GetTaskResult(scope=scope, task=task_out(row), history=history, total=1, truncated=truncated)
 
 

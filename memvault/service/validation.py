@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from memvault.service.errors import InvalidArgument
 
 from memvault.clock import parse_iso
-from memvault.config import KINDS
+from memvault.vocabulary import KINDS
 
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64
@@ -26,6 +26,12 @@ MAX_IDS = 500
 
 _KEY_RE = re.compile(r"^[\w][\w.\-:/]*$", re.UNICODE)
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def has_control_chars(text: str) -> bool:
+    """True if ``text`` holds an ASCII control character: U+0000..U+001F (tab and newline
+    included) or U+007F. Names, tags, labels and paths must not; free text may."""
+    return _CONTROL_RE.search(text) is not None
 
 
 def shown(value: object, limit: int = 60) -> str:
@@ -70,7 +76,7 @@ def check_tags(tags: Sequence[str] | None) -> list[str]:
     out: list[str] = []
     for t in tags:
         t = t.strip()
-        if not t or len(t) > MAX_TAG_CHARS or _CONTROL_RE.search(t):
+        if not t or len(t) > MAX_TAG_CHARS or has_control_chars(t):
             raise InvalidArgument(f"tag {shown(t)} is not allowed; tags are 1-{MAX_TAG_CHARS} printable characters")
         if t not in out:
             out.append(t)
@@ -84,7 +90,7 @@ def check_project(project: str | None) -> str | None:
     if project is None or project == "":
         return project
     p = project.strip()
-    if not p or len(p) > MAX_PROJECT_CHARS or _CONTROL_RE.search(p):
+    if not p or len(p) > MAX_PROJECT_CHARS or has_control_chars(p):
         raise InvalidArgument(
             f"project {shown(project)} is not allowed; use '' for the global scope or a name of 1-{MAX_PROJECT_CHARS} "
             "printable characters"
@@ -159,6 +165,6 @@ def check_source(source: str | None) -> str | None:
     if source is None:
         return None
     s = source.strip()
-    if len(s) > MAX_SOURCE_CHARS or _CONTROL_RE.search(s):
+    if len(s) > MAX_SOURCE_CHARS or has_control_chars(s):
         raise InvalidArgument(f"source is too long or has control characters; at most {MAX_SOURCE_CHARS} printable characters")
     return s or None

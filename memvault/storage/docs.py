@@ -3,7 +3,8 @@
 Tables ``doc_files`` and ``doc_chunks`` (schema migration 2 in ``storage.migrations``).
 SQLite is the truth for documents as for memories: a search hit counts only if its chunk
 row exists here, so a file is visible either in its old version or in its new one, never
-half-written (``replace_file`` and ``remove_files`` are single transactions).
+half-written (``replace_file`` and ``remove_files`` are single transactions; the rules
+for reads and transactions are in ``storage.database``).
 
 The store opens its own aiosqlite connection to the same database file (WAL mode lets it
 write beside the fact store's connection; the busy timeout covers the overlap), so that
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+
+from memvault.storage.database import Database
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +103,8 @@ def _marks(n: int) -> str:
 class DocStore:
     """Async access to the document registry over its own connection (see the module docstring)."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
-        self._db = conn
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     @classmethod
     @asynccontextmanager
@@ -119,17 +122,17 @@ class DocStore:
             (version,) = await cur.fetchone()
             if version < SCHEMA_VERSION:
                 raise SchemaTooOld(f"{path} is at schema {version}; documents need {SCHEMA_VERSION}")
-            yield cls(conn)
+            yield cls(Database(conn))
         finally:
             await conn.close()
 
     # ------------------------------------------------------------------ reads
     async def files(self, project: str, collection: str) -> dict[str, DocFile]:
         """Every indexed file of one (project, collection), keyed by abs_path."""
-        cur = await self._db.execute(
+        rows = await self._db.fetchall(
             f"SELECT {_FILE_COLS} FROM doc_files WHERE project=? AND collection=?", [project, collection]
         )
-        return {f.abs_path: f for f in map(_file, await cur.fetchall())}
+        return {f.abs_path: f for f in map(_file, rows)}
 
     async def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
         """Chunks by id with their file (``ChunkRow.file``); unknown ids are skipped."""
@@ -138,12 +141,12 @@ class DocStore:
         files: dict[int, DocFile] = {}
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
-            cur = await self._db.execute(
+            rows = await self._db.fetchall(
                 f"SELECT {_CHUNK_COLS}, " + ", ".join(f"f.{c.strip()}" for c in _FILE_COLS.split(","))
                 + f" FROM doc_chunks c JOIN doc_files f ON f.id = c.doc_id WHERE c.id IN ({_marks(len(part))})",
                 part,
             )
-            for r in await cur.fetchall():
+            for r in rows:
                 cid, doc_id, seq, heading, symbol, start, end, page, text = r[:9]
                 f = files.get(doc_id) or files.setdefault(doc_id, _file(r[9:]))
                 out[cid] = ChunkRow(cid, seq, heading, symbol, start, end, page, text, doc_id, f)
@@ -151,23 +154,22 @@ class DocStore:
 
     async def chunks_of(self, file_id: int) -> list[ChunkRow]:
         """The chunks of one file, in document order (``file`` not filled)."""
-        cur = await self._db.execute(
+        rows = await self._db.fetchall(
             f"SELECT {_CHUNK_COLS} FROM doc_chunks c WHERE c.doc_id=? ORDER BY c.seq", [file_id]
         )
-        return [ChunkRow(r[0], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[1]) for r in await cur.fetchall()]
+        return [ChunkRow(r[0], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[1]) for r in rows]
 
     async def stale_files(self, keyword_scheme: int) -> list[DocFile]:
         """Every file (all projects and collections) whose points were written under another
         keyword weighting than ``keyword_scheme``, in row order."""
-        cur = await self._db.execute(
+        rows = await self._db.fetchall(
             f"SELECT {_FILE_COLS} FROM doc_files WHERE keyword_scheme != ? ORDER BY id", [keyword_scheme]
         )
-        return list(map(_file, await cur.fetchall()))
+        return list(map(_file, rows))
 
     async def all_chunk_ids(self) -> set[str]:
         """Every chunk id in the registry (all projects): the points the index should hold."""
-        cur = await self._db.execute("SELECT id FROM doc_chunks")
-        return {r[0] for r in await cur.fetchall()}
+        return {r[0] for r in await self._db.fetchall("SELECT id FROM doc_chunks")}
 
     async def count(self, project: str | None = None, collection: str | None = None) -> tuple[int, int]:
         """(files, chunks) registered, optionally for one project and/or collection."""
@@ -179,10 +181,9 @@ class DocStore:
             where.append("collection=?")
             params.append(collection)
         w = (" WHERE " + " AND ".join(where)) if where else ""
-        cur = await self._db.execute(
+        files, chunks = await self._db.fetchone(
             f"SELECT COUNT(*), COALESCE(SUM(json_array_length(chunk_ids)), 0) FROM doc_files{w}", params
         )
-        files, chunks = await cur.fetchone()
         return int(files), int(chunks)
 
     # ------------------------------------------------------------------ writes
@@ -193,18 +194,16 @@ class DocStore:
         ``doc.chunk_ids`` is set from ``chunks``; returns ``doc`` with its row id.
         """
         doc.chunk_ids = [c.id for c in chunks]
-        await self._db.execute("BEGIN IMMEDIATE")
-        try:
-            cur = await self._db.execute(
+        async with self._db.transaction() as tx:
+            row = await tx.fetchone(
                 "SELECT id FROM doc_files WHERE project=? AND collection=? AND abs_path=?",
                 [doc.project, doc.collection, doc.abs_path],
             )
-            row = await cur.fetchone()
             values = [doc.path, doc.size, doc.mtime, doc.content_hash, doc.format,
                       json.dumps(doc.chunk_ids), doc.embedding_model, doc.indexed_by, doc.indexed_at,
                       doc.keyword_scheme]
             if row is None:
-                cur = await self._db.execute(
+                cur = await tx.execute(
                     "INSERT INTO doc_files (project, collection, abs_path, path, size, mtime, content_hash, format,"
                     " chunk_ids, embedding_model, indexed_by, indexed_at, keyword_scheme)"
                     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -213,47 +212,38 @@ class DocStore:
                 doc.id = cur.lastrowid
             else:
                 doc.id = row[0]
-                await self._db.execute("DELETE FROM doc_chunks WHERE doc_id=?", [doc.id])
-                await self._db.execute(
+                await tx.execute("DELETE FROM doc_chunks WHERE doc_id=?", [doc.id])
+                await tx.execute(
                     "UPDATE doc_files SET path=?, size=?, mtime=?, content_hash=?, format=?, chunk_ids=?,"
                     " embedding_model=?, indexed_by=?, indexed_at=?, keyword_scheme=? WHERE id=?",
                     [*values, doc.id],
                 )
-            await self._db.executemany(
+            await tx.executemany(
                 "INSERT INTO doc_chunks (id, doc_id, seq, heading, symbol, start_line, end_line, page, text)"
                 " VALUES (?,?,?,?,?,?,?,?,?)",
                 [(c.id, doc.id, c.seq, c.heading, c.symbol, c.start_line, c.end_line, c.page, c.text)
                  for c in chunks],
             )
-            await self._db.execute("COMMIT")
-        except BaseException:
-            await self._db.execute("ROLLBACK")
-            raise
         return doc
 
     async def set_keyword_scheme(self, doc: DocFile, keyword_scheme: int) -> None:
         """Record that ``doc``'s points now carry the keyword weighting ``keyword_scheme``."""
-        await self._db.execute("UPDATE doc_files SET keyword_scheme=? WHERE id=?", [keyword_scheme, doc.id])
+        async with self._db.transaction() as tx:
+            await tx.execute("UPDATE doc_files SET keyword_scheme=? WHERE id=?", [keyword_scheme, doc.id])
         doc.keyword_scheme = keyword_scheme
 
     async def touch_file(self, doc: DocFile, *, size: int, mtime: float, path: str) -> None:
         """Record a new size / mtime / cited path for a file whose content did not change."""
-        await self._db.execute(
-            "UPDATE doc_files SET size=?, mtime=?, path=? WHERE id=?", [size, mtime, path, doc.id]
-        )
+        async with self._db.transaction() as tx:
+            await tx.execute("UPDATE doc_files SET size=?, mtime=?, path=? WHERE id=?", [size, mtime, path, doc.id])
         doc.size, doc.mtime, doc.path = size, mtime, path
 
     async def remove_files(self, docs: Sequence[DocFile]) -> None:
         """Delete files and their chunk rows in one transaction (the caller drops the points)."""
         if not docs:
             return
-        await self._db.execute("BEGIN IMMEDIATE")
-        try:
+        async with self._db.transaction() as tx:
             for i in range(0, len(docs), 500):
                 part = [d.id for d in docs[i : i + 500]]
-                await self._db.execute(f"DELETE FROM doc_chunks WHERE doc_id IN ({_marks(len(part))})", part)
-                await self._db.execute(f"DELETE FROM doc_files WHERE id IN ({_marks(len(part))})", part)
-            await self._db.execute("COMMIT")
-        except BaseException:
-            await self._db.execute("ROLLBACK")
-            raise
+                await tx.execute(f"DELETE FROM doc_chunks WHERE doc_id IN ({_marks(len(part))})", part)
+                await tx.execute(f"DELETE FROM doc_files WHERE id IN ({_marks(len(part))})", part)

@@ -3,7 +3,8 @@
 Holds every memory row and its history. Qdrant is only an index rebuilt from here.
 WAL mode, a busy timeout, parameterised statements only, versioned migrations
 (``storage.migrations``). Each public method is one unit of work: it either commits
-whole or changes nothing. Times are unix seconds (float).
+whole or changes nothing (``storage.database`` holds the rules for reads and
+transactions on the shared connection). Times are unix seconds (float).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import aiosqlite
 
+from memvault.storage.database import Database, Transaction
 from memvault.storage.migrations import LATEST_VERSION, MIGRATIONS
 
 log = logging.getLogger(__name__)
@@ -128,7 +130,7 @@ class FactStore:
     """
 
     def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
-        self._db = conn
+        self._db = Database(conn)
         self.path = path
 
     # ------------------------------------------------------------------ lifecycle
@@ -163,8 +165,8 @@ class FactStore:
         return store
 
     @property
-    def connection(self) -> aiosqlite.Connection:
-        """The shared connection, for the other stores of the same file (tasks, profile, docs).
+    def database(self) -> Database:
+        """The shared connection, for the other stores of the same file (tasks, profile).
 
         One connection per process keeps SQLite writes serialised in one place.
         """
@@ -175,8 +177,7 @@ class FactStore:
         await self._db.close()
 
     async def _migrate(self) -> None:
-        cur = await self._db.execute("PRAGMA user_version")
-        (version,) = await cur.fetchone()
+        version = await self.schema_version()
         if version > LATEST_VERSION:
             raise SchemaTooNew(
                 f"{self.path} was written by a newer memvault (database schema {version}); this "
@@ -187,42 +188,27 @@ class FactStore:
             if number <= version:
                 continue
             log.info("migrating %s to schema %d", self.path, number)
-            await self._db.execute("BEGIN IMMEDIATE")
-            try:
+            async with self._db.transaction() as tx:
                 for statement in _statements(script):
-                    await self._db.execute(statement)
-                await self._db.execute(f"PRAGMA user_version = {int(number)}")
-                await self._db.execute("COMMIT")
-            except BaseException:
-                await self._db.execute("ROLLBACK")
-                raise
+                    await tx.execute(statement)
+                await tx.execute(f"PRAGMA user_version = {int(number)}")
 
     async def schema_version(self) -> int:
         """The schema version recorded in the file."""
-        cur = await self._db.execute("PRAGMA user_version")
-        return (await cur.fetchone())[0]
+        return (await self._db.fetchone("PRAGMA user_version"))[0]
 
     # ------------------------------------------------------------------ internals
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[MemoryRow]:
-        cur = await self._db.execute(sql, list(params))
-        return [row_from_sql(r) for r in await cur.fetchall()]
+        return [row_from_sql(r) for r in await self._db.fetchall(sql, params)]
 
-    async def _history(self, row: MemoryRow, action: str, actor: str | None, at: float,
+    @staticmethod
+    async def _history(tx: Transaction, row: MemoryRow, action: str, actor: str | None, at: float,
                        old: str | None, new: str | None, reason: str | None = None) -> None:
-        await self._db.execute(
+        await tx.execute(
             "INSERT INTO memory_history (memory_id, user_id, project, action, actor, at, old, new, reason)"
             " VALUES (?,?,?,?,?,?,?,?,?)",
             [row.id, row.user_id, row.project, action, actor, at, old, new, reason],
         )
-
-    async def _begin(self) -> None:
-        await self._db.execute("BEGIN IMMEDIATE")
-
-    async def _commit(self) -> None:
-        await self._db.execute("COMMIT")
-
-    async def _rollback(self) -> None:
-        await self._db.execute("ROLLBACK")
 
     # ------------------------------------------------------------------ reads
     async def get(self, ids: Iterable[str]) -> list[MemoryRow]:
@@ -304,21 +290,21 @@ class FactStore:
     async def count_active(self, user_id: str, project: str, now: float) -> int:
         """Number of active, unexpired memories in one scope."""
         alive, p = _alive(now)
-        cur = await self._db.execute(
+        row = await self._db.fetchone(
             f"SELECT COUNT(*) FROM memories WHERE user_id=? AND project=? AND status='active' AND {alive}",
             [user_id, project, *p],
         )
-        return (await cur.fetchone())[0]
+        return row[0]
 
     async def counts_by_kind(self, user_id: str, projects: Sequence[str], now: float) -> dict[str, int]:
         """Active, unexpired memories per kind over the given projects."""
         alive, p = _alive(now)
-        cur = await self._db.execute(
+        rows = await self._db.fetchall(
             f"SELECT kind, COUNT(*) FROM memories WHERE user_id=? AND project IN ({_marks(len(projects))})"
             f" AND status='active' AND {alive} GROUP BY kind",
             [user_id, *projects, *p],
         )
-        return {k: n for k, n in await cur.fetchall()}
+        return {k: n for k, n in rows}
 
     async def pending(self, limit: int = 1000) -> list[MemoryRow]:
         """Rows whose index entry is not confirmed (crash between SQLite and Qdrant)."""
@@ -329,8 +315,8 @@ class FactStore:
     async def indexable_ids(self, now: float) -> set[str]:
         """Ids that should have a vector: active and unexpired."""
         alive, p = _alive(now)
-        cur = await self._db.execute(f"SELECT id FROM memories WHERE status='active' AND {alive}", p)
-        return {r[0] for r in await cur.fetchall()}
+        rows = await self._db.fetchall(f"SELECT id FROM memories WHERE status='active' AND {alive}", p)
+        return {r[0] for r in rows}
 
     async def expired(self, now: float, limit: int = 1000) -> list[MemoryRow]:
         """Rows (any status) whose expiry has passed."""
@@ -341,13 +327,13 @@ class FactStore:
 
     async def history(self, memory_id: str) -> list[HistoryEntry]:
         """Every recorded change of one memory, oldest first."""
-        cur = await self._db.execute(
+        rows = await self._db.fetchall(
             "SELECT seq, memory_id, action, actor, at, old, new, reason FROM memory_history"
             " WHERE memory_id=? ORDER BY seq",
             [memory_id],
         )
         out = []
-        for seq, mid, action, actor, at, old, new, reason in await cur.fetchall():
+        for seq, mid, action, actor, at, old, new, reason in rows:
             out.append(HistoryEntry(seq, mid, action, actor, at, json.loads(old) if old else None,
                                     json.loads(new) if new else None, reason))
         return out
@@ -359,31 +345,26 @@ class FactStore:
 
         One transaction; history gets an ``add`` entry and one ``supersede`` per old row.
         """
-        await self._begin()
-        try:
-            await self._db.execute(
+        async with self._db.transaction() as tx:
+            await tx.execute(
                 f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES ({_marks(20)})",
                 [row.id, row.user_id, row.project, row.kind, row.key, row.content,
                  json.dumps(row.tags, ensure_ascii=False), row.importance, row.confidence, row.source,
                  row.created_at, row.updated_at, row.last_accessed_at, row.access_count, row.expires_at,
                  row.status, row.superseded_by, row.content_hash, row.embedding_model, "pending"],
             )
-            await self._history(row, "add", actor, row.created_at, None, row.snapshot(), reason)
+            await self._history(tx, row, "add", actor, row.created_at, None, row.snapshot(), reason)
             for old in supersede:
                 before = old.snapshot()
                 old.status, old.superseded_by, old.updated_at = "superseded", row.id, row.created_at
                 old.index_state = "pending"
-                await self._db.execute(
+                await tx.execute(
                     "UPDATE memories SET status='superseded', superseded_by=?, updated_at=?, index_state='pending'"
                     " WHERE id=?",
                     [row.id, row.created_at, old.id],
                 )
-                await self._history(old, "supersede", actor, row.created_at, before, old.snapshot(),
+                await self._history(tx, old, "supersede", actor, row.created_at, before, old.snapshot(),
                                     f"superseded by {row.id}")
-            await self._commit()
-        except BaseException:
-            await self._rollback()
-            raise
 
     async def reinforce(self, row: MemoryRow, *, importance: float, now: float, actor: str | None,
                         reason: str) -> MemoryRow:
@@ -392,55 +373,48 @@ class FactStore:
         row.access_count += 1
         row.importance = max(row.importance, importance)
         row.last_accessed_at = row.updated_at = now
-        await self._begin()
-        try:
-            await self._db.execute(
+        async with self._db.transaction() as tx:
+            await tx.execute(
                 "UPDATE memories SET access_count=?, importance=?, last_accessed_at=?, updated_at=? WHERE id=?",
                 [row.access_count, row.importance, now, now, row.id],
             )
-            await self._history(row, "reinforce", actor, now, before, row.snapshot(), reason)
-            await self._commit()
-        except BaseException:
-            await self._rollback()
-            raise
+            await self._history(tx, row, "reinforce", actor, now, before, row.snapshot(), reason)
         return row
 
     async def touch(self, ids: Sequence[str], now: float) -> None:
         """Record a read: last_accessed_at = now, access_count + 1 (not a history event)."""
         if not ids:
             return
-        await self._db.execute(
-            f"UPDATE memories SET last_accessed_at=?, access_count=access_count+1 WHERE id IN ({_marks(len(ids))})",
-            [now, *ids],
-        )
+        async with self._db.transaction() as tx:
+            await tx.execute(
+                f"UPDATE memories SET last_accessed_at=?, access_count=access_count+1"
+                f" WHERE id IN ({_marks(len(ids))})",
+                [now, *ids],
+            )
 
     async def mark_indexed(self, ids: Sequence[str]) -> None:
         """The index now agrees with these rows."""
-        for i in range(0, len(ids), 500):
-            part = list(ids[i : i + 500])
-            await self._db.execute(
-                f"UPDATE memories SET index_state='indexed' WHERE id IN ({_marks(len(part))})", part
-            )
+        if not ids:
+            return
+        async with self._db.transaction() as tx:
+            for i in range(0, len(ids), 500):
+                part = list(ids[i : i + 500])
+                await tx.execute(f"UPDATE memories SET index_state='indexed' WHERE id IN ({_marks(len(part))})", part)
 
     async def set_status(self, rows: Sequence[MemoryRow], status: str, *, action: str, now: float,
                          actor: str | None, reason: str | None = None) -> None:
         """Soft change of status (``deleted`` by forget or eviction). History keeps the content."""
         if not rows:
             return
-        await self._begin()
-        try:
+        async with self._db.transaction() as tx:
             for row in rows:
                 before = row.snapshot()
                 row.status, row.updated_at, row.index_state = status, now, "pending"
-                await self._db.execute(
+                await tx.execute(
                     "UPDATE memories SET status=?, updated_at=?, index_state='pending' WHERE id=?",
                     [status, now, row.id],
                 )
-                await self._history(row, action, actor, now, before, row.snapshot(), reason)
-            await self._commit()
-        except BaseException:
-            await self._rollback()
-            raise
+                await self._history(tx, row, action, actor, now, before, row.snapshot(), reason)
 
     async def purge(self, rows: Sequence[MemoryRow], *, action: str, now: float, actor: str | None,
                     reason: str | None = None) -> None:
@@ -451,15 +425,10 @@ class FactStore:
         """
         if not rows:
             return
-        await self._begin()
-        try:
+        async with self._db.transaction() as tx:
             for row in rows:
-                await self._db.execute("DELETE FROM memories WHERE id=?", [row.id])
-                await self._db.execute("UPDATE memory_history SET old=NULL, new=NULL WHERE memory_id=?", [row.id])
-                await self._history(row, action, actor, now, None, None, reason)
-            await self._commit()
-        except BaseException:
-            await self._rollback()
-            raise
+                await tx.execute("DELETE FROM memories WHERE id=?", [row.id])
+                await tx.execute("UPDATE memory_history SET old=NULL, new=NULL WHERE memory_id=?", [row.id])
+                await self._history(tx, row, action, actor, now, None, None, reason)
         # Move the erased pages out of the WAL into the (secure-deleted) main file.
-        await self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        await self._db.checkpoint()

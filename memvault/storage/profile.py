@@ -8,41 +8,40 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import aiosqlite
-
+from memvault.storage.database import Database
 from memvault.storage.facts import MEMORY_COLUMNS, FactStore, MemoryRow, row_from_sql
 
 
 class ProfileReader:
     """Queries over active, unexpired memories of one user (see module doc)."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
-        self._db = conn
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     @classmethod
     def on(cls, facts: FactStore) -> ProfileReader:
         """A reader on ``facts``' connection."""
-        return cls(facts.connection)
+        return cls(facts.database)
 
     async def keyed(self, user_id: str, projects: Sequence[str], now: float, limit: int) -> list[MemoryRow]:
         """Active, unexpired memories with a key over ``projects``, newest update first, at most ``limit``."""
         marks = ",".join("?" * len(projects))
-        cur = await self._db.execute(
+        rows = await self._db.fetchall(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE user_id=? AND project IN ({marks}) AND key IS NOT NULL"
             " AND status='active' AND (expires_at IS NULL OR expires_at > ?) ORDER BY updated_at DESC LIMIT ?",
             [user_id, *projects, now, int(limit)],
         )
-        return [row_from_sql(r) for r in await cur.fetchall()]
+        return [row_from_sql(r) for r in rows]
 
     async def top_unkeyed(self, user_id: str, projects: Sequence[str], kinds: Sequence[str], now: float,
                           limit: int) -> list[MemoryRow]:
         """Active, unexpired memories without a key of ``kinds``, by importance then recency."""
         marks = ",".join("?" * len(projects))
         kmarks = ",".join("?" * len(kinds))
-        cur = await self._db.execute(
+        rows = await self._db.fetchall(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE user_id=? AND project IN ({marks}) AND key IS NULL"
             f" AND kind IN ({kmarks}) AND status='active' AND (expires_at IS NULL OR expires_at > ?)"
             " ORDER BY importance DESC, updated_at DESC LIMIT ?",
             [user_id, *projects, *kinds, now, int(limit)],
         )
-        return [row_from_sql(r) for r in await cur.fetchall()]
+        return [row_from_sql(r) for r in rows]

@@ -6,9 +6,9 @@ history, which keeps the newest ``history_max`` versions per task. ``expires_at`
 the idle TTL of an open task or the retention of a finished one; expired rows are
 left out of every read and purged by ``sweep``. Times are unix seconds (float).
 
-The store shares the fact store's SQLite connection (one connection per process, so
-transactions never nest); callers serialise writes with the runtime's write lock,
-as every fact-store writer does.
+The store shares the fact store's SQLite connection (``FactStore.database``: one
+transaction at a time, see ``storage.database``); callers still serialise their
+read-then-write sequences with the runtime's write lock, as every fact-store writer does.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiosqlite
-
+from memvault.storage.database import Database
 from memvault.storage.facts import FactStore
-
-OPEN_STATUSES = ("active", "blocked")
-FINISHED_STATUSES = ("done", "abandoned")
-STATUSES = OPEN_STATUSES + FINISHED_STATUSES
+from memvault.vocabulary import (
+    FINISHED_TASK_STATUSES,
+    OPEN_TASK_STATUSES,
+    TASK_STATUSES,
+)
 
 _COLUMNS = ("user_id, project, task_id, title, status, version, state, created_at, updated_at, expires_at, "
             "ttl_days, outcome, episode_id, actor")
@@ -78,23 +78,22 @@ def state_json(state: dict[str, Any]) -> str:
 class TaskStore:
     """Async access to the task tables over the fact store's connection (see module doc)."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
-        self._db = conn
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     @classmethod
     def on(cls, facts: FactStore) -> TaskStore:
         """A task store sharing ``facts``' connection (schema migrated by ``FactStore.open``)."""
-        return cls(facts.connection)
+        return cls(facts.database)
 
     # ------------------------------------------------------------------ reads
     async def get(self, user_id: str, projects: Sequence[str], task_id: str, now: float) -> TaskRow | None:
         """The unexpired task ``task_id`` in the first of ``projects`` that holds one, else None."""
         for project in projects:
-            cur = await self._db.execute(
+            row = await self._db.fetchone(
                 f"SELECT {_COLUMNS} FROM tasks WHERE user_id=? AND project=? AND task_id=? AND expires_at > ?",
                 [user_id, project, task_id, now],
             )
-            row = await cur.fetchone()
             if row is not None:
                 return _task(row)
         return None
@@ -105,28 +104,29 @@ class TaskStore:
 
         Returns (at most ``limit`` rows, total number matching).
         """
-        statuses = STATUSES if include_done else OPEN_STATUSES
+        statuses = TASK_STATUSES if include_done else OPEN_TASK_STATUSES
         marks = ",".join("?" * len(projects))
         smarks = ",".join("?" * len(statuses))
         where = (f"user_id=? AND project IN ({marks}) AND status IN ({smarks}) AND expires_at > ?")
         params = [user_id, *projects, *statuses, now]
-        cur = await self._db.execute(f"SELECT COUNT(*) FROM tasks WHERE {where}", params)
-        (total,) = await cur.fetchone()
-        cur = await self._db.execute(
-            f"SELECT {_COLUMNS} FROM tasks WHERE {where} ORDER BY status IN ('done','abandoned'), "
-            "status != 'active', updated_at DESC LIMIT ?",
-            [*params, int(limit)],
+        (total,) = await self._db.fetchone(f"SELECT COUNT(*) FROM tasks WHERE {where}", params)
+        # finished last, then the open statuses in their order, then newest first
+        fmarks = ",".join("?" * len(FINISHED_TASK_STATUSES))
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM tasks WHERE {where} ORDER BY status IN ({fmarks}), "
+            "status != ?, updated_at DESC LIMIT ?",
+            [*params, *FINISHED_TASK_STATUSES, OPEN_TASK_STATUSES[0], int(limit)],
         )
-        return [_task(r) for r in await cur.fetchall()], total
+        return [_task(r) for r in rows], total
 
     async def history(self, user_id: str, project: str, task_id: str, limit: int) -> list[TaskVersion]:
         """Stored versions of one task, newest first, at most ``limit``."""
-        cur = await self._db.execute(
+        rows = await self._db.fetchall(
             "SELECT version, title, status, state, at, actor FROM task_history"
             " WHERE user_id=? AND project=? AND task_id=? ORDER BY version DESC LIMIT ?",
             [user_id, project, task_id, int(limit)],
         )
-        return [TaskVersion(v, t, s, json.loads(st), at, a) for v, t, s, st, at, a in await cur.fetchall()]
+        return [TaskVersion(v, t, s, json.loads(st), at, a) for v, t, s, st, at, a in rows]
 
     # ------------------------------------------------------------------ writes
     async def write(self, row: TaskRow, *, history_max: int) -> None:
@@ -137,10 +137,9 @@ class TaskStore:
         task is dropped. One transaction.
         """
         key = [row.user_id, row.project, row.task_id]
-        await self._db.execute("BEGIN IMMEDIATE")
-        try:
-            state = state_json(row.state)
-            await self._db.execute(
+        state = state_json(row.state)
+        async with self._db.transaction() as tx:
+            await tx.execute(
                 f"INSERT INTO tasks ({_COLUMNS}) VALUES ({','.join('?' * 14)})"
                 " ON CONFLICT (user_id, project, task_id) DO UPDATE SET title=excluded.title,"
                 " status=excluded.status, version=excluded.version, state=excluded.state,"
@@ -149,44 +148,34 @@ class TaskStore:
                 [*key, row.title, row.status, row.version, state, row.created_at, row.updated_at, row.expires_at,
                  row.ttl_days, row.outcome, row.episode_id, row.actor],
             )
-            await self._db.execute(
+            await tx.execute(
                 "INSERT INTO task_history (user_id, project, task_id, version, title, status, state, at, actor)"
                 " VALUES (?,?,?,?,?,?,?,?,?)",
                 [*key, row.version, row.title, row.status, state, row.updated_at, row.actor],
             )
-            await self._db.execute(
+            await tx.execute(
                 "DELETE FROM task_history WHERE user_id=? AND project=? AND task_id=? AND version <= ?",
                 [*key, row.version - history_max],
             )
-            await self._db.execute("COMMIT")
-        except BaseException:
-            await self._db.execute("ROLLBACK")
-            raise
 
     async def set_episode(self, row: TaskRow, episode_id: str) -> None:
         """Record the id of the episode memory written when ``row`` finished."""
+        async with self._db.transaction() as tx:
+            await tx.execute(
+                "UPDATE tasks SET episode_id=? WHERE user_id=? AND project=? AND task_id=? AND version=?",
+                [episode_id, row.user_id, row.project, row.task_id, row.version],
+            )
         row.episode_id = episode_id
-        await self._db.execute(
-            "UPDATE tasks SET episode_id=? WHERE user_id=? AND project=? AND task_id=? AND version=?",
-            [episode_id, row.user_id, row.project, row.task_id, row.version],
-        )
 
     async def sweep(self, now: float, limit: int = 1000) -> int:
         """Purge up to ``limit`` expired tasks with their history; returns how many went."""
-        cur = await self._db.execute(
+        keys = await self._db.fetchall(
             "SELECT user_id, project, task_id FROM tasks WHERE expires_at <= ? LIMIT ?", [now, int(limit)]
         )
-        keys = await cur.fetchall()
         if not keys:
             return 0
-        await self._db.execute("BEGIN IMMEDIATE")
-        try:
+        async with self._db.transaction() as tx:
             for key in keys:
-                await self._db.execute("DELETE FROM tasks WHERE user_id=? AND project=? AND task_id=?", list(key))
-                await self._db.execute("DELETE FROM task_history WHERE user_id=? AND project=? AND task_id=?",
-                                       list(key))
-            await self._db.execute("COMMIT")
-        except BaseException:
-            await self._db.execute("ROLLBACK")
-            raise
+                await tx.execute("DELETE FROM tasks WHERE user_id=? AND project=? AND task_id=?", list(key))
+                await tx.execute("DELETE FROM task_history WHERE user_id=? AND project=? AND task_id=?", list(key))
         return len(keys)

@@ -1,0 +1,30 @@
+"""The closed word lists of memvault's public contract: memory kinds and task statuses.
+
+Each list is written once, as a ``Literal`` type (what tool signatures and result
+models use, so the MCP schemas enumerate the values); the tuples are derived from it
+(what checks and SQL use). Pure constants: every layer may import this module.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+__all__ = ["Kind", "KINDS", "TaskStatus", "TASK_STATUSES", "OPEN_TASK_STATUSES", "FINISHED_TASK_STATUSES"]
+
+Kind = Literal["preference", "fact", "decision", "episode", "procedure", "note"]
+"""What a memory is. ``Settings.policies.ttl_days_<kind>`` gives each its default TTL."""
+
+KINDS: tuple[Kind, ...] = get_args(Kind)
+"""Every memory kind, in the order error messages list them."""
+
+TaskStatus = Literal["active", "blocked", "done", "abandoned"]
+"""Where a task (working memory) stands; the first two are open, the last two finished."""
+
+TASK_STATUSES: tuple[TaskStatus, ...] = get_args(TaskStatus)
+"""Every task status, open ones first."""
+
+OPEN_TASK_STATUSES: tuple[TaskStatus, ...] = ("active", "blocked")
+"""Statuses of a task still in progress (listed by default; expire after the idle TTL)."""
+
+FINISHED_TASK_STATUSES: tuple[TaskStatus, ...] = tuple(s for s in TASK_STATUSES if s not in OPEN_TASK_STATUSES)
+"""Statuses of a finished task (kept for the retention period; may carry an outcome)."""
