@@ -45,6 +45,8 @@ def readme_rows() -> list[tuple[str, str, str, str]]:
 def parse_default(cell: str) -> Any:
     if cell == "unset":
         return None
+    if cell in ("true", "false"):
+        return cell == "true"
     if cell.startswith("`") and cell.endswith("`"):
         inner = cell[1:-1]
         return json.loads(inner) if inner[:1] in "[{" else inner
