@@ -97,6 +97,8 @@ def _other_value(name: str, tmp: Path) -> tuple[str, Any]:
         return str(tmp / name), tmp / name
     if base is str:
         return "set-by-env", "set-by-env"
+    if base is bool:
+        return ("false", False) if default else ("true", True)
     upper = next((m.le for m in field.metadata if isinstance(m, annotated_types.Le)), math.inf)
     start = default if default is not None else 5
     value = 1 if not start else start * 2 if start * 2 <= upper else (start + upper) / 2
