@@ -60,41 +60,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    """Check that the model loads offline, the stores open, and a round trip works."""
+    """Check the owner process, the stores, the model and a round trip; print each problem with its fix."""
     os.umask(0o077)
     _log_to_stderr("WARNING")
     import anyio
 
-    from memvault.service.runtime import Runtime
+    from memvault.mcp.doctor import run_doctor
 
-    settings = _settings(args)
-    ok = True
-
-    def say(line: str) -> None:
-        sys.stdout.write(line + "\n")
-
-    async def run() -> None:
-        nonlocal ok
-        say(f"memvault {__version__}")
-        say(f"data dir      {settings.storage.data_dir}")
-        t0 = time.perf_counter()
-        rt = await Runtime.open(settings)
-        say(f"sqlite        ok (schema {await rt.facts.schema_version()}) {settings.db_path}")
-        await rt.load()
-        try:
-            emb, vectors = await rt.ready()
-        except Exception as exc:
-            ok = False
-            say(f"model/index   FAILED: {exc}")
-        else:
-            say(f"model         ok {emb.model_id} dim={emb.dim} ({time.perf_counter() - t0:.1f}s incl. load)")
-            vec = emb.embed_queries(["doctor check"])
-            say(f"embedding     ok norm={float((vec[0] ** 2).sum()) ** 0.5:.3f}")
-            say(f"vector index  ok {type(vectors).__name__}")
-        await rt.close()
-
-    anyio.run(run)
-    return 0 if ok else 1
+    return anyio.run(run_doctor, _settings(args), lambda line: sys.stdout.write(line + "\n"))
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import sqlite3
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -252,3 +253,26 @@ async def test_no_owner_serves_in_its_own_process(data_dir, model_cache):
         assert owner_pid(data_dir) is None
         got = await recall(c, "when does the nightly job run")
     assert got["memories"][0]["content"] == "The nightly job runs at 02:00 UTC"
+
+
+def _doctor(data_dir: Path, model_cache: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MEMVAULT, "doctor"], env=_env(data_dir, model_cache), capture_output=True, text=True,
+                          timeout=300, cwd=data_dir.parent)
+
+
+async def test_doctor_shows_the_owner_and_a_stale_socket_with_its_fix(data_dir, model_cache):
+    async with forwarded_client(data_dir, model_cache) as c:
+        await remember(c, "The on-call rotation changes every Monday")
+        pid = owner_pid(data_dir)
+        running = await anyio.to_thread.run_sync(_doctor, data_dir, model_cache)
+        assert f"owner         pid {pid}, memvault" in running.stdout and "1 connection(s)" in running.stdout
+        assert "no problems found" in running.stdout and running.returncode == 0
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        while alive(pid):
+            await anyio.sleep(0.05)
+        dead = await anyio.to_thread.run_sync(_doctor, data_dir, model_cache)
+    files = owner_files(data_dir)
+    assert dead.returncode == 1
+    assert f"stale socket {files.socket}" in dead.stdout and f"rm {files.socket}" in dead.stdout
+    assert "1 points for 1 live memories" in dead.stdout

@@ -82,6 +82,29 @@ async def connect(files: OwnerFiles, hello: Hello) -> Link:
         raise
 
 
+async def owner_status(files: OwnerFiles) -> dict[str, Any] | None:
+    """The running owner's status (pid, version, since, connections, idle_s, ...), or None when none listens.
+
+    Raises HandshakeError when the owner refuses (another memvault version: the message
+    names both).
+    """
+    try:
+        stream = await anyio.connect_unix(files.socket)
+    except OSError:
+        return None
+    async with stream:
+        hello = Hello(user_id="", cwd=None, project=None, pid=os.getpid(), memvault="status")
+        await stream.send(hello.line())
+        with anyio.fail_after(HANDSHAKE_TIMEOUT_S):
+            line = await LineReader(stream).readline()
+    if line is None:
+        return None
+    reply = json.loads(line)
+    if not reply.get("ok"):
+        raise HandshakeError(str(reply.get("error")))
+    return dict(reply)
+
+
 def spawn_owner(settings: Settings, files: OwnerFiles) -> subprocess.Popen[bytes]:
     """Start ``memvault serve --owner`` for this data dir, detached, its stderr in ``owner.log``."""
     fd = os.open(files.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
