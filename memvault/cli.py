@@ -45,6 +45,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os.umask(0o077)  # data dir 0700, files 0600, including the vector engine's
     _log_to_stderr(args.log_level)
     settings = _settings(args)
+    if args.http:
+        from memvault.mcp.owner import http_endpoint, run_owner
+        from memvault.service.errors import InvalidArgument
+
+        try:
+            endpoint = http_endpoint(settings, args.host, args.port)
+        except InvalidArgument as exc:
+            sys.stderr.write(f"memvault serve --http: {exc}\n")
+            return 2
+        return run_owner(settings, endpoint)
     if args.owner:
         from memvault.mcp.owner import run_owner
 
@@ -136,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="serve in this process alone, without the shared owner (env MEMVAULT_OWNER=false)")
     mode.add_argument("--owner", action="store_true",
                       help="run the data dir's owner process (memvault serve starts it when needed)")
+    mode.add_argument("--http", action="store_true",
+                      help="be the data dir's owner and also serve streamable HTTP at /mcp (bearer tokens: "
+                      "MEMVAULT_HTTP_TOKENS_FILE, required off loopback)")
+    sp.add_argument("--host", default="127.0.0.1", help="with --http: address to bind (default 127.0.0.1)")
+    sp.add_argument("--port", type=int, default=8765, help="with --http: port (default 8765)")
     sp.set_defaults(func=cmd_serve)
 
     sp = sub.add_parser("doctor", help="check the model, the stores and a round trip")

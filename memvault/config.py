@@ -67,6 +67,10 @@ class ServerSettings(_Group):
     owner_start_timeout_s: float = Field(
         30.0, gt=0, description="How long a forwarder waits for a starting owner to listen, seconds."
     )
+    http_tokens_file: Path | None = Field(
+        None, description="serve --http: JSON object {token or 'sha256:<hex>': user id}, mode 0600; required "
+        "when bound off loopback."
+    )
 
 
 class StorageSettings(_Group):

@@ -16,7 +16,7 @@ from mcp_types import InputRequiredResult, NotificationParams
 from memvault import __version__
 from memvault.config import Settings
 from memvault.mcp.docs_tools import register_doc_tools
-from memvault.mcp.lifespan import make_lifespan
+from memvault.mcp.lifespan import make_lifespan, shared_lifespan
 from memvault.mcp.memory_tools import register_memory_tools
 from memvault.mcp.profile_tools import PROFILE_URI, read_profile, register_profile_tools
 from memvault.mcp.scope import Workspace, on_roots_list_changed
@@ -84,12 +84,14 @@ class MemvaultServer(MCPServer):
 
 
 def build_server(settings: Settings, *, load_embedder: EmbedderLoader | None = None,
-                 open_vectors: VectorsOpener | None = None, cwd: Path | None = None) -> MemvaultServer:
+                 open_vectors: VectorsOpener | None = None, cwd: Path | None = None,
+                 runtime: Runtime | None = None) -> MemvaultServer:
     """The memvault MCP server for ``settings`` (not yet running).
 
     ``load_embedder`` / ``open_vectors``: what builds the model and the vector index
     (default: the configured model and engine), e.g. one model shared by the servers of
-    a test session. ``cwd``: the folder the server counts as started in (default: the
+    a test session. ``runtime``: an already running Runtime to serve with (the owner's),
+instead of opening one per run. ``cwd``: the folder the server counts as started in (default: the
     process's working directory now), whose git project serves clients without roots.
     """
     mcp = MemvaultServer(
@@ -98,7 +100,8 @@ def build_server(settings: Settings, *, load_embedder: EmbedderLoader | None = N
         description="Long-term memory for assistants: remember, recall, forget.",
         instructions=INSTRUCTIONS,
         version=__version__,
-        lifespan=make_lifespan(settings, load_embedder=load_embedder, open_vectors=open_vectors),
+        lifespan=shared_lifespan(runtime) if runtime is not None else
+        make_lifespan(settings, load_embedder=load_embedder, open_vectors=open_vectors),
         log_level="WARNING",
         workspace=Workspace(cwd),
     )

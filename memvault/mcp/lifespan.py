@@ -48,3 +48,13 @@ def make_lifespan(settings: Settings, *, load_embedder: EmbedderLoader | None = 
         return running_runtime(settings, load_embedder=load_embedder, open_vectors=open_vectors)
 
     return lifespan
+
+
+def shared_lifespan(runtime: Runtime) -> Callable[[Any], AbstractAsyncContextManager[Runtime]]:
+    """Lifespan factory that lends an already running ``runtime`` (the owner's) and never closes it."""
+
+    @asynccontextmanager
+    async def lifespan(_server: Any) -> AsyncIterator[Runtime]:
+        yield runtime
+
+    return lifespan

@@ -20,6 +20,7 @@ import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,18 @@ from memvault.config import Settings
 from memvault.mcp.app import MemvaultServer, build_server
 from memvault.mcp.connection import Connection, bound
 from memvault.mcp.handshake import HandshakeError, answer, parse_hello, version_mismatch
+from memvault.mcp.http import (
+    MCP_PATH,
+    BearerAuth,
+    is_loopback,
+    load_tokens,
+    transport_security,
+)
 from memvault.mcp.lifespan import running_runtime
 from memvault.mcp.lines import LineReader, LineWriter
 from memvault.mcp.owner_files import OwnerFiles, owner_files
 from memvault.mcp.workspace import Workspace
+from memvault.service.errors import InvalidArgument
 from memvault.service.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -64,8 +73,10 @@ def owner_lock(files: OwnerFiles) -> Iterator[None]:
 class Owner:
     """Serves forwarded connections on the data dir's socket until idle (see the module docstring)."""
 
-    def __init__(self, settings: Settings, server: MemvaultServer, files: OwnerFiles) -> None:
+    def __init__(self, settings: Settings, server: MemvaultServer, files: OwnerFiles,
+                 http: HttpEndpoint | None = None) -> None:
         self.settings = settings
+        self.http = http
         self.server = server
         self.files = files
         self.connections = 0
@@ -94,13 +105,29 @@ class Owner:
             async with running_runtime(self.settings) as rt:
                 self.runtime = rt
                 async with listener, anyio.create_task_group() as tg:
-                    tg.start_soon(self._stop_when_idle, tg.cancel_scope)
+                    if self.http is None:
+                        tg.start_soon(self._stop_when_idle, tg.cancel_scope)
+                    else:  # a server for remote clients: it stays up
+                        tg.start_soon(self._serve_http, rt, self.http, tg.cancel_scope)
                     tg.start_soon(self._stop_on_signal, tg.cancel_scope)
                     await listener.serve(self._serve_one, task_group=tg)
         finally:
             sock.unlink(missing_ok=True)
             self.files.info.unlink(missing_ok=True)
             log.info("memvault owner (pid %d) stopped after %d connections", os.getpid(), self.served)
+
+    async def _serve_http(self, rt: Runtime, http: HttpEndpoint, scope: anyio.CancelScope) -> None:
+        """Serve streamable HTTP at ``http`` with the same runtime until uvicorn stops (a signal)."""
+        import uvicorn
+
+        app = build_server(self.settings, runtime=rt).streamable_http_app(
+            transport_security=transport_security(http.host, http.port), host=http.host)
+        config = uvicorn.Config(BearerAuth(app, http.tokens, self.settings.server.user_id), host=http.host,
+                                port=http.port, log_level="warning", lifespan="on")
+        log.info("serving streamable HTTP on http://%s:%d%s (%s)", http.host, http.port, MCP_PATH,
+                 "bearer tokens" if http.tokens is not None else "loopback, no token")
+        await uvicorn.Server(config).serve()
+        scope.cancel()
 
     async def _stop_when_idle(self, scope: anyio.CancelScope) -> None:
         while True:
@@ -157,14 +184,44 @@ class Owner:
                     self.idle_since = time.monotonic()
 
 
-def run_owner(settings: Settings) -> int:
-    """Entry of ``memvault serve --owner``: serve until idle; 0 also when another owner already runs."""
+@dataclass(frozen=True)
+class HttpEndpoint:
+    """Where the owner also serves streamable HTTP; ``tokens``: ``{sha256: user}`` or None (loopback, no token)."""
+
+    host: str
+    port: int
+    tokens: dict[str, str] | None
+
+
+def http_endpoint(settings: Settings, host: str, port: int) -> HttpEndpoint:
+    """Check ``--http`` before anything starts: off loopback a tokens file is required.
+
+    Raises InvalidArgument with a sentence for the person starting the server.
+    """
+    path = settings.server.http_tokens_file
+    tokens = load_tokens(path) if path is not None else None
+    if tokens is None and not is_loopback(host):
+        raise InvalidArgument(f"refusing to serve HTTP on {host} without tokens: anyone who can reach it would "
+                              "read and write this memory. Set MEMVAULT_HTTP_TOKENS_FILE to a 0600 JSON file "
+                              '{"<token>": "<user id>"}, or bind to 127.0.0.1.')
+    return HttpEndpoint(host=host, port=port, tokens=tokens)
+
+
+def run_owner(settings: Settings, http: HttpEndpoint | None = None) -> int:
+    """Entry of ``memvault serve --owner`` (and ``--http``): serve until idle (HTTP: until stopped).
+
+    Returns 0, also when another owner already runs (it serves the forwarders); with
+    ``http`` that is an error (1), since the running owner serves no HTTP.
+    """
     settings.storage.data_dir.mkdir(parents=True, exist_ok=True)
     settings.storage.data_dir.chmod(0o700)
     files = owner_files(settings.storage.data_dir)
     try:
         with owner_lock(files):
-            anyio.run(Owner(settings, build_server(settings), files).run)
+            anyio.run(Owner(settings, build_server(settings), files, http).run)
     except OwnerRunning as exc:
+        if http is not None:
+            log.error("%s without HTTP; stop it first (memvault doctor shows its pid)", exc)
+            return 1
         log.info("%s; this one exits", exc)
     return 0

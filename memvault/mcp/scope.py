@@ -1,7 +1,8 @@
 """Scope resolution: which tenant and project a call reads or writes.
 
 The user always comes from settings, or in the owner process from the connection's
-client (a tool argument can never name another user).
+client, or over HTTP from the request's bearer token (a tool argument can never name
+another user).
 The project comes from, in order: the tool's ``project`` argument; the client's MCP
 roots (the project of the first ``file://`` root, see ``memvault.service.project``); the
 folder the server (in the owner: the connection's ``memvault serve``) was started in, when
@@ -27,6 +28,7 @@ from mcp_types import ListRootsResult, NotificationParams
 
 from memvault.config import Settings
 from memvault.mcp import connection
+from memvault.mcp.http import request_user
 from memvault.mcp.workspace import Workspace
 from memvault.service.models import Scope
 from memvault.service.project import (
@@ -141,7 +143,8 @@ async def resolve_scope(ctx: Context, settings: Settings, project: str | None, r
     """
     project = check_project(project)
     conn = connection.current()
-    user = conn.user_id if conn is not None else settings.server.user_id
+    user = conn.user_id if conn is not None else \
+        request_user(ctx.request_context.request) or settings.server.user_id
     if project is not None:
         return make_scope(user, project, "argument", include_global=include_global)
     memo = _connection_roots(ctx.session)
