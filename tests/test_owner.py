@@ -276,3 +276,21 @@ async def test_doctor_shows_the_owner_and_a_stale_socket_with_its_fix(data_dir, 
     assert dead.returncode == 1
     assert f"stale socket {files.socket}" in dead.stdout and f"rm {files.socket}" in dead.stdout
     assert "1 points for 1 live memories" in dead.stdout
+
+
+async def test_memvault_index_goes_through_a_running_owner(data_dir, model_cache, tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "docs").mkdir(parents=True)
+    (ws / "docs" / "ops.md").write_text("# Operations\n\n## Backups\n\nThe database is backed up every night at 03:00.\n")
+    async with forwarded_client(data_dir, model_cache, ws) as c:
+        await c.list_tools()
+        proc = await anyio.to_thread.run_sync(lambda: subprocess.run(
+            [MEMVAULT, "index", "docs", "--project", "", "--no-progress"], env=_env(data_dir, model_cache),
+            cwd=ws, capture_output=True, text=True, timeout=300))
+        assert proc.returncode == 0, proc.stderr
+        assert "indexing through it" in proc.stderr
+        assert proc.stdout.startswith("1 added, 0 changed, 0 unchanged, 0 removed;")
+        res = await c.call_tool("search_docs", {"query": "when is the database backed up", "project": ""})
+    assert res.structured_content is not None
+    hit = res.structured_content["results"][0]
+    assert hit["path"] == "docs/ops.md" and "03:00" in hit["text"]
