@@ -89,8 +89,20 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     from memvault.service.indexing import reconcile
     from memvault.service.runtime import Runtime
 
+    settings = _settings(args)
+
     async def run() -> int:
-        rt = await Runtime.open(_settings(args))
+        from memvault.mcp.forwarder import owner_status
+        from memvault.mcp.owner_files import owner_files
+
+        status = await owner_status(owner_files(settings.storage.data_dir))
+        if status is not None:
+            # Rebuilding swaps the whole index (e.g. for another model): not under connected clients.
+            sys.stderr.write(f"memvault reindex: the owner process (pid {status['pid']}) serves "
+                             f"{status['connections']} client(s) from this index; close them (the owner "
+                             f"exits {settings.server.owner_idle_s:g} s later) and run reindex again\n")
+            return 1
+        rt = await Runtime.open(settings)
         try:
             await rt.load(rebuild=True)
             emb, _ = await rt.ready()
