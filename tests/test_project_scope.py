@@ -168,8 +168,8 @@ def test_readable_names_and_scope():
     assert readable_name("github.com/acme/shop") == "shop"
     assert readable_name("local:my-api-0123456789ab") == "my-api"
     assert readable_name("blog") == "blog" and readable_name("") == ""
-    s = make_scope("u", "local:api-0123456789ab", "cwd")
-    assert (s.project, s.project_name, s.projects_read, s.source) == (
+    scope = make_scope("u", "local:api-0123456789ab", "cwd")
+    assert (scope.project, scope.project_name, scope.projects_read, scope.source) == (
         "local:api-0123456789ab", "api", ["local:api-0123456789ab", ""], "cwd")
 
 

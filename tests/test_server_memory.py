@@ -27,7 +27,9 @@ async def test_tools_listed_with_annotations_and_instructions(tmp_path, model_ca
     async with memvault_client(tmp_path / "d", model_cache) as c:
         tools = {t.name: t for t in (await c.list_tools()).tools}
         assert {"remember", "recall", "forget"} <= set(tools)
-        assert tools["recall"].annotations.read_only_hint is True
+        # recall records access statistics (recency ranking reads them): not read-only, not destructive
+        assert tools["recall"].annotations.read_only_hint is False
+        assert tools["recall"].annotations.destructive_hint is False
         assert tools["forget"].annotations.destructive_hint is True
         assert tools["remember"].output_schema is not None
         props = tools["remember"].input_schema["properties"]

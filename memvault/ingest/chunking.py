@@ -273,7 +273,10 @@ def _heading_pieces(headings: list[tuple[int, int, str]], n_lines: int) -> list[
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# The title and its optional closing #s are taken apart by _atx_title: in one pattern,
+# (?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$ tried every split of a run of spaces and tabs
+# (cubic in its length).
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t](.*))?$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _BLOCK_START = re.compile(r"^ {0,3}(?:>|[-*+][ \t]|\d{1,9}[.)][ \t]|\||<)")  # quote, list, table, HTML
 _INDENTED = re.compile(r"^(?: {4,}|\t)")
@@ -282,6 +285,19 @@ _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 def _clean_title(raw: str) -> str:
     return " ".join(_LINK.sub(r"\1", raw).split())
+
+
+def _atx_title(rest: str | None) -> str:
+    """Title of an ATX heading from what follows its opening #s and one space or tab:
+    without surrounding spaces/tabs and without a closing run of #s that follows a space
+    or tab (``"## Install ##"`` -> ``"Install"``, ``"# C#"`` -> ``"C#"``)."""
+    if rest is None:
+        return ""
+    title = rest.strip(" \t")
+    bare = title.rstrip("#")
+    if len(bare) < len(title) and bare[-1:] in (" ", "\t"):
+        title = bare.rstrip(" \t")
+    return title
 
 
 def _markdown_headings(lines: list[str]) -> list[tuple[int, int, str]]:
@@ -313,7 +329,7 @@ def _markdown_headings(lines: list[str]) -> list[tuple[int, int, str]]:
             continue
         m = _ATX.match(line)
         if m:
-            headings.append((i + 1, len(m.group(1)), _clean_title(m.group(2) or "")))
+            headings.append((i + 1, len(m.group(1)), _clean_title(_atx_title(m.group(2)))))
             para_start = None
             i += 1
             continue
@@ -440,7 +456,8 @@ def _python_pieces(text: str, lines: list[str], sizer: _Sizer) -> list[_Piece]:
         with warnings.catch_warnings():  # e.g. SyntaxWarning for "\d" in the user's code
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        # MemoryError is how the parser says "too complex" (a line of 100,000 dashes)
         log.debug("python parse failed (%s); splitting as generic code", exc)
         return _code_pieces(lines)
     pieces: list[_Piece] = []
@@ -463,7 +480,7 @@ _DEF_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p)
     for p in (
         # JavaScript / TypeScript
-        r"^(?:export\s+)?(?:default\s+)?(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)",
+        r"^(?:export\s+)?(?:default\s+)?(?:async\s+)?function\s*(?:\*\s*)?([A-Za-z_$][\w$]*)",
         r"^(?:export\s+)?(?:default\s+)?(?:abstract\s+)?(?:(?:public|private|protected|internal|sealed|static|final|data|open)\s+)*(?:class|interface|enum|trait|object|record|struct)\s+([A-Za-z_$][\w$]*)",
         r"^(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=]+)?=\s*(?:async\s+)?(?:function\b|\([^)]*\)\s*(?::[^=]+)?=>|[A-Za-z_$][\w$]*\s*=>)",
         r"^(?:export\s+)?(?:declare\s+)?(?:type|namespace|module)\s+([A-Za-z_$][\w$.]*)",

@@ -94,13 +94,16 @@ def detect_format(path: Path, head: bytes = b"") -> str:
     return "text"
 
 
-def read_document(path: Path) -> Document:
+def read_document(path: Path, data: bytes | None = None) -> Document:
     """Read ``path`` into a Document (see its fields).
 
-    Raises OSError when the file cannot be opened, UnreadableDocument when a PDF cannot
-    be parsed or decrypted. Undecodable bytes never raise: they become U+FFFD.
+    ``data``: the file's bytes when the caller already read them (then the file is not
+    opened again; ``path`` still decides the format). Raises OSError when the file cannot
+    be opened, UnreadableDocument when a PDF cannot be parsed or decrypted. Undecodable
+    bytes never raise: they become U+FFFD.
     """
-    data = path.read_bytes()
+    if data is None:
+        data = path.read_bytes()
     fmt = detect_format(path, data[:256])
     if fmt == "pdf" or data.startswith(b"%PDF-"):
         return _read_pdf(path, data)
@@ -242,6 +245,9 @@ class _LineKeepingText(HTMLParser):
         self._put(data)
 
 
+_HTML_SPACES = re.compile(r"[ \t\f\v\u00a0]+")
+
+
 def html_to_text(html: str) -> tuple[str, list[tuple[int, int, str]]]:
     """HTML source -> (text with the source's line numbering, headings [(line, level, title)]).
 
@@ -254,7 +260,7 @@ def html_to_text(html: str) -> tuple[str, list[tuple[int, int, str]]]:
     parser.close()
     n_source = html.count("\n") + (0 if html.endswith("\n") or not html else 1)
     parser._goto(n_source)
-    out = [re.sub(r"[ \t\f\v\u00a0]+", " ", "".join(parts)).strip() for parts in parser.lines]
+    out = [_HTML_SPACES.sub(" ", "".join(parts)).strip() for parts in parser.lines]
     text = "\n".join(out[:max(n_source, 1)])
     return (text + "\n" if html.endswith("\n") else text), parser.headings
 

@@ -42,7 +42,9 @@ REMEMBER_DESCRIPTION = (
 
 RECALL_DESCRIPTION = (
     "Find relevant memories from earlier sessions (current project + global by default), best first, "
-    "each with its id, kind, scores and dates. Long contents are cut; the reply is bounded."
+    "each with its id, kind, scores and dates. Long contents are cut; the reply is bounded. Each returned "
+    "memory counts as accessed (its access count and last access time are updated, which keeps it fresh "
+    "in later rankings); nothing else changes."
 )
 
 FORGET_DESCRIPTION = (
@@ -83,7 +85,8 @@ def register_memory_tools(mcp: MCPServer) -> None:
     @mcp.tool(
         title="Recall",
         description=RECALL_DESCRIPTION,
-        annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False),
+        # Not read-only: it records each returned memory's access (recency ranking reads it).
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False),
     )
     @reported
     async def recall(

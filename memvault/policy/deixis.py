@@ -47,6 +47,11 @@ _ZH_GENERIC = (
     "请", "好", "个", "说", "讨论", "用",
 )
 
+# English cues as whole words / phrases, longest first (so "go on" goes before "on").
+_EN_CUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (cue, re.compile(rf"(?<![a-z0-9_]){re.escape(cue)}(?![a-z0-9_])"))
+    for cue in sorted(_EN_CUES, key=len, reverse=True)
+)
 _LATIN_WORD = re.compile(r"[a-z0-9_']+(?:[-.][a-z0-9_']+)*")
 MAX_DEICTIC_CHARS = 60
 
@@ -60,13 +65,24 @@ class Deixis:
     reason: str = ""
 
 
-def _strip_phrases(text: str, phrases: tuple[str, ...], *, words: bool) -> tuple[str, list[str]]:
+def _strip_words(text: str) -> tuple[str, list[str]]:
+    """``text`` with the English cues (whole words) replaced by spaces, and the cues found."""
+    found = []
+    for cue, pattern in _EN_CUE_PATTERNS:
+        if pattern.search(text):
+            found.append(cue)
+            text = pattern.sub(" ", text)
+    return text, found
+
+
+def _strip_phrases(text: str, phrases: tuple[str, ...]) -> tuple[str, list[str]]:
+    """``text`` with the substrings ``phrases`` (longest first) replaced by spaces, and the
+    phrases found."""
     found = []
     for p in sorted(phrases, key=len, reverse=True):
-        pattern = rf"(?<![a-z0-9_]){re.escape(p)}(?![a-z0-9_])" if words else re.escape(p)
-        if re.search(pattern, text):
+        if p in text:
             found.append(p)
-            text = re.sub(pattern, " ", text)
+            text = text.replace(p, " ")
     return text, found
 
 
@@ -82,10 +98,10 @@ def detect_deixis(query: str) -> Deixis:
         return Deixis(False, (), "empty query")
     if len(text) > MAX_DEICTIC_CHARS:
         return Deixis(False, (), "long enough to search as it is")
-    rest, cues = _strip_phrases(text, _EN_CUES, words=True)
+    rest, cues = _strip_words(text)
     cjk_rest = " ".join(_CJK.findall(rest))
-    cjk_rest, zh_cues = _strip_phrases(cjk_rest, _ZH_CUES, words=False)
-    cjk_rest, _ = _strip_phrases(cjk_rest, _ZH_GENERIC, words=False)
+    cjk_rest, zh_cues = _strip_phrases(cjk_rest, _ZH_CUES)
+    cjk_rest, _ = _strip_phrases(cjk_rest, _ZH_GENERIC)
     cues += zh_cues
     latin = [w for w in _LATIN_WORD.findall(_CJK.sub(" ", rest))
              if w not in _EN_FUNCTION and w not in _EN_GENERIC]

@@ -136,7 +136,7 @@ _IDENTIFIER = re.compile(
     r"\b[A-Za-z][A-Za-z0-9]*(?:[_\-][A-Za-z0-9]+)+\b"  # snake_case, kebab-case, ERR_X_Y
     r"|\b[a-z]+[A-Z][A-Za-z0-9]*\b"  # camelCase
     r"|\b[A-Za-z_][\w]*\.[A-Za-z_][\w.]*\b"  # dotted names, file names
-    r"|\b[A-Za-z]+\d+[A-Za-z0-9]*\b"  # py311, e5, v8
+    r"|\b[A-Za-z]+\d[A-Za-z0-9]*\b"  # py311, e5, v8 (one \d: \d+ before [A-Za-z0-9]* was quadratic)
 )
 _PATH_URL = re.compile(
     r"(?:https?|ftp|ssh|git)://\S+|(?:^|[\s(])(?:~|\.{1,2})?/[\w.\-]+/?\S*|\b\w+\.(?:py|js|ts|tsx|jsx|json|toml|ya?ml|md|rs|go|java|rb|sh|sql|txt|cfg|ini|lock|env)\b"

@@ -19,7 +19,8 @@ Analysis, in order:
    URLs) and on camelCase humps. ``ERR_PNPM_OUTDATED_LOCKFILE`` -> the whole plus err,
    pnpm, outdated, lockfile (stemmed by step 5: outdat, lockfil); ``package.json`` -> whole, package, json; ``useEffect`` ->
    whole, use, effect. Numbers and versions stay whole (``3.11``, ``v1.2.3`` also as
-   ``1.2.3``) and are not split into digits.
+   ``1.2.3``) and are not split into digits. A chunk longer than ``MAX_ANALYSED_CHARS``
+   (128) is only cut at the joiners, and its pieces longer than that are dropped.
 4. A small English stopword list drops function words and contractions (``the``,
    ``don't``) and single letters, but never a compound whole (``the_end`` stays).
 5. English stemming (Snowball "english", i.e. Porter2, from the pure-Python
@@ -52,6 +53,7 @@ __all__ = [
     "AVG_CHUNK_TERMS",
     "DOC_KEYWORD_SCHEME",
     "MAX_TERM_CHARS",
+    "MAX_ANALYSED_CHARS",
     "keyword_terms",
     "term_id",
     "sparse_from_terms",
@@ -89,6 +91,17 @@ DOC_KEYWORD_SCHEME = 2
 MAX_TERM_CHARS = 128
 """Longer wholes (base64 blobs, minified code) are not kept whole; their parts still are."""
 
+MAX_ANALYSED_CHARS = MAX_TERM_CHARS
+"""Longest chunk (or joiner-free segment of one) that meets the number, version and
+camelCase patterns. A longer chunk cannot be kept whole anyway, so it is only cut at
+the joiners, and segments longer than this are dropped without further analysis.
+Defence in depth: the patterns are linear, but a chunk comes straight from users and
+documents (a pasted tracking URL, a base64 blob, minified code) and can be any length;
+with this cap a pattern that one day backtracks more than linearly still only sees a
+bounded input. Equal to MAX_TERM_CHARS so that every chunk short enough to be a term
+(all normal text: words, identifiers, paths, versions, ordinary URLs) is analysed as
+before and keeps its stored term ids."""
+
 # --- character classes -------------------------------------------------------------
 
 _JOINERS = r"_.\-/\\:@+#~'"
@@ -99,7 +112,12 @@ _LEAD_STRIP = _JOINERS
 _TRAIL_STRIP = r"_.\-/\\:@~'"  # keep a trailing + or # (c++, c#, f#)
 _CAMEL = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
 _PLAIN_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_VERSION = re.compile(r"v?\d+(?:\.\d+)+(?:[.\-+]?[a-z0-9]+)*", re.IGNORECASE)
+# A version: v?, digits, a dot, a digit, then letters/digits with single . - + between
+# (1.2.3, v1.2.3-beta.1, 1.2.3+build5). Written so that each character can be consumed
+# in one way only: a run of letters and digits is never split between two repetitions,
+# which made ``(?:[.\-+]?[a-z0-9]+)*`` backtrack exponentially on a token such as
+# "1.2.aaaa…a#". The lookbehind keeps a search from restarting inside a run of digits.
+_VERSION = re.compile(r"(?<![a-z0-9])v?\d+\.\d[a-z0-9]*(?:[.\-+][a-z0-9]+)*", re.IGNORECASE)
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 _CONTRACTION_SUFFIXES = frozenset({"t", "re", "ve", "ll", "d", "m"})
@@ -166,18 +184,22 @@ def _chunk_terms(chunk: str) -> list[str]:
 
     whole = core.casefold()
 
-    # Numbers and versions: kept whole, never split into digit runs.
-    if _PLAIN_NUMBER.fullmatch(core):
-        return [whole]
-    if _VERSION.fullmatch(core):
-        terms = [whole]
-        if whole[0] == "v":
-            terms.append(whole[1:])
-        return terms
+    # Numbers and versions: kept whole, never split into digit runs. A chunk too long to
+    # be a term is neither (see MAX_ANALYSED_CHARS).
+    if len(core) <= MAX_ANALYSED_CHARS:
+        if _PLAIN_NUMBER.fullmatch(core):
+            return [whole]
+        if _VERSION.fullmatch(core):
+            terms = [whole]
+            if whole[0] == "v":
+                terms.append(whole[1:])
+            return terms
 
     segments = [s for s in _SPLIT.split(core) if s]
     parts: list[str] = []
     for seg in segments:
+        if len(seg) > MAX_ANALYSED_CHARS:
+            continue  # a blob, not a word: no part of it can be a term
         humps = _camel_parts(seg)
         if len(humps) > 1 and len(segments) > 1:
             parts.append(seg.casefold())  # src/useEffect.ts: useeffect as well as use, effect

@@ -185,6 +185,7 @@ def _url_password(text: str) -> SecretFinding | None:
 # --- 6. payment cards --------------------------------------------------------------
 
 _DIGIT_GROUPS = re.compile(r"(?<![\w+\-.])\d+(?:[ \-]\d+)*(?![\w\-]|\.\d)")
+_GROUP_SEPARATOR = re.compile(r"[ \-]")
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -220,7 +221,7 @@ def _card_network(digits: str) -> bool:
 
 def _card_number(text: str) -> SecretFinding | None:
     for m in _DIGIT_GROUPS.finditer(text):
-        groups = re.split(r"[ \-]", m.group(0))
+        groups = _GROUP_SEPARATOR.split(m.group(0))
         # Any run of consecutive groups may be the card (a number may precede it).
         for i in range(len(groups)):
             digits = ""
@@ -252,9 +253,10 @@ _NAME_EN = re.compile(
     rf"(?i:(?P<pw>{_PASSWORD_NAMES})|(?P<sec>{_SECRET_NAMES}))(?![A-Za-z])"
 )
 # After the name: an optional closing quote, an optional short "for X" phrase (prose),
-# then a connector.
+# then a connector. Matched right after a name (whose last character is a letter); the
+# lookbehind keeps a search from trying again at every character of a run of spaces.
 _AFTER_NAME = re.compile(
-    r"[\"'\]]?"
+    r"(?<!\s)[\"'\]]?"
     r"(?P<phrase>\s+(?:for|of|on|to|in|at)\s+(?:the\s+|my\s+|our\s+|your\s+)?[\w.\-@]+(?:\s+(?:account|server|database|db|instance|user|env))?)?"
     r"\s*(?:(?P<sym>:=|=>|==|[:=：])"
     r"|\s(?P<word>(?:(?:is|was|has been|got)\s+)?(?:set|changed|updated|reset)\s+to|is|was|are|were|becomes)\b)"
@@ -321,13 +323,14 @@ def _entropy(s: str) -> float:
 
 
 _IDENTIFIER_PART = re.compile(r"[A-Za-z]+\d{0,2}|\d{1,4}")
+_IDENTIFIER_JOINER = re.compile(r"[-_.]")
 
 
 def _identifier_like(value: str) -> bool:
     """Names of things (``my-app-secret-v2``, ``settings.api_key``, ``getToken()``), not values."""
     if "(" in value:
         return True  # a call: getToken(), env("X")
-    parts = [p for p in re.split(r"[-_.]", value) if p]
+    parts = [p for p in _IDENTIFIER_JOINER.split(value) if p]
     return len(parts) > 1 and all(_IDENTIFIER_PART.fullmatch(p) for p in parts) and value[0].isalpha()
 
 
@@ -372,7 +375,7 @@ def _clean_value(raw: str) -> tuple[str, bool]:
     return value, False
 
 
-_BARE_VALUE = re.compile(r"[ \t]+(?P<value>[^\s,;]+)")
+_BARE_VALUE = re.compile(r"(?<![ \t])[ \t]+(?P<value>[^\s,;]+)")  # right after a name, as _AFTER_NAME
 _CLI_PASSWORD = re.compile(r"(?<!\S)-p(?:[ \t]+)?(?P<value>[^\s-][^\s]*)")
 _CLI_USER = re.compile(r"(?<!\S)(?:-u|--user(?:name)?)(?:[ \t=]+)?\S")
 

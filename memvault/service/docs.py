@@ -176,6 +176,11 @@ def _chunk_sparse(path: str, c: ChunkRow) -> SparseVector:
     return keyword_vector(_keyword_text(path, c), query=False, avgdl=AVG_CHUNK_TERMS)
 
 
+def _sparse_by_id(path: str, chunks: Sequence[ChunkRow]) -> dict[str, SparseVector]:
+    """Blocking (worker thread): ``_chunk_sparse`` of every chunk of the file cited as ``path``, by id."""
+    return {c.id: _chunk_sparse(path, c) for c in chunks}
+
+
 # ------------------------------------------------------------------------- writing
 
 
@@ -211,12 +216,14 @@ async def write_documents(rt: Runtime, store: DocStore, files: Sequence[Prepared
     rows = [c for f in files for c in f.chunks]
     if rows:
         dense = await embed_passages(rt, [_embed_text(c) for c in rows])
+        # keyword vectors of a batch take about half a second: worker thread
+        sparse = await rt.run_sync(lambda: [_chunk_sparse(f.doc.path, c) for f in files for c in f.chunks])
         points, i = [], 0
         for f in files:
             payload = {"project": f.doc.project, "collection": f.doc.collection, "path": f.doc.path,
                        "kind": "doc"}
             for c in f.chunks:
-                points.append(Point(id=c.id, dense=dense[i], payload=payload, sparse=_chunk_sparse(f.doc.path, c)))
+                points.append(Point(id=c.id, dense=dense[i], payload=payload, sparse=sparse[i]))
                 i += 1
         await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
     for f in files:
@@ -254,7 +261,7 @@ async def reweigh_stale(rt: Runtime, store: DocStore) -> int:
         if f.embedding_model != emb.model_id:
             continue
         rows = await store.chunks_of(f.id)
-        sparse = {c.id: _chunk_sparse(f.path, c) for c in rows}
+        sparse = await rt.run_sync(_sparse_by_id, f.path, rows)
         try:
             await rt.run_sync(vectors.update_sparse, DOCS_COLLECTION, sparse)
         except Exception as exc:  # the engine's error for a missing point; re-embedding repairs it
@@ -303,11 +310,18 @@ def _cite(path: Path, cite_bases: Sequence[Path]) -> str:
     return path.as_posix()
 
 
-def _read_and_chunk(path: Path, cite: str, count_tokens: Callable[[str], int], budget: int
-                    ) -> tuple[str, str, list[Chunk]]:
-    """(sha256 hex, format, chunks) of one file; blocking (worker thread)."""
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    doc = read_document(path)
+def _read_and_chunk(path: Path, cite: str, count_tokens: Callable[[str], int], budget: int,
+                    known_hash: str | None = None) -> tuple[str, str | None, list[Chunk]]:
+    """(sha256 hex, format, chunks) of one file, read once; blocking (worker thread).
+
+    When the bytes hash to ``known_hash`` (the file is unchanged), returns (hash, None, [])
+    without parsing or chunking.
+    """
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest == known_hash:
+        return digest, None, []
+    doc = read_document(path, data)
     chunks = chunk_document(doc, cite, count_tokens=count_tokens, max_tokens=budget)
     # Never index credentials (private keys, tokens, passwords in config files): the
     # chunks holding one are left out, the rest of the file stays searchable.
@@ -315,10 +329,6 @@ def _read_and_chunk(path: Path, cite: str, count_tokens: Callable[[str], int], b
     if len(kept) < len(chunks):
         log.warning("%s: %d chunk(s) hold a secret and were not indexed", cite, len(chunks) - len(kept))
     return digest, doc.format, kept
-
-
-def _hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @dataclass
@@ -424,23 +434,18 @@ async def index_docs(
                         progress(done, len(found), run.embedded)
                     continue
                 try:
-                    if same_index and old.size == f.size:
-                        digest = await rt.run_sync(_hash, f.path)
-                        if digest == old.content_hash:
-                            if old.path != cite:
-                                _, vectors = await rt.ready()
-                                await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, old.chunk_ids, {"path": cite})
-                            await store.touch_file(old, size=f.size, mtime=f.mtime, path=cite)
-                            run.unchanged += 1
-                            done += 1
-                            continue
-                    digest, fmt, chunks = await rt.run_sync(_read_and_chunk, f.path, cite, emb.count_tokens, budget)
+                    # One read: hashed, and parsed and chunked only when the bytes are new.
+                    digest, fmt, chunks = await rt.run_sync(_read_and_chunk, f.path, cite, emb.count_tokens, budget,
+                                                            old.content_hash if same_index else None)
                 except (OSError, UnreadableDocument) as exc:
                     log.warning("index_docs: skipping %s: %s", f.path, exc)
                     run.failed.append(f"{cite}: {exc}")
                     done += 1
                     continue
-                if same_index and digest == old.content_hash:  # touched but same bytes
+                if same_index and digest == old.content_hash:  # touched (or moved) but same bytes
+                    if old.path != cite:
+                        _, vectors = await rt.ready()
+                        await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, old.chunk_ids, {"path": cite})
                     await store.touch_file(old, size=f.size, mtime=f.mtime, path=cite)
                     run.unchanged += 1
                     done += 1

@@ -2,24 +2,26 @@
 
 Selectors combine with AND: ids, key, query, kinds, tags, older_than_days; at least
 one is required. Ids may name any memory of the user; the other selectors act on the
-scope recall reads (current project + global unless narrowed). A ``query`` selector
-only takes matches whose dense cosine reaches a high bar, and lists them.
+scope recall reads (current project + global unless narrowed). Every selector reaches the
+whole scope, however many memories it holds. A ``query`` selector only takes matches
+whose dense cosine reaches a high bar (or whose text is the query's), and lists them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from memvault.service.errors import InvalidArgument
 
 from memvault.policy.dedup import content_words
-from memvault.policy.text import preview
+from memvault.policy.text import content_hash, preview
 from memvault.policy.units import SECONDS_PER_DAY
 from memvault.storage.facts import MemoryRow
 from memvault.service import validation as v
-from memvault.service.indexing import unindex_rows
+from memvault.service.indexing import embed_passages, embed_query, scope_filter, unindex_rows
 from memvault.service.models import ForgetResult, ForgottenItem, Scope
-from memvault.service.recall import rank
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 
 MAX_FORGET = 1000
@@ -59,22 +61,15 @@ async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
     similarity: dict[str, float] = {}
 
     async with rt.write_lock:
-        rows = await rt.facts.select(
-            scope.user_id, projects=None if ids else scope.projects_read, kinds=kinds, tags_any=tags, key=key,
-            ids=ids or None, created_before=created_before, statuses=statuses, limit=MAX_FORGET + 1,
-        )
-        if query is not None:
-            bar = rt.settings.ranking.forget_query_min_relevance
-            ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=rt.settings.replies.max_k,
-                                kinds=kinds, tags=tags)
-            similarity = {r.row.id: r.similarity for r in ranked if r.similarity is not None and r.similarity >= bar}
-            # Cosine cannot tell "prefers pnpm over npm" from "prefers npm over pnpm" (0.999):
-            # when some memory says exactly what the query says, only those are taken.
-            exact = {r.row.id for r in ranked if r.row.id in similarity
-                     and content_words(r.row.content) == content_words(query)}
-            if exact:
-                similarity = {i: similarity[i] for i in exact}
-            rows = [r for r in rows if r.id in similarity]
+        if query is None:
+            # SQL reaches the whole scope; the limit only detects "too many".
+            rows = await rt.facts.select(
+                scope.user_id, projects=None if ids else scope.projects_read, kinds=kinds, tags_any=tags,
+                key=key, ids=ids or None, created_before=created_before, statuses=statuses, limit=MAX_FORGET + 1,
+            )
+        else:
+            rows, similarity = await _query_matches(rt, scope, query, ids=ids, key=key, kinds=kinds, tags=tags,
+                                                    created_before=created_before, statuses=statuses, now=now)
         if len(rows) > MAX_FORGET:
             raise InvalidArgument(f"these selectors match more than {MAX_FORGET} memories; narrow them "
                             "(add kinds, tags, key or older_than_days) or forget in parts")
@@ -84,6 +79,58 @@ async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
             await _apply(rt, rows, hard=args.hard, now=now)
     return ForgetResult(forgotten=items, count=len(rows), dry_run=args.dry_run, hard=args.hard,
                         listed_truncated=len(rows) > len(items), scope=scope)
+
+
+async def _query_matches(rt: Runtime, scope: Scope, query: str, *, ids: list[str], key: str | None,
+                         kinds: list[str] | None, tags: list[str], created_before: float | None,
+                         statuses: tuple[str, ...], now: float) -> tuple[list[MemoryRow], dict[str, float]]:
+    """The memories a ``query`` selector takes, with the other selectors applied: (rows, cosine by id).
+
+    Candidates: memories whose dense cosine to the query reaches the bar, searched in the
+    engine over the whole scope with every selector as a filter (at most MAX_FORGET + 1,
+    enough to tell "too many"); with ``ids``, those memories scored directly. Plus the
+    memories whose text is the query's (content hash; with ``hard``, their superseded and
+    deleted versions too). When some candidate says exactly what the query says (same
+    content words), only those are taken: cosine cannot tell "prefers pnpm over npm" from
+    "prefers npm over pnpm" (0.999). SQLite then applies every selector to the candidates.
+    """
+    bar = rt.settings.ranking.forget_query_min_relevance
+    user = scope.user_id
+    qvec = await embed_query(rt, query)
+    if ids:
+        # Ids may name any memory of the user: score those (at most MAX_IDS) directly.
+        named = await rt.facts.select(user, ids=ids, statuses=("active",), now=now)
+        dense = await embed_passages(rt, [r.content for r in named]) if named else np.zeros((0, qvec.shape[0]))
+        scores = {r.id: float(d @ qvec) for r, d in zip(named, dense, strict=True)}
+    else:
+        _, vectors = await rt.ready()
+        flt = scope_filter(user, scope.projects_read, now, kinds=kinds, tags_any=tags or None,
+                           created_to=created_before, equals={"key": key} if key is not None else None)
+        hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, qvec.tolist(), flt, MAX_FORGET + 1)
+        scores = {h.id: h.score for h in hits}
+    similarity = {i: sc for i, sc in scores.items() if sc >= bar}
+    same_text = await rt.facts.select(
+        user, projects=None if ids else scope.projects_read, ids=ids or None, content_hash=content_hash(query),
+        statuses=statuses, limit=MAX_FORGET + 1,
+    )
+    wanted = sorted(set(similarity) | {r.id for r in same_text})
+    rows: list[MemoryRow] = []
+    for i in range(0, len(wanted), 500):  # bounded statements, whatever SQLite's variable limit
+        rows += await rt.facts.select(
+            user, projects=None if ids else scope.projects_read, kinds=kinds, tags_any=tags, key=key,
+            ids=wanted[i : i + 500], created_before=created_before, statuses=statuses,
+        )
+    exact = await rt.run_sync(_saying_exactly, query, [(r.id, r.content) for r in rows])
+    if exact:
+        rows = [r for r in rows if r.id in exact]
+    rows.sort(key=lambda r: -similarity.get(r.id, 1.0))
+    return rows, {r.id: similarity[r.id] for r in rows if r.id in similarity}
+
+
+def _saying_exactly(query: str, texts: list[tuple[str, str]]) -> set[str]:
+    """Blocking (worker thread): ids of the texts with the query's content words, in order."""
+    words = content_words(query)
+    return {i for i, text in texts if content_words(text) == words}
 
 
 async def _apply(rt: Runtime, rows: list[MemoryRow], *, hard: bool, now: float) -> None:

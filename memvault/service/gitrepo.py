@@ -20,6 +20,10 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
+_GITDIR = re.compile(r"gitdir:\s*(\S.*)")  # a .git file of a worktree or submodule
+_SECTION = re.compile(r'^\[\s*([\w.-]+)\s*(?:"((?:[^"\\]|\\.)*)")?\s*\]\s*(.*)$')  # [section "sub"] rest
+_ESCAPE = re.compile(r"\\(.)")  # a backslash escape inside a quoted subsection name
+
 GIT_TIMEOUT_S = 2.0
 """Longest wait for one git command, seconds; past it the files are read directly."""
 
@@ -103,7 +107,7 @@ def read_repo_files(folder: Path) -> GitRepo | None:
             if dot.is_dir():
                 git_dir = dot
             elif dot.is_file():
-                m = re.match(r"gitdir:\s*(.+)", dot.read_text(encoding="utf-8", errors="replace").strip())
+                m = _GITDIR.match(dot.read_text(encoding="utf-8", errors="replace").strip())
                 if not m:
                     return None
                 git_dir = (d / m.group(1).strip()).resolve()
@@ -162,11 +166,11 @@ def _config_entries(path: Path, depth: int):
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
-        header = re.match(r'^\[\s*([\w.-]+)\s*(?:"((?:[^"\\]|\\.)*)")?\s*\]\s*(.*)$', line)
+        header = _SECTION.match(line)
         if header:
             name, sub = header.group(1), header.group(2)
             if sub is not None:
-                section = name.lower() + "." + re.sub(r"\\(.)", r"\1", sub)
+                section = name.lower() + "." + _ESCAPE.sub(r"\1", sub)
             else:  # [remote.origin]: the old syntax, subsection lower-cased by git
                 section = name.lower()
             line = header.group(3).strip()

@@ -75,7 +75,8 @@ async def index_rows(rt: Runtime, rows: Sequence[MemoryRow], dense: np.ndarray |
     _, vectors = await rt.ready()
     if dense is None:
         dense = await embed_passages(rt, [r.content for r in rows])
-    points = [memory_point(r, d) for r, d in zip(rows, dense)]
+    # keyword vectors: tens of milliseconds per long content, so in the worker thread too
+    points = await rt.run_sync(lambda: [memory_point(r, d) for r, d in zip(rows, dense, strict=True)])
     await rt.run_sync(vectors.upsert, MEMORY_COLLECTION, points)
     await rt.facts.mark_indexed([r.id for r in rows])
 
@@ -158,7 +159,7 @@ async def hybrid_search(rt: Runtime, collection: str, query: str, flt: VectorFil
     _, vectors = await rt.ready()
     qvec = await embed_query(rt, query)
     dense_hits = await rt.run_sync(vectors.search_dense, collection, qvec.tolist(), flt, n)
-    sparse = keyword_vector(query, query=True)
+    sparse = await rt.run_sync(lambda: keyword_vector(query, query=True))
     sparse_hits = []
     if sparse.indices:
         sparse_hits = await rt.run_sync(vectors.search_sparse, collection, sparse, flt, n)

@@ -25,6 +25,8 @@ LOCAL_PREFIX = "local:"
 HASH_CHARS = 12
 _MAX_NAME_CHARS = 64
 _MAX_LOCAL_HOPS = 3  # clone of a local clone of a local repository, ...
+_SCP_REMOTE = re.compile(r"^(?:[\w.-]+@)?([\w.-]+):(?!//)(.+)$")  # scp-like: git@host:owner/repo
+_NOT_NAME = re.compile(r"[^\w.-]+")
 _LOCAL_ID = re.compile(rf"^{LOCAL_PREFIX}(.+)-[0-9a-f]{{{HASH_CHARS}}}$")
 
 
@@ -52,7 +54,7 @@ def normalise_remote(url: str) -> str | None:
     ``github.com/Org/Repo``; None when the URL has no recognisable path.
     """
     url = url.strip()
-    m = re.match(r"^(?:[\w.-]+@)?([\w.-]+):(?!//)(.+)$", url)  # scp-like: git@host:owner/repo
+    m = _SCP_REMOTE.match(url)
     if m:
         host, path = m.group(1), m.group(2)
     else:
@@ -158,7 +160,7 @@ def _local_remote(url: str, top: Path) -> Path | None:
 def _clean_name(name: str) -> str:
     """A folder name fit for an id: runs of characters other than letters, digits, ``. _ -``
     become ``_``; at most 64 characters."""
-    cleaned = re.sub(r"[^\w.-]+", "_", name).strip("_")[:_MAX_NAME_CHARS]
+    cleaned = _NOT_NAME.sub("_", name).strip("_")[:_MAX_NAME_CHARS]
     return cleaned or "folder"
 
 

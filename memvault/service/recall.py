@@ -52,7 +52,7 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
                since: float | None = None, until: float | None = None) -> list[Ranked]:
     """Hybrid search + ranking over active, unexpired memories; best first, at most ``limit``.
 
-    Does not touch access statistics (``recall`` does). Used by recall, forget and benches.
+    Does not touch access statistics (``recall`` does). Used by recall and benches.
     """
     r = rt.settings.ranking
     now = rt.clock.now()

@@ -2,8 +2,9 @@
 
 Policies applied here (DESIGN "Policies"): secrets refused, importance scored and
 low-value writes declined unless forced, TTL resolved, exact and near duplicates
-reinforced, same ``key`` or explicit ``supersedes`` superseded, per-scope capacity
-enforced by evicting the lowest retention scores.
+reinforced (taking the write's key, tags, explicit TTL and supersessions), same ``key``
+or explicit ``supersedes`` superseded, per-scope capacity enforced by evicting the
+lowest retention scores.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from memvault.service.errors import InvalidArgument
 
 from memvault.clock import to_iso
 from memvault.policy.dedup import is_near_duplicate
-from memvault.policy.importance import score_importance
+from memvault.policy.importance import ImportanceScore, score_importance
 from memvault.policy.ranking import pick_evictions
-from memvault.policy.secrets import find_secret
+from memvault.policy.secrets import SecretFinding, find_secret
 from memvault.policy.text import content_hash, validate_content
 from memvault.policy.ttl import resolve_expiry
 from memvault.storage.facts import MemoryRow
 from memvault.service import validation as v
-from memvault.service.indexing import embed_passages, index_rows, scope_filter, unindex_rows
+from memvault.service.indexing import embed_passages, index_rows, memory_payload, scope_filter, unindex_rows
 from memvault.service.models import RememberResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 
@@ -46,7 +47,11 @@ class RememberArgs:
 async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberResult:
     """Store one memory in ``scope.project`` for ``scope.user_id``.
 
-    Returns status stored | reinforced | superseded | declined with a reason.
+    Returns status stored | reinforced | superseded | declined with a reason. A write that
+    repeats an existing memory (same content, or a near duplicate) reinforces that memory
+    and applies the write's key, tags, explicit TTL and ``supersedes`` to it, so whichever
+    path is taken the scope ends with one active memory for that content; a memory named
+    in ``supersedes`` is replaced, never reinforced.
     Raises InvalidArgument for invalid arguments (nothing is written then).
     """
     s = rt.settings
@@ -65,9 +70,10 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     def declined(reason: str, importance: float | None = None) -> RememberResult:
         return RememberResult(id=None, status="declined", reason=reason, importance=importance, scope=scope)
 
-    # Every text that would reach the disk is checked, not only the content.
-    secret = next((f for f in map(find_secret, [content, key or "", source or "", scope.project, *tags]) if f),
-                  None)
+    # Every text that would reach the disk is checked, not only the content. Both scans
+    # cost tens of milliseconds on a long content: worker thread.
+    secret, scored = await rt.run_sync(_screen, [content, key or "", source or "", scope.project, *tags],
+                                       content, kind, key, importance_arg is None)
     if secret is not None:
         return declined(f"{secret.reason} memvault never stores secrets; store where to find it instead "
                         "(e.g. 'the API key is in 1Password under billing').")
@@ -75,7 +81,6 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     if importance_arg is not None:
         importance = importance_arg
     else:
-        scored = score_importance(content, kind, key)
         importance = round(scored.value, 3)
         if importance < s.policies.importance_threshold and not args.force:
             why = "; ".join(scored.reasons) or "little lasting information"
@@ -93,46 +98,45 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
         now = rt.clock.now()
         expires_at = resolve_expiry(now, ttl_days, s.policies.default_ttl_days(kind))
 
-        # 1. exact duplicate in the same scope and kind -> reinforce
-        dup = await rt.facts.find_by_hash(user, project, kind, chash, now)
-        if dup is not None and not supersedes:
-            await rt.facts.reinforce(dup, importance=importance, now=now, actor=source,
-                                     reason="same content written again")
-            return RememberResult(id=dup.id, status="reinforced", importance=dup.importance,
-                                  reason="the same memory already exists in this scope; it was reinforced",
-                                  expires_at=to_iso(dup.expires_at), scope=scope)
-
-        dense = (await embed_passages(rt, [content]))[0]
-
-        # 2. what this write supersedes: same key in this scope, plus explicit ids of this user
-        old_rows: list[MemoryRow] = []
-        if key is not None:
-            old_rows += await rt.facts.active_by_key(user, project, key, now)
+        # 1. what this write supersedes: explicit ids of this user, plus the same key in this scope
+        named: list[MemoryRow] = []
         if supersedes:
-            found = await rt.facts.select(user, ids=supersedes, statuses=("active",), now=now)
-            missing = set(supersedes) - {r.id for r in found}
+            named = await rt.facts.select(user, ids=supersedes, statuses=("active",), now=now)
+            missing = set(supersedes) - {r.id for r in named}
             if missing:
                 raise InvalidArgument(
                     f"supersedes names ids that are not active memories of this user: {', '.join(sorted(missing))}"
                 )
-            old_rows += [r for r in found if r.id not in {o.id for o in old_rows}]
+        keyed = await rt.facts.active_by_key(user, project, key, now) if key is not None else []
+        old_rows = list({r.id: r for r in [*keyed, *named]}.values())
+        explicit_expiry = expires_at if ttl_days is not None else None
+        write = _Write(importance=importance, key=key, tags=tags, expires_at=explicit_expiry, source=source,
+                       replaces=old_rows)
+
+        # 2. exact duplicate (same scope and kind, a compatible key, not named in supersedes)
+        same = await rt.facts.active_by_hash(user, project, kind, chash, now)
+        dup = _pick(same, key, set(supersedes))
+        if dup is not None:
+            return await _absorb(rt, scope, dup, write, now,
+                                 why="the same memory already exists in this scope", hint="")
+        elsewhere = sorted({r.key for r in same if r.key is not None and r.key != key})
+
+        dense = (await embed_passages(rt, [content]))[0]
 
         # 3. near duplicate (same scope and kind): calibrated cosine AND same content words
-        if not old_rows:
-            flt = scope_filter(user, [project], now, kinds=[kind])
-            hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, dense.tolist(), flt, 3)
-            close = {h.id: h.score for h in hits if h.score >= s.policies.dedup_threshold}
-            for near in await rt.facts.get(close):
-                cos = close[near.id]
-                if near.status == "active" and near.key in (None, key) and \
-                        is_near_duplicate(content, near.content, cos, s.policies.dedup_threshold):
-                    row = await rt.facts.reinforce(near, importance=importance, now=now, actor=source,
-                                                   reason=f"near duplicate (cosine {cos:.3f})")
-                    return RememberResult(
-                        id=row.id, status="reinforced", importance=row.importance,
-                        reason=f"this restates an existing memory (cosine {cos:.3f}); it was reinforced. "
-                        "Pass supersedes=[id] to replace it instead",
-                        expires_at=to_iso(row.expires_at), scope=scope)
+        flt = scope_filter(user, [project], now, kinds=[kind])
+        hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, dense.tolist(), flt, 3)
+        close = {h.id: h.score for h in hits if h.score >= s.policies.dedup_threshold and h.id not in supersedes}
+        rows = sorted((r for r in await rt.facts.get(close) if r.status == "active" and _compatible(r.key, key)),
+                      key=lambda r: -close[r.id])
+        near = None
+        if rows:
+            near = await rt.run_sync(_first_near_duplicate, content, [(r, close[r.id]) for r in rows],
+                                     s.policies.dedup_threshold)
+        if near is not None:
+            return await _absorb(rt, scope, near, write, now,
+                                 why=f"this restates an existing memory (cosine {close[near.id]:.3f})",
+                                 hint="; pass supersedes=[id] to replace it instead")
 
         row = MemoryRow(
             id=str(uuid.uuid4()), user_id=user, project=project, kind=kind, key=key, content=content,
@@ -149,10 +153,13 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
 
     superseded_ids = [r.id for r in old_rows]
     if superseded_ids:
-        why = f"replaces the memory with key {key!r}" if key else "replaces the memories named in supersedes"
-        status, reason = "superseded", f"stored; it {why} (kept in history, no longer recalled)"
+        status = "superseded"
+        reason = f"stored; it {_replaces(key, named, keyed)} (kept in history, no longer recalled)"
     else:
         status, reason = "stored", "stored"
+    if elsewhere:
+        reason += (f"; the same text is also stored under key {', '.join(map(repr, elsewhere))}, "
+                   f"which stays as it is (key {key!r} is a slot of its own)")
     if evicted:
         reason += f"; the scope was over its capacity of {s.policies.capacity_per_scope}, so {len(evicted)} " \
                   "least-retained memories were removed"
@@ -161,15 +168,109 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
                           evicted_ids=evicted, scope=scope)
 
 
+def _screen(texts: list[str], content: str, kind: str, key: str | None, score: bool
+            ) -> tuple[SecretFinding | None, ImportanceScore | None]:
+    """Blocking (worker thread): the first secret found in ``texts``, and the importance score
+    of ``content`` when ``score`` (skipped when a secret was found)."""
+    secret = next((f for f in map(find_secret, texts) if f), None)
+    scored = score_importance(content, kind, key) if score and secret is None else None
+    return secret, scored
+
+
+def _compatible(existing: str | None, key: str | None) -> bool:
+    """Whether a memory holding ``existing`` may stand for a write with ``key``: same slot or no slot."""
+    return key is None or existing is None or existing == key
+
+
+def _pick(rows: list[MemoryRow], key: str | None, named: set[str]) -> MemoryRow | None:
+    """The duplicate a write with ``key`` reinforces: one holding that key, else an unkeyed one
+    (a write without a key takes any); rows named in supersedes are being replaced, not reinforced."""
+    rows = [r for r in rows if r.id not in named and _compatible(r.key, key)]
+    return next((r for r in rows if r.key == key), None) or next(iter(rows), None)
+
+
+def _first_near_duplicate(content: str, rows: list[tuple[MemoryRow, float]], threshold: float
+                          ) -> MemoryRow | None:
+    """Blocking (worker thread): the first of ``rows`` (with their cosines) that ``content`` restates."""
+    return next((r for r, cos in rows if is_near_duplicate(content, r.content, cos, threshold)), None)
+
+
+@dataclass
+class _Write:
+    """What a write asks of the memory that stands for it (see ``_absorb``)."""
+
+    importance: float
+    key: str | None
+    tags: list[str]
+    expires_at: float | None  # from an explicit ttl_days only
+    source: str | None
+    replaces: list[MemoryRow]  # named in supersedes, or holding the key
+
+
+def _replaces(key: str | None, named: list[MemoryRow], keyed: list[MemoryRow]) -> str:
+    parts = []
+    if keyed:
+        parts.append(f"replaces the memory with key {key!r}")
+    if named:
+        parts.append("replaces the memories named in supersedes")
+    return " and ".join(parts) or "replaces nothing"
+
+
+async def _absorb(rt: Runtime, scope: Scope, row: MemoryRow, w: _Write, now: float, *, why: str,
+                  hint: str) -> RememberResult:
+    """Reinforce ``row`` for a write that repeats it, applying the write's key, tags, explicit TTL
+    and supersessions to it; its index payload follows. Returns the reply (reinforced | superseded)."""
+    old = [r for r in w.replaces if r.id != row.id]
+    took_key = w.key is not None and row.key != w.key
+    merged = list(dict.fromkeys([*row.tags, *w.tags]))
+    dropped = len(merged) - v.MAX_TAGS
+    merged = merged[: v.MAX_TAGS]
+    added_tags = [t for t in merged if t not in row.tags]
+    done = [why, "it was reinforced"]
+    if took_key:
+        done.append(f"it now holds key {w.key!r}")
+    if added_tags:
+        done.append(f"tags merged (added {', '.join(map(repr, added_tags))})")
+    if dropped > 0:
+        done.append(f"{dropped} tag(s) not added: a memory holds at most {v.MAX_TAGS}")
+    if w.expires_at is not None:
+        done.append(f"it now expires at {to_iso(w.expires_at)} (the ttl_days given)")
+    if old:
+        how = [f"the one holding key {w.key!r}" if w.key is not None and r.key == w.key else "named in supersedes"
+               for r in old]
+        done.append(f"it replaces {len(old)} older memor{'y' if len(old) == 1 else 'ies'} "
+                    f"({', '.join(dict.fromkeys(how))}; kept in history, no longer recalled)")
+    reason = "; ".join(done) + (hint if not old else "")
+    row = await rt.facts.reinforce(row, importance=w.importance, now=now, actor=w.source, reason=reason,
+                                   key=w.key, tags=merged, expires_at=w.expires_at, supersede=old)
+    if row.index_state == "pending":  # key, tags or expiry changed: the engine filters on them
+        _, vectors = await rt.ready()
+        await rt.run_sync(vectors.set_payload, MEMORY_COLLECTION, [row.id], memory_payload(row))
+        await rt.facts.mark_indexed([row.id])
+    await unindex_rows(rt, old)
+    return RememberResult(id=row.id, status="superseded" if old else "reinforced", importance=row.importance,
+                          reason=reason, expires_at=to_iso(row.expires_at), superseded_ids=[r.id for r in old],
+                          scope=scope)
+
+
+# Candidates fetched beyond the excess, so that rounding in the SQL ordering (log space)
+# cannot change which memories ``pick_evictions`` chooses among near ties.
+EVICTION_MARGIN = 8
+
+
 async def _enforce_capacity(rt: Runtime, user: str, project: str, *, keep: str, now: float) -> list[str]:
-    """Soft-delete the lowest-retention memories over the scope's cap; returns their ids."""
+    """Soft-delete the lowest-retention memories over the scope's cap; returns their ids.
+
+    Reads a count, and when over the cap only the few lowest-retention rows (ordered in SQL).
+    """
     cap = rt.settings.policies.capacity_per_scope
     count = await rt.facts.count_active(user, project, now)
     if count <= cap:
         return []
-    rows = await rt.facts.select(user, projects=[project], now=now)
-    candidates = [(r.id, r.importance, r.last_accessed_at) for r in rows if r.id != keep]
-    ids = set(pick_evictions(candidates, count - cap, now, rt.settings.ranking.half_life_days))
+    hl = rt.settings.ranking.half_life_days
+    rows = await rt.facts.lowest_retention(user, project, now, limit=count - cap + EVICTION_MARGIN,
+                                           half_life_days=hl, exclude=keep)
+    ids = set(pick_evictions([(r.id, r.importance, r.last_accessed_at) for r in rows], count - cap, now, hl))
     victims = [r for r in rows if r.id in ids]
     await rt.facts.set_status(victims, "deleted", action="evict", now=now, actor="memvault:capacity",
                               reason=f"scope over capacity {cap}")

@@ -167,7 +167,8 @@ class Runtime:
         return self._vectors
 
     async def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a blocking engine call in a worker thread."""
+        """Run a blocking call in a worker thread: engine calls, and CPU-heavy policy work (secret and
+        importance scans, keyword vectors) so that a slow input delays only its own call."""
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._engine_limiter)
 
     async def close(self) -> None:

@@ -27,7 +27,7 @@ from memvault.clock import to_iso
 from memvault.policy.budget import whole_within_budget
 from memvault.policy.deixis import detect_deixis, enrich_query
 from memvault.policy.merge_patch import merge_patch
-from memvault.policy.secrets import find_secret
+from memvault.policy.secrets import SecretFinding, find_secret
 from memvault.policy.text import cut
 from memvault.policy.units import SECONDS_PER_DAY
 from memvault.storage.tasks import TaskRow, TaskStore, TaskVersion, state_json
@@ -144,6 +144,16 @@ def _check_text(name: str, value: str | None, limit: int, *, control_ok: bool = 
     return t
 
 
+def _first_secret(fields: list[tuple[str, Any]]) -> tuple[str, SecretFinding] | None:
+    """Blocking (worker thread): the first (field name, secret found) among ``fields``; JSON values
+    are scanned as their JSON text. None when every field is clean."""
+    for name, value in fields:
+        if value is not None and (found := find_secret(value if isinstance(value, str) else
+                                                        json.dumps(value, ensure_ascii=False))):
+            return name, found
+    return None
+
+
 def _iso(ts: float) -> str:
     return to_iso(ts) or ""
 
@@ -197,11 +207,12 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
         raise InvalidArgument("expected_version must be 0 (the task must not exist yet) or a version number")
     if outcome is not None and args.status not in FINISHED_TASK_STATUSES:
         raise InvalidArgument("outcome is recorded when a task finishes; pass it with status='done' or 'abandoned'")
-    for name, value in (("task_id", task_id), ("title", title), ("outcome", outcome), ("state", args.state),
-                        ("patch", args.patch)):
-        if value is not None and (found := find_secret(value if isinstance(value, str) else
-                                                        json.dumps(value, ensure_ascii=False))):
-            raise InvalidArgument(f"{name}: {found.reason} Task state is stored and versioned; keep secrets out of it.")
+    # The state may be tens of kilobytes: the scan runs in a worker thread.
+    found = await rt.run_sync(_first_secret, [("task_id", task_id), ("title", title), ("outcome", outcome),
+                                              ("state", args.state), ("patch", args.patch)])
+    if found is not None:
+        name, finding = found
+        raise InvalidArgument(f"{name}: {finding.reason} Task state is stored and versioned; keep secrets out of it.")
     if outcome is not None:
         await rt.started()  # the episode needs the model: fail before writing anything
 

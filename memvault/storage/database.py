@@ -35,7 +35,8 @@ import anyio
 
 __all__ = ["Database", "Transaction", "NestedTransaction", "WriteOutsideTransaction"]
 
-_READ = re.compile(r"\s*(?:SELECT\b|PRAGMA\s+[\w.]+(?:\s*\([^)]*\))?\s*;?\s*$)", re.IGNORECASE)
+# Anchored at the start, one run of blanks per place: linear in the statement's length.
+_READ = re.compile(r"\A\s*(?:SELECT\b|PRAGMA\s+[\w.]+(?:\s*\([^)]*\))?\s*(?:;\s*)?$)", re.IGNORECASE)
 
 
 class NestedTransaction(RuntimeError):

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sqlite3
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,12 +22,16 @@ from typing import Any
 
 import aiosqlite
 
+from memvault.policy.units import SECONDS_PER_DAY
 from memvault.storage.database import Database, Transaction
 from memvault.storage.migrations import LATEST_VERSION, MIGRATIONS
 
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5_000
+
+# ln of the smallest positive normal float: the floor of policy.ranking.recency, in log space.
+_LN_MIN_RECENCY = math.log(sys.float_info.min)
 
 MEMORY_COLUMNS = (
     "id, user_id, project, kind, key, content, tags, importance, confidence, source, created_at, "
@@ -114,6 +120,18 @@ def _alive(now: float) -> tuple[str, list[Any]]:
     return "(expires_at IS NULL OR expires_at > ?)", [now]
 
 
+def _ln(x: float | None) -> float | None:
+    return math.log(x) if x is not None and x > 0 else None
+
+
+async def _ensure_ln(conn: aiosqlite.Connection) -> None:
+    """Make SQL ``ln()`` available: SQLite builds without its math functions get a Python one."""
+    try:
+        await conn.execute("SELECT ln(2.0)")
+    except sqlite3.OperationalError:
+        await conn.create_function("ln", 1, _ln, deterministic=True)
+
+
 class SchemaTooNew(RuntimeError):
     """The database was written by a newer memvault (a schema this code does not know).
 
@@ -152,6 +170,7 @@ class FactStore:
         await conn.execute("PRAGMA foreign_keys = ON")
         # A hard forget must not leave the text in free pages of the file.
         await conn.execute("PRAGMA secure_delete = ON")
+        await _ensure_ln(conn)
         store = cls(conn, path)
         try:
             await store._migrate()
@@ -210,6 +229,19 @@ class FactStore:
             [row.id, row.user_id, row.project, action, actor, at, old, new, reason],
         )
 
+    async def _supersede(self, tx: Transaction, old: MemoryRow, *, by: str, at: float,
+                         actor: str | None) -> None:
+        """Inside ``tx``: mark ``old`` superseded by the memory ``by`` (index entry pending)."""
+        before = old.snapshot()
+        old.status, old.superseded_by, old.updated_at = "superseded", by, at
+        old.index_state = "pending"
+        await tx.execute(
+            "UPDATE memories SET status='superseded', superseded_by=?, updated_at=?, index_state='pending'"
+            " WHERE id=?",
+            [by, at, old.id],
+        )
+        await self._history(tx, old, "supersede", actor, at, before, old.snapshot(), f"superseded by {by}")
+
     # ------------------------------------------------------------------ reads
     async def get(self, ids: Iterable[str]) -> list[MemoryRow]:
         """Rows by id (any status), in no particular order; unknown ids are skipped."""
@@ -222,16 +254,16 @@ class FactStore:
             out += await self._fetch(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part)
         return out
 
-    async def find_by_hash(self, user_id: str, project: str, kind: str, content_hash: str,
-                           now: float) -> MemoryRow | None:
-        """The active, unexpired memory with this content hash in this scope and kind, if any."""
+    async def active_by_hash(self, user_id: str, project: str, kind: str, content_hash: str,
+                             now: float) -> list[MemoryRow]:
+        """Every active, unexpired memory with this content hash in this scope and kind (one per key
+        at most, in practice), oldest first."""
         alive, p = _alive(now)
-        rows = await self._fetch(
+        return await self._fetch(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE user_id=? AND project=? AND kind=? AND content_hash=?"
-            f" AND status='active' AND {alive} LIMIT 1",
+            f" AND status='active' AND {alive} ORDER BY created_at",
             [user_id, project, kind, content_hash, *p],
         )
-        return rows[0] if rows else None
 
     async def active_by_key(self, user_id: str, project: str, key: str, now: float) -> list[MemoryRow]:
         """Active, unexpired memories holding ``key`` in exactly this scope."""
@@ -246,11 +278,12 @@ class FactStore:
                      kinds: Sequence[str] | None = None, tags_any: Sequence[str] | None = None,
                      key: str | None = None, ids: Sequence[str] | None = None,
                      created_before: float | None = None, statuses: Sequence[str] = ("active",),
-                     now: float | None = None, limit: int | None = None) -> list[MemoryRow]:
+                     now: float | None = None, limit: int | None = None,
+                     content_hash: str | None = None) -> list[MemoryRow]:
         """Rows of one user matching every given condition (AND); newest first.
 
         ``now`` given -> expired rows are left out. ``tags_any`` matches rows holding
-        at least one of the tags.
+        at least one of the tags. ``content_hash``: rows whose text normalises to it.
         """
         where = ["user_id = ?"]
         params: list[Any] = [user_id]
@@ -266,6 +299,9 @@ class FactStore:
         if ids is not None:
             where.append(f"id IN ({_marks(len(ids))})")
             params += list(ids)
+        if content_hash is not None:
+            where.append("content_hash = ?")
+            params.append(content_hash)
         if created_before is not None:
             where.append("created_at < ?")
             params.append(created_before)
@@ -295,6 +331,30 @@ class FactStore:
             [user_id, project, *p],
         )
         return row[0]
+
+    async def lowest_retention(self, user_id: str, project: str, now: float, *, limit: int,
+                               half_life_days: float, exclude: str | None = None) -> list[MemoryRow]:
+        """The ``limit`` active, unexpired memories of one scope least worth keeping, lowest first.
+
+        Ordered in SQL by the logarithm of ``policy.ranking.retention_score`` (importance x
+        recency, recency = 0.5 ** (days since last access / ``half_life_days``), floored at
+        the smallest normal float; a future last access counts as now), then by the oldest
+        last access, then the oldest creation; ``exclude`` (an id) is never returned. Reads
+        only the rows returned, whatever the size of the scope.
+        """
+        alive, p = _alive(now)
+        decay = math.log(2.0) / (half_life_days * SECONDS_PER_DAY)  # ln(recency) lost per second without access
+        where = "user_id=? AND project=? AND status='active' AND " + alive
+        params: list[Any] = [user_id, project, *p]
+        if exclude is not None:
+            where += " AND id != ?"
+            params.append(exclude)
+        return await self._fetch(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY"
+            " (CASE WHEN importance > 0 THEN ln(importance) ELSE -1.0e308 END)"
+            " + MAX(?, -MAX(0.0, ? - last_accessed_at) * ?), last_accessed_at, created_at LIMIT ?",
+            [*params, _LN_MIN_RECENCY, now, decay, int(limit)],
+        )
 
     async def counts_by_kind(self, user_id: str, projects: Sequence[str], now: float) -> dict[str, int]:
         """Active, unexpired memories per kind over the given projects."""
@@ -355,30 +415,40 @@ class FactStore:
             )
             await self._history(tx, row, "add", actor, row.created_at, None, row.snapshot(), reason)
             for old in supersede:
-                before = old.snapshot()
-                old.status, old.superseded_by, old.updated_at = "superseded", row.id, row.created_at
-                old.index_state = "pending"
-                await tx.execute(
-                    "UPDATE memories SET status='superseded', superseded_by=?, updated_at=?, index_state='pending'"
-                    " WHERE id=?",
-                    [row.id, row.created_at, old.id],
-                )
-                await self._history(tx, old, "supersede", actor, row.created_at, before, old.snapshot(),
-                                    f"superseded by {row.id}")
+                await self._supersede(tx, old, by=row.id, at=row.created_at, actor=actor)
 
     async def reinforce(self, row: MemoryRow, *, importance: float, now: float, actor: str | None,
-                        reason: str) -> MemoryRow:
-        """Count a repeated write: access_count + 1, importance = max(old, new), touched now."""
+                        reason: str, key: str | None = None, tags: Sequence[str] | None = None,
+                        expires_at: float | None = None, supersede: Sequence[MemoryRow] = ()) -> MemoryRow:
+        """Count a repeated write: access_count + 1, importance = max(old, new), touched now.
+
+        The same write may also give the row a ``key``, new ``tags`` (the full list) or an
+        ``expires_at`` (unix s), and mark ``supersede`` rows superseded by it; None leaves a
+        field as it is. When the key, tags or expiry change, the row's index entry is marked
+        pending (its payload must be rewritten, then ``mark_indexed``). One transaction;
+        history gets a ``reinforce`` entry and one ``supersede`` per old row.
+        """
         before = row.snapshot()
+        new_key = row.key if key is None else key
+        new_tags = list(row.tags) if tags is None else list(tags)
+        new_expiry = row.expires_at if expires_at is None else expires_at
+        payload_changed = (new_key, new_tags, new_expiry) != (row.key, row.tags, row.expires_at)
         row.access_count += 1
         row.importance = max(row.importance, importance)
         row.last_accessed_at = row.updated_at = now
+        row.key, row.tags, row.expires_at = new_key, new_tags, new_expiry
+        if payload_changed:
+            row.index_state = "pending"
         async with self._db.transaction() as tx:
             await tx.execute(
-                "UPDATE memories SET access_count=?, importance=?, last_accessed_at=?, updated_at=? WHERE id=?",
-                [row.access_count, row.importance, now, now, row.id],
+                "UPDATE memories SET access_count=?, importance=?, last_accessed_at=?, updated_at=?, key=?, tags=?,"
+                " expires_at=?, index_state=? WHERE id=?",
+                [row.access_count, row.importance, now, now, row.key, json.dumps(row.tags, ensure_ascii=False),
+                 row.expires_at, row.index_state, row.id],
             )
             await self._history(tx, row, "reinforce", actor, now, before, row.snapshot(), reason)
+            for old in supersede:
+                await self._supersede(tx, old, by=row.id, at=now, actor=actor)
         return row
 
     async def touch(self, ids: Sequence[str], now: float) -> None:
