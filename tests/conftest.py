@@ -1,8 +1,15 @@
-"""Shared fixtures: real ``memvault serve`` processes driven by the MCP SDK's stdio client.
+"""Shared fixtures: the real memvault server driven by the MCP SDK's client.
 
-The converted embedding model is cached once per test session (``model_cache``) and
-shared by every server through ``MEMVAULT_MODEL_CACHE_DIR``; each test gets its own
-data dir (real SQLite file, real Qdrant Edge shard).
+Most server tests talk to an in-process server (``mcp_client``): the real
+``build_server`` with its real tools, SQLite file and Qdrant Edge shard, reached through
+the SDK's in-memory client, with the embedding model loaded once for the whole session
+(``shared_embedder``). A real ``memvault serve`` process (``memvault_client``) is kept for
+the tests where the process itself is the point (kill -9, two processes on one store,
+stdio, the CLI); they are marked ``slow``.
+
+Every test that needs the embedding model (it asks for ``model_cache``, directly or
+through another fixture) is marked ``slow`` at collection, so ``pytest -m "not slow"``
+runs the pure and unit tests only.
 """
 
 from __future__ import annotations
@@ -11,17 +18,47 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from mcp.client.client import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp_types import ListRootsResult, Root
+
+from memvault.config import Settings
+
+# The MCP SDK, the server and the model are imported where they are used, so that the
+# unit-test run (-m "not slow") does not spend seconds importing them.
+if TYPE_CHECKING:
+    from mcp.client.client import Client
+    from mcp.client.session import ListRootsFnT
+
+    from memvault.embedding.embedder import Embedder
 
 MEMVAULT = str(Path(sys.executable).with_name("memvault"))
+CLIENT_NAME = "memvault-tests"
+"""The name the in-process test client reports (a memory's default ``source``)."""
+
+# Settings of the test process itself, not of memvault: kept when MEMVAULT_* is cleared.
+_TEST_KNOBS = {"MEMVAULT_REFERENCE_TOKENIZER"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that needs the embedding model (it uses ``model_cache``)."""
+    for item in items:
+        if "model_cache" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_memvault_env() -> Iterator[None]:
+    """``Settings()`` reads MEMVAULT_* variables: the developer's own configuration (a data
+    dir, a Qdrant URL, ...) must not reach the tests. Cleared for the whole session."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in list(os.environ):
+            if name.startswith("MEMVAULT_") and name not in _TEST_KNOBS:
+                mp.delenv(name)
+        yield
 
 
 @pytest.fixture
@@ -35,12 +72,83 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("models")
 
 
+@pytest.fixture(scope="session")
+def shared_embedder(model_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    """The embedding model, loaded once for the session (converted into ``model_cache`` the
+    first time); every in-process server of the session uses this one instance."""
+    from memvault.service.runtime import default_embedder
+
+    data_dir = tmp_path_factory.mktemp("embedder-data")
+    return default_embedder(Settings(data_dir=data_dir, model_cache_dir=model_cache))
+
+
+def roots_callback(roots: list[str]) -> ListRootsFnT:
+    """A client's ``roots/list`` answer offering ``roots`` (file URIs)."""
+    from mcp_types import ListRootsResult, Root
+
+    async def list_roots(_ctx: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=r) for r in roots])
+    return list_roots
+
+
+@asynccontextmanager
+async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *, roots: list[str] | None = None,
+                        client_name: str = CLIENT_NAME, mode: str = "auto", **settings: Any
+                        ) -> AsyncIterator[Client]:
+    """A connected MCP client on a fresh in-process memvault server for ``data_dir``.
+
+    The server is the real one (``build_server``: tools, SQLite, Qdrant Edge, start-up
+    housekeeping) with ``embedder`` as its model; it runs until the block exits, then
+    closes its stores, so a later client on the same ``data_dir`` is a restart.
+    ``roots``: file URIs the client offers as MCP roots (None = no roots capability).
+    ``client_name``: the name the client reports. ``mode``: the SDK's connect mode
+    ("auto" = the 2026-07-28 protocol, "legacy" = the initialize handshake).
+    ``settings``: Settings fields (user_id="bob", clock_offset_s=86400, ...). The server
+    counts as started in the data dir's parent (a temp folder, not a git work tree), so a
+    client without roots writes to the settings' project or the global scope.
+    """
+    from mcp.client.client import Client
+    from mcp_types import Implementation
+
+    from memvault.mcp.app import build_server
+
+    server = build_server(Settings(data_dir=data_dir, model_cache_dir=model_cache, **settings),
+                          load_embedder=lambda _settings: embedder, cwd=data_dir.parent)
+    kwargs: dict[str, Any] = {"client_info": Implementation(name=client_name, version="0"), "mode": mode}
+    if roots is not None:
+        kwargs["list_roots_callback"] = roots_callback(roots)
+    async with Client(server, **kwargs) as client:
+        yield client
+
+
+McpClient = Callable[..., "AbstractAsyncContextManager[Client]"]
+"""``mcp_client(data_dir=None, *, roots=None, client_name=CLIENT_NAME, mode="auto", **settings)``."""
+
+
+@pytest.fixture
+def mcp_client(tmp_path: Path, shared_embedder: Embedder, model_cache: Path) -> McpClient:
+    """Opens in-process clients (``inproc_client``) with the session's model.
+
+    ``async with mcp_client(data_dir, roots=[...], user_id="bob") as c:``; ``data_dir``
+    defaults to ``tmp_path / "d"``. Call it again on the same data dir for a restart.
+    """
+    def connect(data_dir: Path | None = None, **kwargs: Any) -> AbstractAsyncContextManager[Client]:
+        return inproc_client(data_dir or tmp_path / "d", shared_embedder, model_cache, **kwargs)
+    return connect
+
+
 def server_env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, str]:
-    """Environment for a spawned server: only what it needs, plus MEMVAULT_* settings."""
+    """Environment for a spawned server: only what it needs, plus MEMVAULT_* settings.
+
+    Single-process mode (``MEMVAULT_OWNER=false``) unless ``owner=True`` is given: these
+    processes are tested for themselves (kill -9, the store lock, the CLI); the owner and
+    its forwarders have their own tests.
+    """
     env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
     env.update({
         "MEMVAULT_DATA_DIR": str(data_dir),
         "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
+        "MEMVAULT_OWNER": "false",
         "ORT_DISABLE_TELEMETRY": "1",
         "HF_HUB_OFFLINE": "1",
     })
@@ -51,19 +159,25 @@ def server_env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, 
 
 @asynccontextmanager
 async def memvault_client(data_dir: Path, model_cache: Path, *, roots: list[str] | None = None,
-                          **settings: Any) -> AsyncIterator[Client]:
-    """A connected MCP client session on a fresh ``memvault serve`` process.
+                          client_name: str = CLIENT_NAME, mode: str = "auto", **settings: Any
+                          ) -> AsyncIterator[Client]:
+    """A connected MCP client session on a fresh ``memvault serve`` process (stdio).
 
-    ``roots``: file URIs the client offers as MCP roots (None = no roots capability).
+    For tests of the process itself; tests of the tools use ``mcp_client``. The process
+    loads the model from ``model_cache`` (ask for ``shared_embedder`` first so it is
+    converted once). ``roots``, ``client_name``, ``mode``: as ``inproc_client``.
     ``settings``: extra MEMVAULT_* values (user_id="bob", clock_offset_s=86400, ...).
     """
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters
+    from mcp_types import Implementation
+
     params = StdioServerParameters(command=MEMVAULT, args=["serve", "--log-level", "WARNING"],
-                                   env=server_env(data_dir, model_cache, **settings))
-    kwargs: dict[str, Any] = {"read_timeout_seconds": 180}
+                                   env=server_env(data_dir, model_cache, **settings), cwd=data_dir.parent)
+    kwargs: dict[str, Any] = {"read_timeout_seconds": 180, "mode": mode,
+                              "client_info": Implementation(name=client_name, version="0")}
     if roots is not None:
-        async def list_roots(_ctx) -> ListRootsResult:
-            return ListRootsResult(roots=[Root(uri=r) for r in roots])
-        kwargs["list_roots_callback"] = list_roots
+        kwargs["list_roots_callback"] = roots_callback(roots)
     async with Client(params, **kwargs) as client:
         yield client
 

@@ -16,7 +16,7 @@ import pytest
 
 from bench.common import DEFAULT_DATA
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.bench]
 
 LOCOMO_SAMPLE = "conv-30"  # the shortest of the 7 (369 turns, 81 questions of categories 1-4)
 LME_QUESTIONS = 2  # round-robin over question types: one knowledge-update, one multi-session
@@ -27,6 +27,14 @@ FLOOR_LOCOMO = {"R@5": 0.50, "R@10": 0.65, "R@25": 0.75}
 # LongMemEval 2 questions, measured 2026-11-29: session any@5 1.0, session nDCG@10 0.977, turn any@10 0.5
 # (two questions: values move in steps of 0.5 for the recall metrics).
 FLOOR_LME = {"session any@5": 0.99, "session ndcg@10": 0.85, "turn any@10": 0.45}
+
+
+@pytest.fixture(autouse=True)
+def _session_model(monkeypatch: pytest.MonkeyPatch, shared_embedder) -> None:
+    """The benchmark runtimes use the session's model instead of loading a copy of their own."""
+    import bench.mv
+
+    monkeypatch.setattr(bench.mv, "shared_embedder", lambda _settings: shared_embedder)
 
 
 def _need_data() -> None:

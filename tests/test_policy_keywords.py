@@ -156,6 +156,7 @@ def test_term_ids_are_stable_literals() -> None:
         assert 0 <= tid < 2**32
 
 
+@pytest.mark.slow  # a child interpreter
 def test_term_ids_do_not_depend_on_python_hash_seed() -> None:
     code = (
         "from memvault.policy.keywords import term_id;print(','.join(str(term_id(t)) for t in ['pnpm','深色','主题']))"

@@ -1,7 +1,7 @@
-"""End-to-end tests of index_docs / search_docs through a real MCP stdio session.
+"""End-to-end tests of index_docs / search_docs through a real MCP client session.
 
-Each test spawns ``memvault serve`` (real model, SQLite file, Qdrant Edge) with the
-fixture folder offered as the client's MCP root, as an editor would.
+Each test runs the real server in-process (real model, SQLite file, Qdrant Edge) with
+the fixture folder offered as the client's MCP root, as an editor would.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memvault.service.project import project_of_folder
-from tests.conftest import call, call_error, memvault_client
+from tests.conftest import call, call_error
 from tests.docs_fixtures import write_tree
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -22,9 +22,9 @@ def lines_of(path: Path, start: int, end: int) -> str:
     return "\n".join(path.read_text(encoding="utf-8").split("\n")[start - 1 : end])
 
 
-async def test_index_and_search_cite_files_lines_pages(tmp_path, model_cache):
+async def test_index_and_search_cite_files_lines_pages(tmp_path, mcp_client):
     tree = write_tree(tmp_path / "proj")
-    async with memvault_client(tmp_path / "d", model_cache, roots=[tree.root.as_uri()]) as c:
+    async with mcp_client(tmp_path / "d", roots=[tree.root.as_uri()]) as c:
         res = await call(c, "index_docs", paths=["."])
         assert res["scope"]["project"] == project_of_folder(tree.root).id
         assert res["scope"]["project_name"] == "proj"
@@ -71,9 +71,9 @@ async def test_index_and_search_cite_files_lines_pages(tmp_path, model_cache):
                     assert r["text"] == lines_of(tree.root / r["path"], r["start_line"], r["end_line"]), r
 
 
-async def test_incremental_reindex_edit_and_delete(tmp_path, model_cache):
+async def test_incremental_reindex_edit_and_delete(tmp_path, mcp_client):
     tree = write_tree(tmp_path / "proj")
-    async with memvault_client(tmp_path / "d", model_cache, roots=[tree.root.as_uri()]) as c:
+    async with mcp_client(tmp_path / "d", roots=[tree.root.as_uri()]) as c:
         first = await call(c, "index_docs", paths=["docs", "src"], collection="handbook")
         assert first["added"] == 4 and first["collection"] == "handbook"
 
@@ -111,14 +111,14 @@ async def test_incremental_reindex_edit_and_delete(tmp_path, model_cache):
         assert got["results"] == []
 
 
-async def test_traversal_and_symlink_escape_refused(tmp_path, model_cache):
+async def test_traversal_and_symlink_escape_refused(tmp_path, mcp_client):
     tree = write_tree(tmp_path / "proj")
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.md").write_text("# Secret\n\nThe vault combination is 31-41-59.\n")
     (tree.root / "escape").symlink_to(outside, target_is_directory=True)
     (tree.root / "docs" / "leak.md").symlink_to(outside / "secret.md")
-    async with memvault_client(tmp_path / "d", model_cache, roots=[tree.root.as_uri()]) as c:
+    async with mcp_client(tmp_path / "d", roots=[tree.root.as_uri()]) as c:
         for bad in ("../outside", str(outside), "escape", "docs/../../outside/secret.md", "/etc/passwd"):
             err = await call_error(c, "index_docs", paths=[bad])
             assert "refused" in err and "outside the allowed" in err, (bad, err)
@@ -128,32 +128,32 @@ async def test_traversal_and_symlink_escape_refused(tmp_path, model_cache):
         got = await call(c, "search_docs", query="vault combination", k=10)
         assert all("31-41-59" not in r["text"] for r in got["results"])
     # a client without roots and no allowed folders may not index anything
-    async with memvault_client(tmp_path / "d", model_cache) as c:
+    async with mcp_client(tmp_path / "d") as c:
         err = await call_error(c, "index_docs", paths=[str(tree.root)])
-        assert "no folder it may read" in err
+        assert "no folder it may read" in err and "MEMVAULT_DOCS_ALLOWED_DIRS" in err
 
 
-async def test_documents_stay_in_their_project(tmp_path, model_cache):
+async def test_documents_stay_in_their_project(tmp_path, mcp_client):
     a = write_tree(tmp_path / "alpha")
     b = tmp_path / "beta"
     b.mkdir()
     (b / "notes.md").write_text("# Notes\n\nThe beta service listens on port 8125.\n")
     d = tmp_path / "d"
-    async with memvault_client(d, model_cache, roots=[a.root.as_uri()]) as c:
+    async with mcp_client(d, roots=[a.root.as_uri()]) as c:
         await call(c, "index_docs", paths=["src"])
-    async with memvault_client(d, model_cache, roots=[b.as_uri()]) as c:
+    async with mcp_client(d, roots=[b.as_uri()]) as c:
         got = await call(c, "search_docs", query="reticulate_splines_v2", k=5)
         assert got["scope"]["project"] == project_of_folder(b).id and got["results"] == []
         shared = await call(c, "index_docs", paths=["notes.md"], project="")
         assert shared["scope"]["project"] == ""
-    async with memvault_client(d, model_cache, roots=[a.root.as_uri()]) as c:
+    async with mcp_client(d, roots=[a.root.as_uri()]) as c:
         got = await call(c, "search_docs", query="which port does the beta service listen on?", k=3)
         assert got["results"][0]["path"] == "notes.md" and got["results"][0]["project"] == ""
         got = await call(c, "search_docs", query="beta service port", k=3, include_global=False)
         assert all(r["path"] != "notes.md" for r in got["results"])
 
 
-async def test_credentials_are_never_indexed(tmp_path, model_cache):
+async def test_credentials_are_never_indexed(tmp_path, mcp_client):
     root = tmp_path / "ws"
     (root / "conf").mkdir(parents=True)
     key_body = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZWQyNTUxOQ"
@@ -163,7 +163,7 @@ async def test_credentials_are_never_indexed(tmp_path, model_cache):
     (root / "conf" / "settings.ini").write_text(
         "[aws]\nregion = eu-west-1\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY9\n")
     d = tmp_path / "d"
-    async with memvault_client(d, model_cache, roots=[root.as_uri()]) as c:
+    async with mcp_client(d, roots=[root.as_uri()]) as c:
         await call(c, "index_docs", paths=["."])
         hits = await call(c, "search_docs", query="blue-green deploy pipeline", k=5)
         assert any("blue-green" in r["text"] for r in hits["results"])

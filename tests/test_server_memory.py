@@ -1,7 +1,8 @@
-"""End-to-end tests of remember / recall / forget through a real MCP stdio session.
+"""End-to-end tests of remember / recall / forget through a real MCP client session.
 
-Every test spawns ``memvault serve`` (real model, real SQLite file, real Qdrant Edge)
-and talks to it with the SDK's client, as Claude Desktop or Claude Code would.
+Every test runs the real server in-process (real model, real SQLite file, real Qdrant
+Edge) and talks to it with the SDK's client, as Claude Desktop or Claude Code would; a
+"restart" is a new server on the same data dir after the first one has closed.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memvault.policy.units import SECONDS_PER_DAY
-from tests.conftest import call, call_error, db_rows, memvault_client
+from tests.conftest import CLIENT_NAME, call, call_error, db_rows
 from tests.corpus import filler_memories
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -23,8 +24,8 @@ def file_bytes(data_dir: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(data_dir.rglob("*")) if p.is_file() and "models" not in p.parts)
 
 
-async def test_tools_listed_with_annotations_and_instructions(tmp_path, model_cache):
-    async with memvault_client(tmp_path / "d", model_cache) as c:
+async def test_tools_listed_with_annotations_and_instructions(tmp_path, mcp_client):
+    async with mcp_client(tmp_path / "d") as c:
         tools = {t.name: t for t in (await c.list_tools()).tools}
         assert {"remember", "recall", "forget"} <= set(tools)
         # recall records access statistics (recency ranking reads them): not read-only, not destructive
@@ -39,18 +40,20 @@ async def test_tools_listed_with_annotations_and_instructions(tmp_path, model_ca
     assert (tmp_path / "d" / "memvault.db").stat().st_mode & 0o777 == 0o600
 
 
-async def test_remember_then_recall_across_restart(tmp_path, model_cache):
+async def test_remember_then_recall_across_restart(tmp_path, mcp_client):
     d = tmp_path / "d"
-    async with memvault_client(d, model_cache) as c:
+    async with mcp_client(d) as c:
         r = await call(c, "remember", content="The user prefers pnpm over npm for every JavaScript project",
                        kind="preference", key="pref.package_manager")
         assert r["status"] == "stored" and r["id"]
         assert r["scope"]["user_id"] == "local" and r["scope"]["project"] == ""
         first_id = r["id"]
-    async with memvault_client(d, model_cache) as c:
+    async with mcp_client(d) as c:
         got = await call(c, "recall", query="which package manager should I use?")
         assert got["memories"][0]["id"] == first_id
         assert got["memories"][0]["kind"] == "preference"
+        assert got["memories"][0]["key"] == "pref.package_manager"
+        assert got["memories"][0]["source"] == CLIENT_NAME  # no source given: the client's name
         assert got["scope"]["projects_read"] == [""]
     # the recall counted as an access
     count, last = db_rows(d, "SELECT access_count, last_accessed_at FROM memories WHERE id=?", (first_id,))[0]
@@ -58,8 +61,54 @@ async def test_remember_then_recall_across_restart(tmp_path, model_cache):
     assert count == 1 and last > created
 
 
-async def test_cross_lingual_recall_both_ways(tmp_path, model_cache):
-    async with memvault_client(tmp_path / "d", model_cache) as c:
+
+async def test_source_defaults_to_the_client_name(tmp_path, mcp_client):
+    async with mcp_client(client_name="claude-code") as c:
+        plain = await call(c, "remember", content="The user reviews pull requests every morning", kind="fact")
+        named = await call(c, "remember", content="The user reviews designs on Fridays", kind="fact",
+                           source="meeting notes")
+        got = await call(c, "recall", query="when does the user review things?", k=5)
+        sources = {m["id"]: m["source"] for m in got["memories"]}
+        assert sources[plain["id"]] == "claude-code" and sources[named["id"]] == "meeting notes"
+    async with mcp_client() as c:  # another client on the same store
+        got = await call(c, "recall", query="when does the user review things?", k=5)
+        assert {m["id"]: m["source"] for m in got["memories"]}[plain["id"]] == "claude-code"
+    assert db_rows(tmp_path / "d", "SELECT source FROM memories WHERE id=?", (plain["id"],)) == [("claude-code",)]
+
+
+async def test_each_server_reads_its_own_clients_roots(tmp_path, mcp_client):
+    """Two servers in one process, alive at once: each takes the project from its own client."""
+    shop, blog = tmp_path / "src" / "shop", tmp_path / "src" / "blog"
+    shop.mkdir(parents=True)
+    blog.mkdir(parents=True)
+    async with (mcp_client(tmp_path / "a", roots=[shop.as_uri()]) as a,
+                mcp_client(tmp_path / "b", roots=[blog.as_uri()]) as b,
+                mcp_client(tmp_path / "c") as none):
+        ra = await call(a, "remember", content="The shop frontend uses SvelteKit", kind="fact")
+        rb = await call(b, "remember", content="The blog frontend uses Astro", kind="fact")
+        rn = await call(none, "remember", content="The user writes commit messages in English", kind="preference")
+        assert (ra["scope"]["project"], ra["scope"]["source"]) == ("shop", "roots")
+        assert (rb["scope"]["project"], rb["scope"]["source"]) == ("blog", "roots")
+        assert (rn["scope"]["project"], rn["scope"]["source"]) == ("", "global")
+    async with mcp_client(tmp_path / "a") as restarted:  # a new server asks its own client again
+        got = await call(restarted, "recall", query="frontend framework")
+        assert got["scope"]["projects_read"] == [""] and got["memories"] == []
+
+
+async def test_roots_and_client_name_in_the_legacy_handshake(tmp_path, mcp_client):
+    """Clients of the initialize-handshake era: roots arrive by a mid-call request."""
+    shop = tmp_path / "src" / "shop"
+    shop.mkdir(parents=True)
+    async with mcp_client(roots=[shop.as_uri()], client_name="claude-desktop", mode="legacy") as c:
+        r = await call(c, "remember", content="The shop frontend is deployed to Netlify", kind="fact")
+        assert (r["scope"]["project"], r["scope"]["source"]) == ("shop", "roots")
+        got = await call(c, "recall", query="where is the shop frontend deployed?", k=3)
+        assert got["memories"][0]["id"] == r["id"] and got["memories"][0]["source"] == "claude-desktop"
+        md = (await c.read_resource("memvault://profile")).contents[0].text
+        assert "project `shop`" in md and "Netlify" in md
+
+async def test_cross_lingual_recall_both_ways(tmp_path, mcp_client):
+    async with mcp_client(tmp_path / "d") as c:
         zh = await call(c, "remember", content="用户喜欢深色主题", kind="preference")
         assert zh["status"] == "stored", zh
         for m in filler_memories(40):
@@ -73,8 +122,8 @@ async def test_cross_lingual_recall_both_ways(tmp_path, model_cache):
         assert en["id"] in [m["id"] for m in got["memories"]]
 
 
-async def test_error_code_found_among_200(tmp_path, model_cache):
-    async with memvault_client(tmp_path / "d", model_cache) as c:
+async def test_error_code_found_among_200(tmp_path, mcp_client):
+    async with mcp_client(tmp_path / "d") as c:
         for m in filler_memories(200):
             r = await call(c, "remember", content=m, force=True)
             assert r["status"] in ("stored", "reinforced")
@@ -88,9 +137,9 @@ async def test_error_code_found_among_200(tmp_path, model_cache):
         assert got["memories"][0]["id"] == zh["id"]
 
 
-async def test_supersede_by_key_keeps_history(tmp_path, model_cache):
+async def test_supersede_by_key_keeps_history(tmp_path, mcp_client):
     d = tmp_path / "d"
-    async with memvault_client(d, model_cache) as c:
+    async with mcp_client(d) as c:
         a = await call(c, "remember", content="The user prefers tabs for indentation", kind="preference",
                        key="pref.indent")
         b = await call(c, "remember", content="The user prefers 4 spaces for indentation", kind="preference",
@@ -105,7 +154,7 @@ async def test_supersede_by_key_keeps_history(tmp_path, model_cache):
                         supersedes=[c1["id"]])
         assert c2["status"] == "superseded" and c2["superseded_ids"] == [c1["id"]]
         err = await call_error(c, "remember", content="Billing uses Postgres 17 now", supersedes=[c1["id"]])
-        assert "not active" in err
+        assert "not active" in err and c1["id"] in err
     status = dict(db_rows(d, "SELECT id, status FROM memories"))
     assert status[a["id"]] == "superseded" and status[b["id"]] == "active"
     actions = [r[0] for r in db_rows(d, "SELECT action FROM memory_history WHERE memory_id=? ORDER BY seq", (a["id"],))]
@@ -113,9 +162,9 @@ async def test_supersede_by_key_keeps_history(tmp_path, model_cache):
     assert db_rows(d, "SELECT superseded_by FROM memories WHERE id=?", (a["id"],))[0][0] == b["id"]
 
 
-async def test_dedup_exact_and_near(tmp_path, model_cache):
+async def test_dedup_exact_and_near(tmp_path, mcp_client):
     d = tmp_path / "d"
-    async with memvault_client(d, model_cache) as c:
+    async with mcp_client(d) as c:
         a = await call(c, "remember", content="We chose Postgres for the billing service", kind="decision")
         again = await call(c, "remember", content="  we chose Postgres for the billing service ", kind="decision")
         assert again["status"] == "reinforced" and again["id"] == a["id"]
@@ -126,9 +175,9 @@ async def test_dedup_exact_and_near(tmp_path, model_cache):
     assert db_rows(d, "SELECT access_count FROM memories WHERE id=?", (a["id"],))[0][0] >= 2
 
 
-async def test_ttl_expiry_with_moved_clock(tmp_path, model_cache):
+async def test_ttl_expiry_with_moved_clock(tmp_path, mcp_client):
     d = tmp_path / "d"
-    async with memvault_client(d, model_cache) as c:
+    async with mcp_client(d) as c:
         short = await call(c, "remember", content="The staging database is down for maintenance today",
                            kind="fact", ttl_days=1)
         assert short["expires_at"] is not None
@@ -136,7 +185,7 @@ async def test_ttl_expiry_with_moved_clock(tmp_path, model_cache):
         assert keep["expires_at"] is None
         got = await call(c, "recall", query="staging database", k=5)
         assert short["id"] in [m["id"] for m in got["memories"]]
-    async with memvault_client(d, model_cache, clock_offset_s=2 * SECONDS_PER_DAY) as c:
+    async with mcp_client(d, clock_offset_s=2 * SECONDS_PER_DAY) as c:
         got = await call(c, "recall", query="staging database", k=5)
         ids = [m["id"] for m in got["memories"]]
         assert short["id"] not in ids and keep["id"] in ids
@@ -147,13 +196,13 @@ async def test_ttl_expiry_with_moved_clock(tmp_path, model_cache):
     assert b"down for maintenance" not in file_bytes(d)
 
 
-async def test_users_and_projects_are_isolated(tmp_path, model_cache):
+async def test_users_and_projects_are_isolated(tmp_path, mcp_client):
     d = tmp_path / "d"
     repo = tmp_path / "work" / "shop"
     repo.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", "git@github.com:acme/shop.git"], check=True)
-    async with memvault_client(d, model_cache, roots=[repo.as_uri()], user_id="alice") as c:
+    async with mcp_client(d, roots=[repo.as_uri()], user_id="alice") as c:
         r = await call(c, "remember", content="The shop frontend uses SvelteKit", kind="fact")
         assert r["scope"]["project"] == "github.com/acme/shop" and r["scope"]["source"] == "roots"
         g = await call(c, "remember", content="Alice writes commit messages in English", kind="preference",
@@ -165,23 +214,24 @@ async def test_users_and_projects_are_isolated(tmp_path, model_cache):
         assert r["id"] in ids and g["id"] in ids and other["id"] not in ids
         assert got["scope"]["projects_read"] == ["github.com/acme/shop", ""]
         only_global = await call(c, "recall", query="commit messages", project="", k=10)
-        assert {m["id"] for m in only_global["memories"]} <= {g["id"]}
-    async with memvault_client(d, model_cache, user_id="bob", project="github.com/acme/shop") as c:
+        assert [m["id"] for m in only_global["memories"]] == [g["id"]]
+        assert only_global["scope"]["projects_read"] == [""]
+    async with mcp_client(d, user_id="bob", project="github.com/acme/shop") as c:
         got = await call(c, "recall", query="which frontend framework", k=10)
         assert got["memories"] == [] or all(m["id"] not in {r["id"], g["id"], other["id"]} for m in got["memories"])
         got = await call(c, "recall", query="commit messages", project="", k=10)
         assert all(m["id"] != g["id"] for m in got["memories"])
         none = await call(c, "forget", ids=[r["id"]], hard=True)
         assert none["count"] == 0  # alice's memory cannot be reached by bob
-    async with memvault_client(d, model_cache, user_id="alice", roots=[repo.as_uri()]) as c:
+    async with mcp_client(d, user_id="alice", roots=[repo.as_uri()]) as c:
         got = await call(c, "recall", query="SvelteKit", k=3)
         assert got["memories"][0]["id"] == r["id"]
 
 
-async def test_secret_declined_and_never_on_disk(tmp_path, model_cache):
+async def test_secret_declined_and_never_on_disk(tmp_path, mcp_client):
     d = tmp_path / "d"
     token = "ghp_Zx81TqL0pW4mN7vB2cR9yK3sD6fH1jA5uE0g"
-    async with memvault_client(d, model_cache) as c:
+    async with mcp_client(d) as c:
         r = await call(c, "remember", content=f"The GitHub token for CI is {token}", kind="fact", force=True)
         assert r["status"] == "declined" and r["id"] is None
         assert token not in r["reason"]
@@ -196,23 +246,23 @@ async def test_secret_declined_and_never_on_disk(tmp_path, model_cache):
     assert token.encode() not in blob and b"hunter2-Blue-Falcon" not in blob
 
 
-async def test_low_importance_declined_unless_forced(tmp_path, model_cache):
-    async with memvault_client(tmp_path / "d", model_cache) as c:
+async def test_low_importance_declined_unless_forced(tmp_path, mcp_client):
+    async with mcp_client(tmp_path / "d") as c:
         r = await call(c, "remember", content="thanks!", kind="note")
         assert r["status"] == "declined" and "force" in r["reason"]
         r = await call(c, "remember", content="thanks!", kind="note", force=True)
         assert r["status"] == "stored"
 
 
-async def test_forget_soft_hard_dry_run_and_query_bar(tmp_path, model_cache):
+async def test_forget_soft_hard_dry_run_and_query_bar(tmp_path, mcp_client):
     d = tmp_path / "d"
-    async with memvault_client(d, model_cache) as c:
+    async with mcp_client(d) as c:
         a = await call(c, "remember", content="The user's cat is called Miso", kind="fact")
         b = await call(c, "remember", content="The user lives in Lisbon and works remotely", kind="fact")
         x = await call(c, "remember", content="Deploys happen every Tuesday at 10:00 UTC", kind="procedure",
                        tags=["ops"])
         err = await call_error(c, "forget")
-        assert "selector" in err
+        assert "at least one selector" in err and "ids" in err and "query" in err
         dry = await call(c, "forget", ids=[a["id"]], dry_run=True)
         assert dry["count"] == 1 and dry["dry_run"] and "Miso" in dry["forgotten"][0]["content_preview"]
         assert (await call(c, "recall", query="cat name"))["memories"][0]["id"] == a["id"]
@@ -244,8 +294,8 @@ async def test_forget_soft_hard_dry_run_and_query_bar(tmp_path, model_cache):
     assert db_rows(d, "SELECT status FROM memories WHERE id=?", (x["id"],))[0][0] == "deleted"
 
 
-async def test_capacity_evicts_lowest_retention(tmp_path, model_cache):
-    async with memvault_client(tmp_path / "d", model_cache, capacity_per_scope=10) as c:
+async def test_capacity_evicts_lowest_retention(tmp_path, mcp_client):
+    async with mcp_client(tmp_path / "d", capacity_per_scope=10) as c:
         low = await call(c, "remember", content="Temporary note: the coffee machine on floor 3 is broken",
                          kind="note", importance=0.05, force=True)
         for i in range(9):
@@ -257,20 +307,29 @@ async def test_capacity_evicts_lowest_retention(tmp_path, model_cache):
         assert "capacity" in r["reason"]
 
 
-async def test_bad_arguments_give_clear_errors_and_server_survives(tmp_path, model_cache):
-    async with memvault_client(tmp_path / "d", model_cache) as c:
-        assert "empty" in (await call_error(c, "remember", content="   ")).lower()
-        assert "characters" in await call_error(c, "remember", content="x" * 1_000_000)
-        assert await call_error(c, "remember", content=12345) != ""
-        assert "kind" in (await call_error(c, "remember", content="Valid content here", kind="gossip")).lower()
-        assert "ttl_days" in await call_error(c, "remember", content="Valid content here", ttl_days=-3)
-        assert "importance" in await call_error(c, "remember", content="Valid content here", importance=7)
-        assert "k" in await call_error(c, "recall", query="anything", k=0)
-        assert "k" in await call_error(c, "recall", query="anything", k=10**9)
-        assert "query" in await call_error(c, "recall", query="")
-        assert "since" in await call_error(c, "recall", query="x", since="last tuesday")
-        assert "ids" in await call_error(c, "forget", ids=["not-an-id"])
-        assert "project" in await call_error(c, "recall", query="x", project="a\x00b")
+async def test_bad_arguments_give_clear_errors_and_server_survives(tmp_path, mcp_client):
+    async with mcp_client(tmp_path / "d") as c:
+        assert "content is empty" in await call_error(c, "remember", content="   ")
+        err = await call_error(c, "remember", content="x" * 1_000_000)
+        assert "1000000 characters" in err and "limit of 20000" in err
+        err = await call_error(c, "remember", content=12345)
+        assert "content" in err and "valid string" in err
+        err = await call_error(c, "remember", content="Valid content here", kind="gossip")
+        assert "kind" in err and "'gossip'" in err and "'preference'" in err and "'note'" in err
+        err = await call_error(c, "remember", content="Valid content here", ttl_days=-3)
+        assert "ttl_days is -3" in err and "positive number of days" in err
+        err = await call_error(c, "remember", content="Valid content here", importance=7)
+        assert "importance is 7" in err and "between 0 and 1" in err
+        assert "k is 0; it must be between 1 and 50" in await call_error(c, "recall", query="anything", k=0)
+        assert "k is 1000000000; it must be between 1 and 50" in await call_error(c, "recall", query="anything",
+                                                                                 k=10**9)
+        assert "query is empty" in await call_error(c, "recall", query="")
+        err = await call_error(c, "recall", query="x", since="last tuesday")
+        assert "since" in err and "'last tuesday' is not a date" in err and "ISO 8601" in err
+        err = await call_error(c, "forget", ids=["not-an-id"])
+        assert "'not-an-id'" in err and "not a memory id" in err
+        err = await call_error(c, "recall", query="x", project="a\x00b")
+        assert "project" in err and "not allowed" in err and "printable" in err
         # still serving, nothing half-written
         r = await call(c, "remember", content="The API gateway is Kong", kind="fact")
         assert r["status"] == "stored"
@@ -278,8 +337,8 @@ async def test_bad_arguments_give_clear_errors_and_server_survives(tmp_path, mod
         assert [m["content"] for m in got["memories"]] == ["The API gateway is Kong"]
 
 
-async def test_reply_is_bounded(tmp_path, model_cache):
-    async with memvault_client(tmp_path / "d", model_cache, content_budget_chars=300,
+async def test_reply_is_bounded(tmp_path, mcp_client):
+    async with mcp_client(tmp_path / "d", content_budget_chars=300,
                                reply_budget_chars=1000) as c:
         long = "The release checklist: " + "; ".join(f"step {i}: verify artefact {i} checksum" for i in range(200))
         r = await call(c, "remember", content=long, kind="procedure")

@@ -1,7 +1,8 @@
-"""End-to-end tests of issue 3 through a real MCP stdio session: profile, task state,
-episodes, deictic recall, resources and the recall_context prompt.
+"""End-to-end tests of the profile, task state, episodes, deictic recall, resources and
+the recall_context prompt, through a real MCP client session.
 
-Real model, real SQLite file, real Qdrant Edge, as in tests/test_server_memory.py.
+Real server in-process, real model, real SQLite file, real Qdrant Edge, as in
+tests/test_server_memory.py.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ import json
 
 import pytest
 
-from memvault.service.project import project_of_folder
 from memvault.policy.units import SECONDS_PER_DAY
-from tests.conftest import call, call_error, db_rows, memvault_client
+from memvault.service.project import project_of_folder
+from tests.conftest import call, call_error, db_rows
 from tests.corpus import filler_memories
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -20,8 +21,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 DAY = SECONDS_PER_DAY
 
 
-async def test_listed_with_annotations(tmp_path, model_cache):
-    async with memvault_client(tmp_path / "d", model_cache) as c:
+async def test_listed_with_annotations(tmp_path, mcp_client):
+    async with mcp_client(tmp_path / "d") as c:
         tools = {t.name: t for t in (await c.list_tools()).tools}
         assert {"get_profile", "set_task_state", "get_task_state"} <= set(tools)
         assert tools["get_profile"].annotations.read_only_hint is True
@@ -37,11 +38,11 @@ async def test_listed_with_annotations(tmp_path, model_cache):
         assert [a.name for a in prompts["recall_context"].arguments] == ["topic"]
 
 
-async def test_profile_from_keyed_memories_supersession_and_project_override(tmp_path, model_cache):
+async def test_profile_from_keyed_memories_supersession_and_project_override(tmp_path, mcp_client):
     shop = tmp_path / "src" / "shop"
     shop.mkdir(parents=True)
     shop_id = project_of_folder(shop).id  # a folder without git: local:shop-<hash of its path>
-    async with memvault_client(tmp_path / "d", model_cache, roots=[shop.as_uri()]) as c:
+    async with mcp_client(tmp_path / "d", roots=[shop.as_uri()]) as c:
         en = await call(c, "remember", content="The user wants answers in English", kind="preference",
                         key="pref.language", project="")
         zh = await call(c, "remember", content="用户希望用中文回答", kind="preference", key="pref.language", project="")
@@ -88,9 +89,9 @@ async def test_profile_from_keyed_memories_supersession_and_project_override(tmp
         assert "Vite and deployed to Netlify" in md.text
 
 
-async def test_task_state_patch_versions_conflict_size_history(tmp_path, model_cache):
+async def test_task_state_patch_versions_conflict_size_history(tmp_path, mcp_client):
     d = tmp_path / "d"
-    async with memvault_client(d, model_cache) as c:
+    async with mcp_client(d) as c:
         t = await call(c, "set_task_state", task_id="t1", title="Upgrade the API to v2",
                        state={"a": {"b": "c"}, "keep": [1, 2], "gone": "soon"})
         assert (t["version"], t["status"], t["created"]) == (1, "active", True)
@@ -137,14 +138,14 @@ async def test_task_state_patch_versions_conflict_size_history(tmp_path, model_c
     assert db_rows(d, "SELECT COUNT(*) FROM task_history WHERE task_id='t1'") == [(3,)]
 
 
-async def test_idle_ttl_and_retention_with_moved_clock(tmp_path, model_cache):
+async def test_idle_ttl_and_retention_with_moved_clock(tmp_path, mcp_client):
     d = tmp_path / "d"
-    async with memvault_client(d, model_cache) as c:
+    async with mcp_client(d) as c:
         await call(c, "set_task_state", task_id="old", title="Idle task", state={"n": 1})
         await call(c, "set_task_state", task_id="long", title="Long task", state={"n": 2}, ttl_days=30)
         await call(c, "set_task_state", task_id="fin", title="Finished task", state={}, status="done")
         assert [t["task_id"] for t in (await call(c, "get_task_state"))["tasks"]] == ["long", "old"]
-    async with memvault_client(d, model_cache, clock_offset_s=8 * DAY) as c:
+    async with mcp_client(d, clock_offset_s=8 * DAY) as c:
         assert [t["task_id"] for t in (await call(c, "get_task_state"))["tasks"]] == ["long"]
         assert "no task 'old'" in await call_error(c, "get_task_state", task_id="old")
         assert [t["task_id"] for t in (await call(c, "get_task_state", include_done=True))["tasks"]] == ["long", "fin"]
@@ -156,13 +157,13 @@ async def test_idle_ttl_and_retention_with_moved_clock(tmp_path, model_cache):
         # the same id starts over
         again = await call(c, "set_task_state", task_id="old", title="Idle task, again", state={})
         assert again["version"] == 1 and again["created"] is True
-    async with memvault_client(d, model_cache, clock_offset_s=31 * DAY) as c:
+    async with mcp_client(d, clock_offset_s=31 * DAY) as c:
         assert "no task 'fin'" in await call_error(c, "get_task_state", task_id="fin")
         assert "no task 'long'" in await call_error(c, "get_task_state", task_id="long")
 
 
-async def test_done_with_outcome_leaves_an_episode_found_by_paraphrase(tmp_path, model_cache):
-    async with memvault_client(tmp_path / "d", model_cache) as c:
+async def test_done_with_outcome_leaves_an_episode_found_by_paraphrase(tmp_path, mcp_client):
+    async with mcp_client(tmp_path / "d") as c:
         for m in filler_memories(30):
             await call(c, "remember", content=m, force=True)
         await call(c, "set_task_state", task_id="flaky-checkout", title="Fix the flaky checkout integration test",
@@ -184,8 +185,8 @@ async def test_done_with_outcome_leaves_an_episode_found_by_paraphrase(tmp_path,
         assert fin["task"]["status"] == "done" and fin["task"]["episode_id"] == ep["id"]
 
 
-async def test_deictic_recall_resources_and_prompt(tmp_path, model_cache):
-    async with memvault_client(tmp_path / "d", model_cache) as c:
+async def test_deictic_recall_resources_and_prompt(tmp_path, mcp_client):
+    async with mcp_client(tmp_path / "d") as c:
         for m in filler_memories(100):
             await call(c, "remember", content=m, force=True)
         target = await call(c, "remember", content="decided to use logical replication for the billing migration",
@@ -213,10 +214,12 @@ async def test_deictic_recall_resources_and_prompt(tmp_path, model_cache):
         assert "from global" in md and "billing-pg" in md
 
 
-async def test_task_state_refuses_secrets(tmp_path, model_cache):
-    async with memvault_client(tmp_path / "d", model_cache) as c:
-        err = await call_error(c, "set_task_state", task_id="deploy",
-                               state={"notes": ["token ghp_Zx81TqL0pW4mN7vB2cR9yK3sD6fH1jA5uE0g"]})
-        assert "secret" in err.lower() or "token" in err.lower()
+async def test_task_state_refuses_secrets(tmp_path, mcp_client):
+    async with mcp_client(tmp_path / "d") as c:
+        token = "ghp_Zx81TqL0pW4mN7vB2cR9yK3sD6fH1jA5uE0g"
+        err = await call_error(c, "set_task_state", task_id="deploy", state={"notes": [f"token {token}"]})
+        assert "state" in err and "GitHub token" in err and "keep secrets out" in err
+        assert token not in err
+        assert "no task 'deploy'" in await call_error(c, "get_task_state", task_id="deploy")  # nothing written
         ok = await call(c, "set_task_state", task_id="deploy", state={"step": 1}, title="Deploy the API")
-        assert ok["version"] == 1
+        assert ok["version"] == 1 and ok["created"] is True

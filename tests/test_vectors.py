@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -98,8 +99,25 @@ def engine(request, tmp_path) -> Engine:
     return Engine(request.param, tmp_path)
 
 
+@pytest.fixture(scope="module")
+def edge_template(tmp_path_factory) -> Path:
+    """A closed Edge store holding an empty ``COL`` (shard and payload indexes), made once.
+
+    Creating the payload indexes costs a disk sync each (over a second per store on a busy
+    disk), so the ``index`` fixture opens a copy; creation itself is covered by the tests
+    that open fresh stores (reopen, mismatch, collections, lock, defaults).
+    """
+    root = tmp_path_factory.mktemp("edge-template") / "vectors"
+    idx = EdgeVectorIndex(root)
+    idx.ensure_collection(COL, DIM, MODEL)
+    idx.close()
+    return root
+
+
 @pytest.fixture
-def index(engine):
+def index(engine, edge_template):
+    if engine.kind == "edge":
+        shutil.copytree(edge_template, engine.tmp_path / "vectors")
     idx = engine.open()
     idx.ensure_collection(COL, DIM, MODEL)
     yield idx
@@ -110,6 +128,17 @@ def index(engine):
 def loaded(index):
     index.upsert(COL, fixture_points())
     return index
+
+
+@pytest.fixture(scope="module", params=["edge", "remote"])
+def loaded_once(request, tmp_path_factory):
+    """The fixture points in one index per engine, shared by the read-only tests of this
+    module (creating an Edge shard costs a few disk syncs; the filter cases only read)."""
+    idx = Engine(request.param, tmp_path_factory.mktemp("loaded")).open()
+    idx.ensure_collection(COL, DIM, MODEL)
+    idx.upsert(COL, fixture_points())
+    yield idx
+    idx.close()
 
 
 def ids_of(*ns: int) -> set[str]:
@@ -177,9 +206,9 @@ def test_update_sparse_reweighs_and_keeps_dense_and_payload(index):
     index.update_sparse(COL, {})  # nothing to do
 
 
-def test_limit_is_respected(loaded):
-    assert len(loaded.search_dense(COL, unit(0), VectorFilter(status=None), limit=3)) == 3
-    assert loaded.search_dense(COL, unit(0), VectorFilter(), limit=0) == []
+def test_limit_is_respected(loaded_once):
+    assert len(loaded_once.search_dense(COL, unit(0), VectorFilter(status=None), limit=3)) == 3
+    assert loaded_once.search_dense(COL, unit(0), VectorFilter(), limit=0) == []
 
 
 # --- filters -----------------------------------------------------------------------
@@ -214,11 +243,11 @@ FILTER_CASES: list[tuple[str, VectorFilter, set[int]]] = [
 
 
 @pytest.mark.parametrize("flt, expected", [c[1:] for c in FILTER_CASES], ids=[c[0] for c in FILTER_CASES])
-def test_filter_fields(loaded, flt, expected):
+def test_filter_fields(loaded_once, flt, expected):
     want = ids_of(*expected)
-    assert loaded.count(COL, flt) == len(want)
-    assert {h.id for h in loaded.search_dense(COL, unit(0), flt, limit=100)} == want
-    sparse = loaded.search_sparse(COL, SparseVector([COMMON_TERM], [1.0]), flt, limit=100)
+    assert loaded_once.count(COL, flt) == len(want)
+    assert {h.id for h in loaded_once.search_dense(COL, unit(0), flt, limit=100)} == want
+    sparse = loaded_once.search_sparse(COL, SparseVector([COMMON_TERM], [1.0]), flt, limit=100)
     assert {h.id for h in sparse} == want
 
 
@@ -349,6 +378,7 @@ def _run_child(code: str, *args: str, **kw) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow  # a child process
 def test_edge_second_process_gets_store_locked(tmp_path):
     idx = EdgeVectorIndex(tmp_path / "vectors")
     idx.ensure_collection(COL, DIM, MODEL)
@@ -383,6 +413,7 @@ def test_edge_second_process_gets_store_locked(tmp_path):
     reopened.close()
 
 
+@pytest.mark.slow  # a child process
 def test_edge_points_survive_kill_9_without_flush(tmp_path):
     child = _run_child(
         """

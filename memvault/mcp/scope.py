@@ -18,6 +18,8 @@ request is its own connection, so there the roots are read on every call.
 from __future__ import annotations
 
 import logging
+import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -122,6 +124,28 @@ async def on_roots_list_changed(ctx: ServerRequestContext[Any, Any], _params: No
         log.info("client roots changed; the project is read again on the next call")
 
 
+# A folder's project, as git last said (monotonic time, Project). On 2026-07-28 connections
+# the roots come with every call; asking git each time costs two processes (~15-30 ms
+# here). A folder's repository and remote change rarely, and a change shows within
+# FOLDER_PROJECT_TTL_S.
+FOLDER_PROJECT_TTL_S = 30.0
+_FOLDER_PROJECTS_MAX = 256
+_folder_projects: dict[Path, tuple[float, Project]] = {}
+
+
+async def project_of_root_folder(folder: Path) -> Project:
+    """``project_of_folder`` in a worker thread, remembered for ``FOLDER_PROJECT_TTL_S`` seconds."""
+    now = time.monotonic()
+    known = _folder_projects.get(folder)
+    if known is not None and now - known[0] < FOLDER_PROJECT_TTL_S:
+        return known[1]
+    project = await anyio.to_thread.run_sync(project_of_folder, folder)
+    if len(_folder_projects) >= _FOLDER_PROJECTS_MAX:
+        _folder_projects.clear()
+    _folder_projects[folder] = (now, project)
+    return project
+
+
 async def project_from_roots(result: ListRootsResult | None) -> Project | None:
     """Project of the first ``file://`` root of a ``roots/list`` result, or None (asks git)."""
     if result is None:
@@ -129,7 +153,7 @@ async def project_from_roots(result: ListRootsResult | None) -> Project | None:
     for root in result.roots:
         folder = folder_of_uri(str(root.uri))
         if folder is not None:
-            return await anyio.to_thread.run_sync(project_of_folder, folder)
+            return await project_of_root_folder(folder)
     return None
 
 
