@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -38,51 +39,45 @@ def _log_to_stderr(level: str) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Run the MCP server on stdio until the client closes it."""
+    """Serve one MCP client on stdio until it closes: relayed to the data dir's owner process
+    (started on demand) by default; in this process with ``--no-owner``; ``--owner`` runs
+    the owner itself (what forwarders start)."""
     os.umask(0o077)  # data dir 0700, files 0600, including the vector engine's
     _log_to_stderr(args.log_level)
-    from memvault.mcp.app import build_server
+    settings = _settings(args)
+    if args.http:
+        from memvault.mcp.owner import http_endpoint, run_owner
+        from memvault.service.errors import InvalidArgument
 
-    build_server(_settings(args)).run("stdio")
-    return 0
+        try:
+            endpoint = http_endpoint(settings, args.host, args.port)
+        except InvalidArgument as exc:
+            sys.stderr.write(f"memvault serve --http: {exc}\n")
+            return 2
+        return run_owner(settings, endpoint)
+    if args.owner:
+        from memvault.mcp.owner import run_owner
+
+        return run_owner(settings)
+    if args.no_owner or not settings.server.owner or not hasattr(socket, "AF_UNIX"):
+        from memvault.mcp.app import build_server
+
+        build_server(settings).run("stdio")
+        return 0
+    from memvault.mcp.forwarder import run_forwarder
+
+    return run_forwarder(settings)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    """Check that the model loads offline, the stores open, and a round trip works."""
+    """Check the owner process, the stores, the model and a round trip; print each problem with its fix."""
     os.umask(0o077)
     _log_to_stderr("WARNING")
     import anyio
 
-    from memvault.service.runtime import Runtime
+    from memvault.mcp.doctor import run_doctor
 
-    settings = _settings(args)
-    ok = True
-
-    def say(line: str) -> None:
-        sys.stdout.write(line + "\n")
-
-    async def run() -> None:
-        nonlocal ok
-        say(f"memvault {__version__}")
-        say(f"data dir      {settings.storage.data_dir}")
-        t0 = time.perf_counter()
-        rt = await Runtime.open(settings)
-        say(f"sqlite        ok (schema {await rt.facts.schema_version()}) {settings.db_path}")
-        await rt.load()
-        try:
-            emb, vectors = await rt.ready()
-        except Exception as exc:
-            ok = False
-            say(f"model/index   FAILED: {exc}")
-        else:
-            say(f"model         ok {emb.model_id} dim={emb.dim} ({time.perf_counter() - t0:.1f}s incl. load)")
-            vec = emb.embed_queries(["doctor check"])
-            say(f"embedding     ok norm={float((vec[0] ** 2).sum()) ** 0.5:.3f}")
-            say(f"vector index  ok {type(vectors).__name__}")
-        await rt.close()
-
-    anyio.run(run)
-    return 0 if ok else 1
+    return anyio.run(run_doctor, _settings(args), lambda line: sys.stdout.write(line + "\n"))
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
@@ -94,8 +89,20 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     from memvault.service.indexing import reconcile
     from memvault.service.runtime import Runtime
 
+    settings = _settings(args)
+
     async def run() -> int:
-        rt = await Runtime.open(_settings(args))
+        from memvault.mcp.forwarder import owner_status
+        from memvault.mcp.owner_files import owner_files
+
+        status = await owner_status(owner_files(settings.storage.data_dir))
+        if status is not None:
+            # Rebuilding swaps the whole index (e.g. for another model): not under connected clients.
+            sys.stderr.write(f"memvault reindex: the owner process (pid {status['pid']}) serves "
+                             f"{status['connections']} client(s) from this index; close them (the owner "
+                             f"exits {settings.server.owner_idle_s:g} s later) and run reindex again\n")
+            return 1
+        rt = await Runtime.open(settings)
         try:
             await rt.load(rebuild=True)
             emb, _ = await rt.ready()
@@ -146,6 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("serve", help="run the MCP server on stdio")
     common(sp)
     sp.add_argument("--log-level", default="INFO", help="stderr log level (default INFO)")
+    mode = sp.add_mutually_exclusive_group()
+    mode.add_argument("--no-owner", action="store_true",
+                      help="serve in this process alone, without the shared owner (env MEMVAULT_OWNER=false)")
+    mode.add_argument("--owner", action="store_true",
+                      help="run the data dir's owner process (memvault serve starts it when needed)")
+    mode.add_argument("--http", action="store_true",
+                      help="be the data dir's owner and also serve streamable HTTP at /mcp (bearer tokens: "
+                      "MEMVAULT_HTTP_TOKENS_FILE, required off loopback)")
+    sp.add_argument("--host", default="127.0.0.1", help="with --http: address to bind (default 127.0.0.1)")
+    sp.add_argument("--port", type=int, default=8765, help="with --http: port (default 8765)")
     sp.set_defaults(func=cmd_serve)
 
     sp = sub.add_parser("doctor", help="check the model, the stores and a round trip")

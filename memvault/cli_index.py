@@ -8,8 +8,10 @@ every project), else the project of the git work tree the current folder is in, 
 ``MEMVAULT_PROJECT``, else the global scope: the order a server started in the same folder
 follows for a client without roots, so what is indexed here is what that server searches.
 
-Embedded Qdrant Edge allows one process per store: stop a running ``memvault serve`` on
-the same data folder first (or use a Qdrant server through MEMVAULT_QDRANT_URL).
+Embedded Qdrant Edge allows one process per store, so while the data dir's owner process
+runs (clients are connected) the run goes through it: ``index_docs`` over MCP, with the
+current folder and the given paths as the client's roots; the summary is the same, without
+the progress bar.
 """
 
 from __future__ import annotations
@@ -74,6 +76,11 @@ def cmd_index(args: argparse.Namespace) -> int:
         bar.set_postfix(chunks=chunks, refresh=False)
 
     async def run() -> int:
+        from memvault.mcp.forwarder import owner_status
+        from memvault.mcp.owner_files import owner_files
+
+        if await owner_status(owner_files(settings.storage.data_dir)) is not None:
+            return await _through_owner(args, settings, scope.project, given)
         rt = await Runtime.open(settings)
         try:
             await rt.load()
@@ -86,14 +93,48 @@ def cmd_index(args: argparse.Namespace) -> int:
             if bar is not None:
                 bar.close()
             await rt.close()
-        for line in res.failed:
-            sys.stderr.write(f"skipped {line}\n")
-        where = res.scope.project or "(global)"
-        sys.stdout.write(
-            f"{res.added} added, {res.changed} changed, {res.unchanged} unchanged, {res.removed} removed; "
-            f"{res.chunks_embedded} chunks embedded ({res.chunks_total} in collection {res.collection!r}, "
-            f"project {where}) in {res.seconds:.1f}s\n"
-        )
+        _summary(res.model_dump())
         return 0
 
     return anyio.run(run)
+
+
+def _summary(res: dict) -> None:
+    """The skipped files on stderr and the one summary line on stdout."""
+    for line in res["failed"]:
+        sys.stderr.write(f"skipped {line}\n")
+    where = res["scope"]["project"] or "(global)"
+    sys.stdout.write(
+        f"{res['added']} added, {res['changed']} changed, {res['unchanged']} unchanged, {res['removed']} removed; "
+        f"{res['chunks_embedded']} chunks embedded ({res['chunks_total']} in collection {res['collection']!r}, "
+        f"project {where}) in {res['seconds']:.1f}s\n"
+    )
+
+
+async def _through_owner(args: argparse.Namespace, settings, project: str, given: list[Path]) -> int:
+    """Index through the running owner: ``index_docs`` from a ``memvault serve`` client of it."""
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters
+    from mcp_types import ListRootsResult, Root
+
+    cwd = Path.cwd().resolve()
+    roots = [cwd, *(p if p.is_dir() else p.parent for p in given)]
+
+    async def list_roots(_ctx: object) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=r.as_uri()) for r in dict.fromkeys(roots)])
+
+    params = StdioServerParameters(command=sys.executable, cwd=str(cwd), env=dict(os.environ),
+                                   args=["-m", "memvault", "serve", "--log-level", "WARNING",
+                                         "--data-dir", str(settings.storage.data_dir)])
+    sys.stderr.write("memvault index: the data dir's owner process is running; indexing through it\n")
+    arguments = {"paths": [str(p) for p in given], "project": project}
+    if args.collection is not None:
+        arguments["collection"] = args.collection
+    async with Client(params, list_roots_callback=list_roots, read_timeout_seconds=3600) as client:
+        res = await client.call_tool("index_docs", arguments)
+    if res.is_error or res.structured_content is None:
+        text = " ".join(getattr(c, "text", "") for c in res.content)
+        sys.stderr.write(f"memvault index: {text}\n")
+        return 1
+    _summary(res.structured_content)
+    return 0

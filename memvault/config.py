@@ -59,6 +59,18 @@ class ServerSettings(_Group):
         "git work tree; unset = global scope."
     )
     clock_offset_s: float = Field(0.0, description="Shift of the server clock, seconds (tests move time with it).")
+    owner: bool = Field(
+        True, description="memvault serve relays its client to the data dir's owner process (started on "
+        "demand); false serves the client in this process alone (one process per store)."
+    )
+    owner_idle_s: float = Field(300.0, gt=0, description="Seconds without a client after which the owner exits.")
+    owner_start_timeout_s: float = Field(
+        30.0, gt=0, description="How long a forwarder waits for a starting owner to listen, seconds."
+    )
+    http_tokens_file: Path | None = Field(
+        None, description="serve --http: JSON object {token or 'sha256:<hex>': user id}, mode 0600; required "
+        "when bound off loopback."
+    )
 
 
 class StorageSettings(_Group):

@@ -45,6 +45,8 @@ def readme_rows() -> list[tuple[str, str, str, str]]:
 def parse_default(cell: str) -> Any:
     if cell == "unset":
         return None
+    if cell in ("true", "false"):
+        return cell == "true"
     if cell.startswith("`") and cell.endswith("`"):
         inner = cell[1:-1]
         return json.loads(inner) if inner[:1] in "[{" else inner
@@ -95,6 +97,8 @@ def _other_value(name: str, tmp: Path) -> tuple[str, Any]:
         return str(tmp / name), tmp / name
     if base is str:
         return "set-by-env", "set-by-env"
+    if base is bool:
+        return ("false", False) if default else ("true", True)
     upper = next((m.le for m in field.metadata if isinstance(m, annotated_types.Le)), math.inf)
     start = default if default is not None else 5
     value = 1 if not start else start * 2 if start * 2 <= upper else (start + upper) / 2

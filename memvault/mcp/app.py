@@ -10,16 +10,17 @@ from typing import Any
 
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.runner import serve_dual_era_loop
 from mcp_types import InputRequiredResult, NotificationParams
 
 from memvault import __version__
 from memvault.config import Settings
 from memvault.mcp.docs_tools import register_doc_tools
-from memvault.mcp.lifespan import make_lifespan
+from memvault.mcp.lifespan import make_lifespan, shared_lifespan
 from memvault.mcp.memory_tools import register_memory_tools
 from memvault.mcp.profile_tools import PROFILE_URI, read_profile, register_profile_tools
 from memvault.mcp.scope import Workspace, on_roots_list_changed
-from memvault.service.runtime import EmbedderLoader, VectorsOpener
+from memvault.service.runtime import EmbedderLoader, Runtime, VectorsOpener
 
 INSTRUCTIONS = """\
 memvault is this user's long-term memory across sessions and clients.
@@ -70,14 +71,27 @@ class MemvaultServer(MCPServer):
             return [ReadResourceContents(content=text, mime_type="text/markdown")]
         return await super().read_resource(uri, context)
 
+    async def serve_streams(self, read_stream: Any, write_stream: Any, runtime: Runtime) -> None:
+        """Serve one connection over the SDK's message streams with an already running ``runtime``.
+
+        The owner process calls this once per forwarded client: the lifespan (model, stores,
+        housekeeping) is entered once for the process, not once per connection as
+        ``run`` would.
+        """
+        low = self._lowlevel_server
+        await serve_dual_era_loop(low, read_stream, write_stream, lifespan_state=runtime,
+                                  init_options=low.create_initialization_options())
+
 
 def build_server(settings: Settings, *, load_embedder: EmbedderLoader | None = None,
-                 open_vectors: VectorsOpener | None = None, cwd: Path | None = None) -> MemvaultServer:
+                 open_vectors: VectorsOpener | None = None, cwd: Path | None = None,
+                 runtime: Runtime | None = None) -> MemvaultServer:
     """The memvault MCP server for ``settings`` (not yet running).
 
     ``load_embedder`` / ``open_vectors``: what builds the model and the vector index
     (default: the configured model and engine), e.g. one model shared by the servers of
-    a test session. ``cwd``: the folder the server counts as started in (default: the
+    a test session. ``runtime``: an already running Runtime to serve with (the owner's),
+instead of opening one per run. ``cwd``: the folder the server counts as started in (default: the
     process's working directory now), whose git project serves clients without roots.
     """
     mcp = MemvaultServer(
@@ -86,7 +100,8 @@ def build_server(settings: Settings, *, load_embedder: EmbedderLoader | None = N
         description="Long-term memory for assistants: remember, recall, forget.",
         instructions=INSTRUCTIONS,
         version=__version__,
-        lifespan=make_lifespan(settings, load_embedder=load_embedder, open_vectors=open_vectors),
+        lifespan=shared_lifespan(runtime) if runtime is not None else
+        make_lifespan(settings, load_embedder=load_embedder, open_vectors=open_vectors),
         log_level="WARNING",
         workspace=Workspace(cwd),
     )

@@ -21,7 +21,11 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
-from mcp.server.mcpserver.resolve import Resolve, build_resolver_plans, resolve_arguments
+from mcp.server.mcpserver.resolve import (
+    Resolve,
+    build_resolver_plans,
+    resolve_arguments,
+)
 from mcp_types import InputRequiredResult, ListRootsResult, ToolAnnotations
 from pydantic import Field
 

@@ -1,10 +1,13 @@
 """Scope resolution: which tenant and project a call reads or writes.
 
-The user always comes from settings (a tool argument can never name another user).
+The user always comes from settings, or in the owner process from the connection's
+client, or over HTTP from the request's bearer token (a tool argument can never name
+another user).
 The project comes from, in order: the tool's ``project`` argument; the client's MCP
 roots (the project of the first ``file://`` root, see ``memvault.service.project``); the
-folder the server was started in, when it is inside a git work tree (Claude Code starts
-its servers in the project folder); the ``project`` setting; else the user's global
+folder the server (in the owner: the connection's ``memvault serve``) was started in, when
+it is inside a git work tree (Claude Code starts its servers in the project folder); the
+``project`` setting (in the owner: the connection's); else the user's global
 scope ``""``.
 
 The roots are read once per client connection and read again after the client says
@@ -15,7 +18,6 @@ request is its own connection, so there the roots are read on every call.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -27,13 +29,15 @@ from mcp.server.mcpserver.resolve import ListRoots
 from mcp_types import ListRootsResult, NotificationParams
 
 from memvault.config import Settings
+from memvault.mcp import connection
+from memvault.mcp.http import request_user
+from memvault.mcp.workspace import Workspace
 from memvault.service.models import Scope
 from memvault.service.project import (
     Project,
     folder_of_uri,
     make_scope,
     project_of_folder,
-    project_of_start_dir,
 )
 from memvault.service.validation import check_project
 
@@ -78,27 +82,6 @@ def _connection_roots(session: Any) -> _ConnectionRoots | None:
     if not isinstance(memo, _ConnectionRoots):
         memo = state[_ROOTS_STATE] = _ConnectionRoots()
     return memo
-
-
-class Workspace:
-    """The folder a server was started in and the project it is in (asked once, lazily).
-
-    ``start_dir``: default the process's working directory when the server was built.
-    """
-
-    def __init__(self, start_dir: Path | None = None) -> None:
-        self.start_dir = Path(start_dir) if start_dir is not None else Path(os.getcwd())
-        self._known = False
-        self._project: Project | None = None
-
-    async def start_project(self) -> Project | None:
-        """The project of ``start_dir`` (only inside a git work tree other than / or home), or None."""
-        if not self._known:
-            self._project = await anyio.to_thread.run_sync(project_of_start_dir, self.start_dir)
-            self._known = True
-            if self._project is not None:
-                log.info("started in %s: project %s", self.start_dir, self._project.id)
-        return self._project
 
 
 def workspace_of(ctx: Context) -> Workspace:
@@ -183,7 +166,9 @@ async def resolve_scope(ctx: Context, settings: Settings, project: str | None, r
     nothing. Raises InvalidArgument when ``project`` is not an allowed name.
     """
     project = check_project(project)
-    user = settings.server.user_id
+    conn = connection.current()
+    user = conn.user_id if conn is not None else \
+        request_user(ctx.request_context.request) or settings.server.user_id
     if project is not None:
         return make_scope(user, project, "argument", include_global=include_global)
     memo = _connection_roots(ctx.session)
@@ -196,9 +181,10 @@ async def resolve_scope(ctx: Context, settings: Settings, project: str | None, r
         found = memo.project
     if found is not None:
         return make_scope(user, found.id, "roots", include_global=include_global)
-    started = await workspace_of(ctx).start_project()
+    started = await (conn.workspace if conn is not None else workspace_of(ctx)).start_project()
     if started is not None:
         return make_scope(user, started.id, "cwd", include_global=include_global)
-    if settings.server.project:
-        return make_scope(user, settings.server.project, "settings", include_global=include_global)
+    configured = conn.project if conn is not None else settings.server.project
+    if configured:
+        return make_scope(user, configured, "settings", include_global=include_global)
     return make_scope(user, "", "global", include_global=include_global)

@@ -1,0 +1,53 @@
+"""Who is on the other end of an MCP connection: what decides its scope and its writes' source.
+
+With one owner process serving every client of a data dir, scope is a property of a
+connection, never of the process. Each connection carries the user it acts for, the
+working directory its client started ``memvault serve`` in (the project when the client
+offers no roots), and the project setting of that client. The owner sets the connection
+for the task that serves it (``bound``); every request handler of that connection runs
+in a child task and so sees it through ``current()``. Outside the owner (a single
+process serving one client) there is no bound connection and the settings decide.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from memvault.mcp.workspace import Workspace
+
+
+@dataclass
+class Connection:
+    """One client's connection to the owner.
+
+    ``user_id``: the tenant (from that client's settings); ``workspace``: the folder its
+    ``memvault serve`` was started in and the project of that folder (asked once);
+    ``project``: its ``MEMVAULT_PROJECT`` (None when unset); ``pid``: the forwarder's
+    process id.
+    """
+
+    user_id: str
+    workspace: Workspace
+    project: str | None = None
+    pid: int | None = None
+
+
+_CURRENT: contextvars.ContextVar[Connection | None] = contextvars.ContextVar("memvault_connection", default=None)
+
+
+def current() -> Connection | None:
+    """The connection the running request belongs to, or None outside the owner."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def bound(conn: Connection) -> Iterator[Connection]:
+    """Make ``conn`` the current connection for this task and the tasks it starts."""
+    token = _CURRENT.set(conn)
+    try:
+        yield conn
+    finally:
+        _CURRENT.reset(token)

@@ -1,0 +1,61 @@
+"""The one line a forwarder sends the owner before relaying MCP, and the owner's answer.
+
+Forwarder -> owner, one JSON line:
+``{"memvault": "connect", "version": "0.1.0", "user_id": "...", "cwd": "...", "project": null, "pid": 123}``
+(or ``{"memvault": "status", "version": ...}`` to ask for the owner's status and close).
+Owner -> forwarder, one JSON line: ``{"ok": true, "version": ..., "pid": ...}`` then MCP
+lines both ways; or ``{"ok": false, "error": "<sentence for a person>"}`` and the
+connection closes. Two versions of memvault never serve one store: the owner refuses a
+forwarder whose version differs from its own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from memvault import __version__
+
+
+class HandshakeError(Exception):
+    """The handshake line is not memvault's, or the owner refused the connection (message says why)."""
+
+
+@dataclass
+class Hello:
+    """What a forwarder tells the owner about its client (see ``memvault.mcp.connection``)."""
+
+    user_id: str
+    cwd: str | None
+    project: str | None
+    pid: int
+    version: str = __version__
+    memvault: str = "connect"
+
+    def line(self) -> bytes:
+        """The JSON line to send, newline included."""
+        return (json.dumps(asdict(self)) + "\n").encode()
+
+
+def parse_hello(line: bytes) -> dict[str, Any]:
+    """The forwarder's first line as a dict; raises HandshakeError when it is not a memvault handshake."""
+    try:
+        got = json.loads(line)
+    except ValueError:
+        raise HandshakeError("the first line is not JSON; this socket speaks memvault's owner protocol") from None
+    if not isinstance(got, dict) or got.get("memvault") not in ("connect", "status"):
+        raise HandshakeError("the first line is not a memvault handshake")
+    return got
+
+
+def answer(ok: bool, **fields: Any) -> bytes:
+    """The owner's answer line: ``{"ok": ok, ...fields}`` plus a newline."""
+    return (json.dumps({"ok": ok, **fields}) + "\n").encode()
+
+
+def version_mismatch(forwarder: str, owner: str, pid: int) -> str:
+    """The sentence a forwarder of another version reads (and passes to its client)."""
+    return (f"memvault {forwarder} cannot use this data dir now: memvault {owner} (pid {pid}) owns it. "
+            "Two versions never write one store. Close the clients that use the other version, or stop "
+            f"pid {pid}; it also exits by itself after its idle time with no client.")

@@ -1,0 +1,227 @@
+"""The owner process of a data dir: one model, one set of stores, every client of the machine.
+
+``memvault serve --owner`` (normally started by the first ``memvault serve`` of a data
+dir, detached) takes the data dir's owner lock, opens the runtime once (model, SQLite,
+Qdrant Edge, housekeeping), and listens on a Unix socket that only the same OS user can
+reach. Each connection starts with one handshake line (``memvault.mcp.handshake``) that
+says which user, working directory and project setting its client has; the rest is MCP,
+one JSON message per line, served by the SDK exactly as stdio is, with that connection
+bound (``memvault.mcp.connection``) so that its scope is its own. After
+``settings.server.owner_idle_s`` seconds with no connection the owner flushes, closes and exits.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import SocketStream
+from mcp.server.stdio import stdio_server
+
+from memvault import __version__
+from memvault.config import Settings
+from memvault.mcp.app import MemvaultServer, build_server
+from memvault.mcp.connection import Connection, bound
+from memvault.mcp.handshake import HandshakeError, answer, parse_hello, version_mismatch
+from memvault.mcp.http import (
+    MCP_PATH,
+    BearerAuth,
+    is_loopback,
+    load_tokens,
+    transport_security,
+)
+from memvault.mcp.lifespan import running_runtime
+from memvault.mcp.lines import LineReader, LineWriter
+from memvault.mcp.owner_files import OwnerFiles, owner_files
+from memvault.mcp.workspace import Workspace
+from memvault.service.errors import InvalidArgument
+from memvault.service.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+HANDSHAKE_TIMEOUT_S = 10.0
+
+
+class OwnerRunning(Exception):
+    """Another owner holds this data dir's lock (the caller exits quietly: that owner serves)."""
+
+
+@contextmanager
+def owner_lock(files: OwnerFiles) -> Iterator[None]:
+    """Hold the data dir's owner lock for the block; raises OwnerRunning when another process has it."""
+    fd = os.open(files.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OwnerRunning(f"another memvault owner serves {files.lock.parent}") from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+class Owner:
+    """Serves forwarded connections on the data dir's socket until idle (see the module docstring)."""
+
+    def __init__(self, settings: Settings, server: MemvaultServer, files: OwnerFiles,
+                 http: HttpEndpoint | None = None) -> None:
+        self.settings = settings
+        self.http = http
+        self.server = server
+        self.files = files
+        self.connections = 0
+        self.served = 0
+        self.since = time.time()
+        self.idle_since: float | None = time.monotonic()
+        self.runtime: Runtime | None = None
+
+    def status(self) -> dict[str, Any]:
+        """What ``memvault doctor`` shows: pid, version, start time, connections, idle seconds."""
+        idle = None if self.idle_since is None else round(time.monotonic() - self.idle_since, 1)
+        return {"pid": os.getpid(), "version": __version__, "since": self.since, "connections": self.connections,
+                "served": self.served, "idle_s": idle, "idle_exit_s": self.settings.server.owner_idle_s}
+
+    async def run(self) -> None:
+        """Listen, serve, and return after the idle time with no connection (or on SIGTERM/SIGINT)."""
+        sock = self.files.socket
+        sock.unlink(missing_ok=True)  # a stale socket of a dead owner: we hold the lock now
+        listener = await anyio.create_unix_listener(sock)
+        sock.chmod(0o600)
+        self.files.info.write_text(json.dumps({**self.status(), "socket": str(sock)}) + "\n")
+        self.files.info.chmod(0o600)
+        log.info("memvault owner %s (pid %d) serving %s on %s", __version__, os.getpid(),
+                 self.settings.storage.data_dir, sock)
+        try:
+            async with running_runtime(self.settings) as rt:
+                self.runtime = rt
+                async with listener, anyio.create_task_group() as tg:
+                    if self.http is None:
+                        tg.start_soon(self._stop_when_idle, tg.cancel_scope)
+                    else:  # a server for remote clients: it stays up
+                        tg.start_soon(self._serve_http, rt, self.http, tg.cancel_scope)
+                    tg.start_soon(self._stop_on_signal, tg.cancel_scope)
+                    await listener.serve(self._serve_one, task_group=tg)
+        finally:
+            sock.unlink(missing_ok=True)
+            self.files.info.unlink(missing_ok=True)
+            log.info("memvault owner (pid %d) stopped after %d connections", os.getpid(), self.served)
+
+    async def _serve_http(self, rt: Runtime, http: HttpEndpoint, scope: anyio.CancelScope) -> None:
+        """Serve streamable HTTP at ``http`` with the same runtime until uvicorn stops (a signal)."""
+        import uvicorn
+
+        app = build_server(self.settings, runtime=rt).streamable_http_app(
+            transport_security=transport_security(http.host, http.port), host=http.host)
+        config = uvicorn.Config(BearerAuth(app, http.tokens, self.settings.server.user_id), host=http.host,
+                                port=http.port, log_level="warning", lifespan="on")
+        log.info("serving streamable HTTP on http://%s:%d%s (%s)", http.host, http.port, MCP_PATH,
+                 "bearer tokens" if http.tokens is not None else "loopback, no token")
+        await uvicorn.Server(config).serve()
+        scope.cancel()
+
+    async def _stop_when_idle(self, scope: anyio.CancelScope) -> None:
+        while True:
+            await anyio.sleep(min(1.0, self.settings.server.owner_idle_s / 4))
+            if self.idle_since is not None and time.monotonic() - self.idle_since >= self.settings.server.owner_idle_s:
+                log.info("no client for %.0f s: flushing and exiting", self.settings.server.owner_idle_s)
+                scope.cancel()
+                return
+
+    async def _stop_on_signal(self, scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                log.info("signal %d: flushing and exiting", signum)
+                scope.cancel()
+                return
+
+    async def _serve_one(self, stream: SocketStream) -> None:
+        async with stream:
+            reader = LineReader(stream)
+            with anyio.move_on_after(HANDSHAKE_TIMEOUT_S):
+                first = await reader.readline()
+            if first is None:
+                return
+            try:
+                hello = parse_hello(first)
+            except HandshakeError as exc:
+                await stream.send(answer(False, error=str(exc)))
+                return
+            if hello.get("version") != __version__:
+                await stream.send(answer(False, error=version_mismatch(str(hello.get("version")), __version__,
+                                                                         os.getpid())))
+                return
+            if hello["memvault"] == "status":
+                await stream.send(answer(True, **self.status()))
+                return
+            await stream.send(answer(True, version=__version__, pid=os.getpid()))
+            cwd = hello.get("cwd")
+            conn = Connection(user_id=str(hello.get("user_id") or self.settings.server.user_id),
+                              workspace=Workspace(Path(cwd) if cwd else Path("/")),
+                              project=hello.get("project"), pid=hello.get("pid"))
+            self.connections += 1
+            self.served += 1
+            self.idle_since = None
+            try:
+                with bound(conn):
+                    async with stdio_server(reader, LineWriter(stream)) as (read_stream, write_stream):  # type: ignore[arg-type]
+                        assert self.runtime is not None
+                        await self.server.serve_streams(read_stream, write_stream, self.runtime)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the forwarder went away mid-message
+            finally:
+                self.connections -= 1
+                if self.connections == 0:
+                    self.idle_since = time.monotonic()
+
+
+@dataclass(frozen=True)
+class HttpEndpoint:
+    """Where the owner also serves streamable HTTP; ``tokens``: ``{sha256: user}`` or None (loopback, no token)."""
+
+    host: str
+    port: int
+    tokens: dict[str, str] | None
+
+
+def http_endpoint(settings: Settings, host: str, port: int) -> HttpEndpoint:
+    """Check ``--http`` before anything starts: off loopback a tokens file is required.
+
+    Raises InvalidArgument with a sentence for the person starting the server.
+    """
+    path = settings.server.http_tokens_file
+    tokens = load_tokens(path) if path is not None else None
+    if tokens is None and not is_loopback(host):
+        raise InvalidArgument(f"refusing to serve HTTP on {host} without tokens: anyone who can reach it would "
+                              "read and write this memory. Set MEMVAULT_HTTP_TOKENS_FILE to a 0600 JSON file "
+                              '{"<token>": "<user id>"}, or bind to 127.0.0.1.')
+    return HttpEndpoint(host=host, port=port, tokens=tokens)
+
+
+def run_owner(settings: Settings, http: HttpEndpoint | None = None) -> int:
+    """Entry of ``memvault serve --owner`` (and ``--http``): serve until idle (HTTP: until stopped).
+
+    Returns 0, also when another owner already runs (it serves the forwarders); with
+    ``http`` that is an error (1), since the running owner serves no HTTP.
+    """
+    settings.storage.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.storage.data_dir.chmod(0o700)
+    files = owner_files(settings.storage.data_dir)
+    try:
+        with owner_lock(files):
+            anyio.run(Owner(settings, build_server(settings), files, http).run)
+    except OwnerRunning as exc:
+        if http is not None:
+            log.error("%s without HTTP; stop it first (memvault doctor shows its pid)", exc)
+            return 1
+        log.info("%s; this one exits", exc)
+    return 0

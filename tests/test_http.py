@@ -1,0 +1,161 @@
+"""Streamable HTTP: `memvault serve --http` as a real process, bearer tokens mapped to users.
+
+All traffic goes to 127.0.0.1; the off-loopback case is refused before anything binds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+MEMVAULT = str(Path(sys.executable).with_name("memvault"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, str]:
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
+                "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1"})
+    env.update({f"MEMVAULT_{k.upper()}": str(v) for k, v in settings.items()})
+    return env
+
+
+def _tokens_file(tmp_path: Path, mapping: dict[str, str], mode: int = 0o600) -> Path:
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps(mapping))
+    path.chmod(mode)
+    return path
+
+
+@pytest.fixture
+def http_server(tmp_path: Path, model_cache: Path) -> Iterator[tuple[str, Path]]:
+    """A `memvault serve --http` on 127.0.0.1 with two users' tokens; yields (url, data dir)."""
+    import hashlib
+
+    tokens = _tokens_file(tmp_path, {"alice-secret-token": "alice",
+                                     "sha256:" + hashlib.sha256(b"bob-secret-token").hexdigest(): "bob"})
+    port = _free_port()
+    data = tmp_path / "d"
+    proc = subprocess.Popen([MEMVAULT, "serve", "--http", "--port", str(port), "--log-level", "WARNING"],
+                            env=_env(data, model_cache, http_tokens_file=tokens), cwd=tmp_path,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}/mcp"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            if proc.poll() is not None:
+                raise AssertionError(f"serve --http exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+            time.sleep(0.1)
+    try:
+        yield url, data
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _client(url: str, token: str) -> Client:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
+    return Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120)
+
+
+async def _call(c: Client, tool: str, **args: Any) -> dict[str, Any]:
+    res = await c.call_tool(tool, args)
+    assert not res.is_error, " ".join(getattr(x, "text", "") for x in res.content)
+    assert res.structured_content is not None
+    return res.structured_content
+
+
+async def test_two_tokens_are_two_users_who_never_see_each_other(http_server):
+    url, _ = http_server
+    async with _client(url, "alice-secret-token") as alice:
+        stored = await _call(alice, "remember", content="Alice's team deploys on Tuesdays", force=True)
+        assert stored["scope"]["user_id"] == "alice"
+    async with _client(url, "bob-secret-token") as bob:  # listed in the file as sha256:<hex>
+        got = await _call(bob, "recall", query="when does the team deploy")
+        assert got["scope"]["user_id"] == "bob"
+        assert got["memories"] == []
+        await _call(bob, "remember", content="Bob's team deploys on Fridays", force=True)
+    async with _client(url, "alice-secret-token") as alice:
+        got = await _call(alice, "recall", query="when does the team deploy")
+        assert [m["content"] for m in got["memories"]] == ["Alice's team deploys on Tuesdays"]
+
+
+async def test_a_missing_or_wrong_token_gets_401_and_nothing_else(http_server):
+    url, _ = http_server
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    async with httpx2.AsyncClient(timeout=30) as http:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic YWxpY2U6eA=="}):
+            r = await http.post(url, json=body, headers={"Accept": "application/json, text/event-stream", **headers})
+            assert r.status_code == 401
+            assert r.headers["www-authenticate"] == "Bearer"
+            assert "memvault" not in r.text and "remember" not in r.text and "alice" not in r.text
+
+
+async def test_a_foreign_origin_is_refused(http_server):
+    url, _ = http_server
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    async with httpx2.AsyncClient(timeout=30) as http:
+        r = await http.post(url, json=body, headers={"Authorization": "Bearer alice-secret-token",
+                                                      "Origin": "http://evil.example",
+                                                      "Accept": "application/json, text/event-stream"})
+    assert r.status_code in (400, 403), r.status_code
+    assert "remember" not in r.text
+
+
+def test_off_loopback_without_tokens_refuses_to_start(tmp_path, model_cache):
+    proc = subprocess.run([MEMVAULT, "serve", "--http", "--host", "0.0.0.0", "--port", str(_free_port())],
+                          env=_env(tmp_path / "d", model_cache), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "refusing to serve HTTP on 0.0.0.0 without tokens" in proc.stderr
+    assert "MEMVAULT_HTTP_TOKENS_FILE" in proc.stderr
+
+
+def test_a_tokens_file_others_can_read_is_refused(tmp_path, model_cache):
+    tokens = _tokens_file(tmp_path, {"t": "alice"}, mode=0o644)
+    proc = subprocess.run([MEMVAULT, "serve", "--http", "--port", str(_free_port())],
+                          env=_env(tmp_path / "d", model_cache, http_tokens_file=tokens),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert f"chmod 600 {tokens}" in proc.stderr
+
+
+async def test_stdio_clients_join_the_http_server_as_their_owner(http_server, model_cache):
+    url, data = http_server
+    from mcp.client.stdio import StdioServerParameters
+
+    async with _client(url, "alice-secret-token") as alice:
+        await _call(alice, "remember", content="The HTTP server and stdio clients share one store", force=True,
+                    project="")
+    params = StdioServerParameters(command=MEMVAULT, args=["serve", "--log-level", "WARNING"],
+                                   env=_env(data, model_cache, user_id="alice"))
+    with anyio.fail_after(120):
+        async with Client(params, read_timeout_seconds=120) as c:
+            got = await _call(c, "recall", query="do the HTTP server and stdio clients share a store", project="")
+    assert got["memories"][0]["content"] == "The HTTP server and stdio clients share one store"

@@ -1,0 +1,296 @@
+"""Several clients on one data dir: real `memvault serve` forwarders and the owner they share.
+
+Each client is the SDK's stdio client spawning `memvault serve` (owner mode, the default)
+with its own workspace root; the first one starts the owner. These are process tests by
+nature (spawn, kill -9, idle exit), so they are slow and run real processes throughout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import ListRootsResult, Root
+
+from memvault.mcp.handshake import Hello
+from memvault.mcp.owner_files import owner_files
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow,
+              pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="the owner listens on a Unix socket")]
+
+MEMVAULT = str(Path(sys.executable).with_name("memvault"))
+
+
+def _env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, str]:
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
+                "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1", "MEMVAULT_OWNER_IDLE_S": "3"})
+    env.update({f"MEMVAULT_{k.upper()}": str(v) for k, v in settings.items()})
+    return env
+
+
+@asynccontextmanager
+async def forwarded_client(data_dir: Path, model_cache: Path, root: Path | None = None,
+                           **settings: Any) -> AsyncIterator[Client]:
+    """An MCP client on a `memvault serve` forwarder; ``root`` is its one workspace root."""
+    params = StdioServerParameters(command=MEMVAULT, args=["serve", "--log-level", "INFO"],
+                                   env=_env(data_dir, model_cache, **settings))
+    kwargs: dict[str, Any] = {"read_timeout_seconds": 180}
+    if root is not None:
+        async def list_roots(_ctx: Any) -> ListRootsResult:
+            return ListRootsResult(roots=[Root(uri=root.as_uri())])
+        kwargs["list_roots_callback"] = list_roots
+    async with Client(params, **kwargs) as client:
+        yield client
+
+
+def owner_pid(data_dir: Path) -> int | None:
+    """The running owner's pid from its status file, or None."""
+    info = owner_files(data_dir).info
+    try:
+        return int(json.loads(info.read_text())["pid"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by its parent) counts as gone
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+            return False
+    return True
+
+
+def owners_started(data_dir: Path) -> int:
+    """How many owner processes took the data dir (one 'serving' line each in owner.log)."""
+    log = owner_files(data_dir).log
+    return log.read_text().count("memvault owner") if log.exists() else 0
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> AsyncIterator[Path]:
+    d = tmp_path / "d"
+    yield d
+    pid = owner_pid(d)  # never leave an owner behind
+    if pid is not None and alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+async def remember(c: Client, content: str, **kw: Any) -> dict[str, Any]:
+    res = await c.call_tool("remember", {"content": content, "force": True, **kw})
+    text = " ".join(getattr(x, "text", "") for x in res.content)
+    assert not res.is_error, text
+    assert res.structured_content is not None
+    return res.structured_content
+
+
+async def recall(c: Client, query: str, **kw: Any) -> dict[str, Any]:
+    res = await c.call_tool("recall", {"query": query, "k": 50, **kw})
+    assert not res.is_error, " ".join(getattr(x, "text", "") for x in res.content)
+    assert res.structured_content is not None
+    return res.structured_content
+
+
+async def test_three_clients_share_one_owner_and_keep_their_projects(data_dir, model_cache, tmp_path):
+    roots = [tmp_path / f"ws{i}" for i in range(3)]
+    for r in roots:
+        r.mkdir()
+    errors: list[str] = []
+    seen: dict[int, dict[str, Any]] = {}
+
+    async def one(i: int) -> None:
+        async with forwarded_client(data_dir, model_cache, roots[i]) as c:
+            for j in range(5):
+                try:
+                    await remember(c, f"Service {i} listens on port {8000 + 10 * i + j}")
+                    await remember(c, f"Shared fact {i}-{j}: the team standup is at {9 + j}:{10 * i:02d}",
+                                   project="")
+                except AssertionError as exc:
+                    errors.append(str(exc))
+            await anyio.sleep(0.5)  # let the others finish writing before the reads
+            seen[i] = {"ports": await recall(c, "which port does the service listen on"),
+                       "shared": await recall(c, "when is the team standup", project="")}
+
+    async with anyio.create_task_group() as tg:
+        for i in range(3):
+            tg.start_soon(one, i)
+    assert errors == []
+    assert owners_started(data_dir) == 1
+    ids = [seen[i]["ports"]["scope"]["project"] for i in range(3)]
+    assert len(set(ids)) == 3 and all(p.startswith("local:ws") for p in ids), ids  # each its own root
+    for i in range(3):
+        mine = seen[i]["ports"]
+        assert mine["scope"]["source"] == "roots"
+        projects = {m["project"] for m in mine["memories"]}
+        assert projects <= {ids[i], ""}, f"client {i} read another client's project: {projects}"
+        assert sum(m["project"] == ids[i] for m in mine["memories"]) == 5
+        shared = {m["content"] for m in seen[i]["shared"]["memories"]}
+        assert len(shared) == 15, f"client {i} sees {len(shared)} of the 15 global writes"
+
+
+async def test_clients_started_together_start_one_owner(data_dir, model_cache):
+    pids: list[int | None] = []
+
+    async def one() -> None:
+        async with forwarded_client(data_dir, model_cache) as c:
+            await c.list_tools()
+            pids.append(owner_pid(data_dir))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(4):
+            tg.start_soon(one)
+    assert owners_started(data_dir) == 1
+    assert len(set(pids)) == 1 and pids[0] is not None
+
+
+async def test_owner_killed_mid_run_loses_nothing_and_applies_nothing_twice(data_dir, model_cache):
+    acknowledged: list[str] = []
+    unknown: list[str] = []
+    async with forwarded_client(data_dir, model_cache) as c:
+        for i in range(6):
+            acknowledged.append((await remember(c, f"Deployment {i} used build number {1000 + i}"))["id"])
+        first = owner_pid(data_dir)
+        assert first is not None
+        os.kill(first, signal.SIGKILL)  # no flush, no close
+        # the next calls go to a new owner, started by this client's forwarder
+        for i in range(6, 12):
+            res = await c.call_tool("remember", {"content": f"Deployment {i} used build number {1000 + i}",
+                                                 "force": True})
+            text = " ".join(getattr(x, "text", "") for x in res.content)
+            if res.is_error:  # only a call in flight when the owner died may end like this
+                assert "may or may not have been applied" in text
+                unknown.append(f"Deployment {i}")
+            else:
+                assert res.structured_content is not None
+                acknowledged.append(res.structured_content["id"])
+        got = await recall(c, "which build number did the deployment use")
+        second = owner_pid(data_dir)
+    assert second is not None and second != first
+    assert len(unknown) <= 1
+    assert set(acknowledged) <= {m["id"] for m in got["memories"]}
+    con = sqlite3.connect(data_dir / "memvault.db")
+    try:
+        rows = con.execute("SELECT content, COUNT(*) FROM memories WHERE status = 'active' GROUP BY content").fetchall()
+    finally:
+        con.close()
+    assert all(n == 1 for _, n in rows), f"a write was applied twice: {rows}"
+    assert len(rows) >= len(acknowledged)
+
+
+async def test_a_read_in_flight_when_the_owner_dies_is_retried(data_dir, model_cache):
+    async with forwarded_client(data_dir, model_cache) as c:
+        await remember(c, "The staging database is called pg-stage-7")
+        pid = owner_pid(data_dir)
+        assert pid is not None
+        async with anyio.create_task_group() as tg:
+            results: list[dict[str, Any]] = []
+
+            async def read() -> None:
+                results.append(await recall(c, "what is the staging database called"))
+
+            tg.start_soon(read)
+            await anyio.sleep(0.01)
+            os.kill(pid, signal.SIGKILL)
+        assert results and results[0]["memories"][0]["content"] == "The staging database is called pg-stage-7"
+
+
+async def test_owner_exits_after_its_idle_time(data_dir, model_cache):
+    async with forwarded_client(data_dir, model_cache, owner_idle_s=1) as c:
+        await c.list_tools()
+        pid = owner_pid(data_dir)
+        assert pid is not None
+    deadline = time.monotonic() + 60
+    while alive(pid) and time.monotonic() < deadline:
+        await anyio.sleep(0.2)
+    assert not alive(pid), "the owner kept running with no client"
+    files = owner_files(data_dir)
+    assert not files.socket.exists() and not files.info.exists()
+
+
+async def test_owner_files_are_private(data_dir, model_cache):
+    async with forwarded_client(data_dir, model_cache) as c:
+        await c.list_tools()
+        files = owner_files(data_dir)
+        assert files.socket.stat().st_mode & 0o777 == 0o600
+        assert files.info.stat().st_mode & 0o777 == 0o600
+        assert data_dir.stat().st_mode & 0o777 == 0o700
+
+
+async def test_another_version_is_refused_with_both_versions_named(data_dir, model_cache):
+    async with forwarded_client(data_dir, model_cache) as c:
+        await c.list_tools()
+        stream = await anyio.connect_unix(owner_files(data_dir).socket)
+        async with stream:
+            hello = Hello(user_id="local", cwd=None, project=None, pid=os.getpid(), version="0.0.1")
+            await stream.send(hello.line())
+            reply = json.loads(await stream.receive())
+    assert reply["ok"] is False
+    assert "memvault 0.0.1" in reply["error"] and "Two versions never write one store" in reply["error"]
+
+
+async def test_no_owner_serves_in_its_own_process(data_dir, model_cache):
+    async with forwarded_client(data_dir, model_cache, owner="false") as c:
+        await remember(c, "The nightly job runs at 02:00 UTC")
+        assert owner_pid(data_dir) is None
+        got = await recall(c, "when does the nightly job run")
+    assert got["memories"][0]["content"] == "The nightly job runs at 02:00 UTC"
+
+
+def _doctor(data_dir: Path, model_cache: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MEMVAULT, "doctor"], env=_env(data_dir, model_cache), capture_output=True, text=True,
+                          timeout=300, cwd=data_dir.parent)
+
+
+async def test_doctor_shows_the_owner_and_a_stale_socket_with_its_fix(data_dir, model_cache):
+    async with forwarded_client(data_dir, model_cache) as c:
+        await remember(c, "The on-call rotation changes every Monday")
+        pid = owner_pid(data_dir)
+        running = await anyio.to_thread.run_sync(_doctor, data_dir, model_cache)
+        assert f"owner         pid {pid}, memvault" in running.stdout and "1 connection(s)" in running.stdout
+        assert "no problems found" in running.stdout and running.returncode == 0
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        while alive(pid):
+            await anyio.sleep(0.05)
+        dead = await anyio.to_thread.run_sync(_doctor, data_dir, model_cache)
+    files = owner_files(data_dir)
+    assert dead.returncode == 1
+    assert f"stale socket {files.socket}" in dead.stdout and f"rm {files.socket}" in dead.stdout
+    assert "1 points for 1 live memories" in dead.stdout
+
+
+async def test_memvault_index_goes_through_a_running_owner(data_dir, model_cache, tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "docs").mkdir(parents=True)
+    (ws / "docs" / "ops.md").write_text("# Operations\n\n## Backups\n\nThe database is backed up every night at 03:00.\n")
+    async with forwarded_client(data_dir, model_cache, ws) as c:
+        await c.list_tools()
+        proc = await anyio.to_thread.run_sync(lambda: subprocess.run(
+            [MEMVAULT, "index", "docs", "--project", "", "--no-progress"], env=_env(data_dir, model_cache),
+            cwd=ws, capture_output=True, text=True, timeout=300))
+        assert proc.returncode == 0, proc.stderr
+        assert "indexing through it" in proc.stderr
+        assert proc.stdout.startswith("1 added, 0 changed, 0 unchanged, 0 removed;")
+        res = await c.call_tool("search_docs", {"query": "when is the database backed up", "project": ""})
+    assert res.structured_content is not None
+    hit = res.structured_content["results"][0]
+    assert hit["path"] == "docs/ops.md" and "03:00" in hit["text"]
