@@ -53,9 +53,7 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 import anyio  # noqa: E402
 
 from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result  # noqa: E402
-from memvault.service.project import make_scope  # noqa: E402
-from memvault.storage.docs import ChunkRow, DocFile, DocStore  # noqa: E402
-from memvault.storage.vectors.base import VectorFilter  # noqa: E402
+from memvault.policy.keywords import DOC_KEYWORD_SCHEME  # noqa: E402
 from memvault.service.docs import (  # noqa: E402
     DOCS_COLLECTION,
     PreparedFile,
@@ -68,8 +66,10 @@ from memvault.service.docs import (  # noqa: E402
     write_documents,
 )
 from memvault.service.indexing import embed_query, keyword_vector  # noqa: E402
-from memvault.policy.keywords import DOC_KEYWORD_SCHEME  # noqa: E402
+from memvault.service.project import make_scope  # noqa: E402
 from memvault.service.runtime import Runtime  # noqa: E402
+from memvault.storage.docs import ChunkRow, DocFile, DocStore  # noqa: E402
+from memvault.storage.vectors.base import VectorFilter  # noqa: E402
 
 PROJECT = "bench"
 SYSTEMS = ("memvault", "dense", "keyword", "bm25")

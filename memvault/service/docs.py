@@ -36,23 +36,23 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
-from memvault.service.errors import Conflict, InvalidArgument
 from pydantic import BaseModel, Field
 
 from memvault.ingest.chunking import Chunk, chunk_document
-from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
-from memvault.policy.secrets import find_secret
 from memvault.ingest.discovery import DiscoveredFile, discover
 from memvault.ingest.pathguard import PathNotAllowed, check_allowed
 from memvault.ingest.readers import UnreadableDocument, read_document
 from memvault.policy.budget import cut_to_budget
+from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
 from memvault.policy.ranking import normalise_rrf
-from memvault.storage.docs import ChunkRow, DocFile, DocStore
-from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector, VectorFilter
+from memvault.policy.secrets import find_secret
 from memvault.service import validation as v
+from memvault.service.errors import Conflict, InvalidArgument
 from memvault.service.indexing import embed_passages, hybrid_search, keyword_vector
 from memvault.service.models import Scope
 from memvault.service.runtime import Runtime
+from memvault.storage.docs import ChunkRow, DocFile, DocStore
+from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector, VectorFilter
 
 log = logging.getLogger(__name__)
 

@@ -13,16 +13,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memvault.service.errors import InvalidArgument
-
 from memvault.policy.dedup import content_words
 from memvault.policy.text import content_hash, preview
 from memvault.policy.units import SECONDS_PER_DAY
-from memvault.storage.facts import MemoryRow
 from memvault.service import validation as v
+from memvault.service.errors import InvalidArgument
 from memvault.service.indexing import embed_passages, embed_query, scope_filter, unindex_rows
 from memvault.service.models import ForgetResult, ForgottenItem, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+from memvault.storage.facts import MemoryRow
 
 MAX_FORGET = 1000
 MAX_LISTED = 50  # the reply lists at most this many; count says how many were forgotten

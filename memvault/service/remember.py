@@ -12,8 +12,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from memvault.service.errors import InvalidArgument
-
 from memvault.clock import to_iso
 from memvault.policy.dedup import is_near_duplicate
 from memvault.policy.importance import ImportanceScore, score_importance
@@ -21,11 +19,12 @@ from memvault.policy.ranking import pick_evictions
 from memvault.policy.secrets import SecretFinding, find_secret
 from memvault.policy.text import content_hash, validate_content
 from memvault.policy.ttl import resolve_expiry
-from memvault.storage.facts import MemoryRow
 from memvault.service import validation as v
+from memvault.service.errors import InvalidArgument
 from memvault.service.indexing import embed_passages, index_rows, memory_payload, scope_filter, unindex_rows
 from memvault.service.models import RememberResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+from memvault.storage.facts import MemoryRow
 
 
 @dataclass

@@ -21,8 +21,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from memvault.service.errors import Conflict, InvalidArgument, NotFound
-
 from memvault.clock import to_iso
 from memvault.policy.budget import whole_within_budget
 from memvault.policy.deixis import detect_deixis, enrich_query
@@ -30,12 +28,13 @@ from memvault.policy.merge_patch import merge_patch
 from memvault.policy.secrets import SecretFinding, find_secret
 from memvault.policy.text import cut
 from memvault.policy.units import SECONDS_PER_DAY
-from memvault.storage.tasks import TaskRow, TaskStore, TaskVersion, state_json
 from memvault.service import validation as v
+from memvault.service.errors import Conflict, InvalidArgument, NotFound
 from memvault.service.models import Scope
 from memvault.service.remember import RememberArgs, remember
 from memvault.service.runtime import Runtime
 from memvault.service.task_models import GetTaskResult, SetTaskResult, TaskOut, TaskSummary, TaskVersionOut
+from memvault.storage.tasks import TaskRow, TaskStore, TaskVersion, state_json
 from memvault.vocabulary import FINISHED_TASK_STATUSES, TASK_STATUSES
 
 log = logging.getLogger(__name__)

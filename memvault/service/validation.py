@@ -11,9 +11,8 @@ import re
 import uuid
 from collections.abc import Sequence
 
-from memvault.service.errors import InvalidArgument
-
 from memvault.clock import parse_iso
+from memvault.service.errors import InvalidArgument
 from memvault.vocabulary import KINDS
 
 MAX_TAGS = 20
