@@ -183,7 +183,7 @@ def build_tokenizer(src: E5Bin):  # -> tokenizers.Tokenizer
     """
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
-    vocab = [(piece, float(score)) for piece, score in zip(src.pieces, src.scores)]
+    vocab = [(piece, float(score)) for piece, score in zip(src.pieces, src.scores, strict=True)]
     tok = Tokenizer(models.Unigram(vocab, unk_id=src.unk, byte_fallback=False))
     tok.normalizer = normalizers.Sequence(
         [
