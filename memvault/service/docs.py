@@ -341,6 +341,30 @@ class _Run:
     failed: list[str] = field(default_factory=list)
 
 
+def _resolve_paths(
+    paths: Sequence[str | Path], allowed_roots: Sequence[Path], cite_bases: Sequence[Path]
+) -> tuple[list[Path], list[Path]]:
+    """The resolved folders/files to index and the resolved citation bases (blocking: touches the disk).
+
+    Raises InvalidArgument when a path is relative with no root to take it from, or resolves
+    outside every allowed root.
+    """
+    allowed = [Path(os.path.expanduser(r)).resolve() for r in allowed_roots]
+    roots: list[Path] = []
+    for p in paths:
+        raw = Path(os.path.expanduser(str(p)))
+        if not raw.is_absolute():
+            if not allowed:
+                raise InvalidArgument(f"{p} is a relative path and there is no root to take it from; give an absolute path")
+            raw = allowed[0] / raw
+        try:
+            roots.append(check_allowed(raw, allowed))
+        except PathNotAllowed as exc:
+            raise InvalidArgument(f"refused: {exc}. index_docs reads only inside the client's workspace roots "
+                                  "and the folders in MEMVAULT_DOCS_ALLOWED_DIRS.") from None
+    return roots, [Path(b).resolve() for b in cite_bases]
+
+
 async def index_docs(
     rt: Runtime,
     scope: Scope,
@@ -369,20 +393,8 @@ async def index_docs(
         raise InvalidArgument("paths is empty; give at least one folder or file to index")
     if len(paths) > MAX_PATHS:
         raise InvalidArgument(f"paths has {len(paths)} entries; at most {MAX_PATHS} per call")
-    allowed = [Path(os.path.expanduser(r)).resolve() for r in allowed_roots]
-    roots: list[Path] = []
-    for p in paths:
-        raw = Path(os.path.expanduser(str(p)))
-        if not raw.is_absolute():
-            if not allowed:
-                raise InvalidArgument(f"{p} is a relative path and there is no root to take it from; give an absolute path")
-            raw = allowed[0] / raw
-        try:
-            roots.append(check_allowed(raw, allowed))
-        except PathNotAllowed as exc:
-            raise InvalidArgument(f"refused: {exc}. index_docs reads only inside the client's workspace roots "
-                            "and the folders in MEMVAULT_DOCS_ALLOWED_DIRS.") from None
-    bases = [Path(b).resolve() for b in cite_bases]
+    # Resolving follows symlinks (file system calls): done in a worker thread.
+    roots, bases = await anyio.to_thread.run_sync(_resolve_paths, paths, allowed_roots, cite_bases)
     emb, _ = await rt.ready()
     budget = max(16, emb.max_tokens - HEADING_RESERVE_TOKENS)
     project = scope.project
