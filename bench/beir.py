@@ -413,7 +413,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             # Blocking path calls below are fine: this driver runs one step at a time and no
             # other task waits on the event loop meanwhile.
             if args.throughput:
-                payload["throughput"] = await run_throughput(rt, [q.resolve() for q in args.throughput])  # noqa: ASYNC240
+                paths = [q.resolve() for q in args.throughput]  # noqa: ASYNC240
+                payload["throughput"] = await run_throughput(rt, paths)
             for folder in sets:
                 bs = load_set(Path(folder).resolve(), args.queries)  # noqa: ASYNC240
                 payload["sets"].append(await run_set(rt, bs, systems, raw_sample=args.raw_sample, progress=progress))

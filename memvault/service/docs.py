@@ -436,10 +436,12 @@ async def index_docs(
             for f in found:
                 cite = _cite(f.path, bases)
                 old = registered.get(str(f.path))
-                # indexed with this model and this keyword weighting: else it is re-indexed
-                same_index = (old is not None and old.embedding_model == emb.model_id
-                              and old.keyword_scheme == DOC_KEYWORD_SCHEME)
-                if same_index and old.size == f.size and old.mtime == f.mtime and old.path == cite:
+                # The registered row if indexed with this model and this keyword weighting
+                # (None: the file is new or must be re-indexed).
+                same_index = (old if old is not None and old.embedding_model == emb.model_id
+                              and old.keyword_scheme == DOC_KEYWORD_SCHEME else None)
+                if (same_index is not None and same_index.size == f.size and same_index.mtime == f.mtime
+                        and same_index.path == cite):
                     run.unchanged += 1
                     done += 1
                     if progress is not None:
@@ -448,20 +450,21 @@ async def index_docs(
                 try:
                     # One read: hashed, and parsed and chunked only when the bytes are new.
                     digest, fmt, chunks = await rt.run_sync(_read_and_chunk, f.path, cite, emb.count_tokens, budget,
-                                                            old.content_hash if same_index else None)
+                                                            same_index.content_hash if same_index is not None else None)
                 except (OSError, UnreadableDocument) as exc:
                     log.warning("index_docs: skipping %s: %s", f.path, exc)
                     run.failed.append(f"{cite}: {exc}")
                     done += 1
                     continue
-                if same_index and digest == old.content_hash:  # touched (or moved) but same bytes
-                    if old.path != cite:
+                if same_index is not None and digest == same_index.content_hash:  # touched (or moved), same bytes
+                    if same_index.path != cite:
                         _, vectors = await rt.ready()
-                        await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, old.chunk_ids, {"path": cite})
-                    await store.touch_file(old, size=f.size, mtime=f.mtime, path=cite)
+                        await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, same_index.chunk_ids, {"path": cite})
+                    await store.touch_file(same_index, size=f.size, mtime=f.mtime, path=cite)
                     run.unchanged += 1
                     done += 1
                     continue
+                assert fmt is not None  # None only when the bytes matched same_index, handled just above
                 doc = DocFile(project=project, collection=name, abs_path=str(f.path), path=cite, size=f.size,
                               mtime=f.mtime, content_hash=digest, format=fmt, embedding_model=emb.model_id,
                               keyword_scheme=DOC_KEYWORD_SCHEME, indexed_at=rt.clock.now(),

@@ -22,6 +22,7 @@ from memvault.service.models import MemoryOut, RecallResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.service.tasks import deictic_query
 from memvault.storage.facts import MemoryRow
+from memvault.vocabulary import Kind
 
 
 @dataclass
@@ -47,7 +48,7 @@ class Ranked:
 
 
 async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, limit: int,
-               kinds: list[str] | None = None, tags: list[str] | None = None,
+               kinds: list[Kind] | None = None, tags: list[str] | None = None,
                since: float | None = None, until: float | None = None) -> list[Ranked]:
     """Hybrid search + ranking over active, unexpired memories; best first, at most ``limit``.
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import Literal
 
 from memvault.clock import to_iso
 from memvault.policy.dedup import is_near_duplicate
@@ -80,6 +81,8 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     if importance_arg is not None:
         importance = importance_arg
     else:
+        # _screen scores whenever no importance was given and no secret was found (returned above).
+        assert scored is not None
         importance = round(scored.value, 3)
         if importance < s.policies.importance_threshold and not args.force:
             why = "; ".join(scored.reasons) or "little lasting information"
@@ -151,6 +154,7 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
         evicted = await _enforce_capacity(rt, user, project, keep=row.id, now=now)
 
     superseded_ids = [r.id for r in old_rows]
+    status: Literal["stored", "superseded"]
     if superseded_ids:
         status = "superseded"
         reason = f"stored; it {_replaces(key, named, keyed)} (kept in history, no longer recalled)"

@@ -215,7 +215,9 @@ class FactStore:
 
     async def schema_version(self) -> int:
         """The schema version recorded in the file."""
-        return (await self._db.fetchone("PRAGMA user_version"))[0]
+        row = await self._db.fetchone("PRAGMA user_version")
+        assert row is not None  # this pragma always returns one row
+        return row[0]
 
     # ------------------------------------------------------------------ internals
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[MemoryRow]:
@@ -331,6 +333,7 @@ class FactStore:
             f"SELECT COUNT(*) FROM memories WHERE user_id=? AND project=? AND status='active' AND {alive}",
             [user_id, project, *p],
         )
+        assert row is not None  # an aggregate without GROUP BY always returns one row
         return row[0]
 
     async def lowest_retention(self, user_id: str, project: str, now: float, *, limit: int,
