@@ -53,9 +53,7 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 import anyio  # noqa: E402
 
 from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result  # noqa: E402
-from memvault.service.project import make_scope  # noqa: E402
-from memvault.storage.docs import ChunkRow, DocFile, DocStore  # noqa: E402
-from memvault.storage.vectors.base import VectorFilter  # noqa: E402
+from memvault.policy.keywords import DOC_KEYWORD_SCHEME  # noqa: E402
 from memvault.service.docs import (  # noqa: E402
     DOCS_COLLECTION,
     PreparedFile,
@@ -68,8 +66,10 @@ from memvault.service.docs import (  # noqa: E402
     write_documents,
 )
 from memvault.service.indexing import embed_query, keyword_vector  # noqa: E402
-from memvault.policy.keywords import DOC_KEYWORD_SCHEME  # noqa: E402
+from memvault.service.project import make_scope  # noqa: E402
 from memvault.service.runtime import Runtime  # noqa: E402
+from memvault.storage.docs import ChunkRow, DocFile, DocStore  # noqa: E402
+from memvault.storage.vectors.base import VectorFilter  # noqa: E402
 
 PROJECT = "bench"
 SYSTEMS = ("memvault", "dense", "keyword", "bm25")
@@ -410,10 +410,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         rt = await open_runtime(folder_dir, args.model_cache)
         try:
             payload["data_dir"] = str(folder_dir) if args.data_dir else "(temporary)"
+            # Blocking path calls below are fine: this driver runs one step at a time and no
+            # other task waits on the event loop meanwhile.
             if args.throughput:
-                payload["throughput"] = await run_throughput(rt, [q.resolve() for q in args.throughput])
+                paths = [q.resolve() for q in args.throughput]  # noqa: ASYNC240
+                payload["throughput"] = await run_throughput(rt, paths)
             for folder in sets:
-                bs = load_set(Path(folder).resolve(), args.queries)
+                bs = load_set(Path(folder).resolve(), args.queries)  # noqa: ASYNC240
                 payload["sets"].append(await run_set(rt, bs, systems, raw_sample=args.raw_sample, progress=progress))
         finally:
             await rt.close()

@@ -113,7 +113,7 @@ async def run_conversation(sample: dict, model_cache: Path, systems: tuple[str, 
             if "memvault" in systems:
                 t0 = time.perf_counter()
                 for (q, _, _), row in zip(tqdm(qs, desc=f"{sample['sample_id']} recall", disable=not progress,
-                                               leave=False), rows):
+                                               leave=False), rows, strict=True):
                     ids = await search(rt, q, kmax)
                     row["ranked"]["memvault"] = [d for i in ids for d in mem_turns[i]][:kmax]
                 stats["recall_s"] = round(time.perf_counter() - t0, 1)
@@ -121,10 +121,10 @@ async def run_conversation(sample: dict, model_cache: Path, systems: tuple[str, 
             dias = [d for d, _, _ in ts]
             if "bm25" in systems:
                 bm = Bm25(texts)
-                for (q, _, _), row in zip(qs, rows):
+                for (q, _, _), row in zip(qs, rows, strict=True):
                     row["ranked"]["bm25"] = [dias[i] for i in bm.search(q, kmax)]
             if "dense" in systems:
-                for (q, _, _), row in zip(qs, rows):
+                for (q, _, _), row in zip(qs, rows, strict=True):
                     ids = await search_dense(rt, q, kmax)
                     row["ranked"]["dense"] = [d for i in ids for d in mem_turns[i]][:kmax]
         finally:

@@ -55,7 +55,8 @@ def corpus(item: dict) -> tuple[list[tuple[str, str, str, float]], set[str], set
     turn_id = ``<session_id>_<index of the turn in its session>`` (LongMemEval's own ids).
     """
     docs, gold_turns, sessions_with_answer = [], set(), set()
-    for sid, date, sess in zip(item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"]):
+    for sid, date, sess in zip(item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"],
+                              strict=True):
         when = haystack_time(date)
         for i, t in enumerate(sess):
             if t["role"] != "user" or not t["content"].strip():

@@ -204,7 +204,7 @@ async def run_conversation(sample: dict, script: Path, tmp: Path, batch: int) ->
         stats["store_s"] = round(time.perf_counter() - t0, 2)
         t0 = time.perf_counter()
         nonempty = 0
-        for (q, _, _), row in zip(qs, rows):
+        for (q, _, _), row in zip(qs, rows, strict=True):
             names = await s.search(q)
             nonempty += bool(names)
             row["ranked"][SYS_WHOLE] = names[:KMAX]
@@ -212,7 +212,7 @@ async def run_conversation(sample: dict, script: Path, tmp: Path, batch: int) ->
         stats["whole_question_nonempty"] = nonempty
         t0, s.calls = time.perf_counter(), 0
         newest = {d: -i for d, i in order.items()}
-        for (q, _, _), row in zip(qs, rows):
+        for (q, _, _), row in zip(qs, rows, strict=True):
             hits = await s.word_hits(q, stop)
             row["ranked"][SYS_WORDS] = rank_by_hits(hits, order)[:KMAX]
             row["ranked"][SYS_WORDS_NEWEST] = rank_by_hits(hits, newest)[:KMAX]

@@ -79,7 +79,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     out = json.loads(proc.stdout)
     ranked = [r for c in out["conversations"] for r in c.pop("ranked")]
     assert len(ranked) == len(rows), (len(ranked), len(rows))
-    for row, r in zip(rows, ranked):
+    for row, r in zip(rows, ranked, strict=True):
         row["ranked"][name] = [d for d in r if d]
     summary = locomo.summarise(rows, (name,))
     payload = {"protocol": __doc__.strip(), "system": name, "conversations": [s["sample_id"] for s in samples],

@@ -66,7 +66,7 @@ async def run_conversation(sample: dict, venv: Path, cache: Path, tmp: Path) -> 
                 raise RuntimeError(" ".join(getattr(x, "text", "") for x in res.content))
         stats["store_s"] = round(time.perf_counter() - t0, 1)
         t0 = time.perf_counter()
-        for (q, _, _), row in zip(qs, rows):
+        for (q, _, _), row in zip(qs, rows, strict=True):
             res = await c.call_tool("qdrant-find", {"query": q})
             text = " ".join(getattr(x, "text", "") for x in res.content)
             row["ranked"]["mcp-server-qdrant"] = _DIA_META.findall(text)

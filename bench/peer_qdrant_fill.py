@@ -49,7 +49,8 @@ async def fill(path: str, collection: str, texts: list[str], batch: int) -> dict
         vectors = await provider.embed_documents(part)
         t1 = time.perf_counter()
         points = [models.PointStruct(id=uuid.uuid4().hex, vector={name: v},
-                                     payload={"document": d, METADATA_PATH: None}) for d, v in zip(part, vectors)]
+                                     payload={"document": d, METADATA_PATH: None})
+                  for d, v in zip(part, vectors, strict=True)]
         await client.upsert(collection_name=collection, points=points)
         t2 = time.perf_counter()
         embed_s, upsert_s = embed_s + t1 - t0, upsert_s + t2 - t1

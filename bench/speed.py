@@ -208,7 +208,8 @@ def peer_system(venv: Path, fastembed_cache: Path) -> System:
         remember_tool="qdrant-store", remember_args=lambda s: {"information": s},
         hits=lambda r: _PEER_CONTENT.findall(_text(r)),
         status=lambda r: "stored" if _text(r).startswith("Remembered") else "other",
-        info=dict(zip(("mcp-server-qdrant", "qdrant-client", "fastembed"), version)),
+        # Best effort: if the version probe printed nothing, the info is just empty.
+        info=dict(zip(("mcp-server-qdrant", "qdrant-client", "fastembed"), version, strict=False)),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
+from typing import overload
 
 
 class Clock:
@@ -21,6 +22,12 @@ class Clock:
         return time.time() + self.offset_s
 
 
+@overload
+def to_iso(ts: float) -> str: ...
+@overload
+def to_iso(ts: None) -> None: ...
+@overload
+def to_iso(ts: float | None) -> str | None: ...
 def to_iso(ts: float | None) -> str | None:
     """Unix seconds -> ISO 8601 UTC string (``2026-11-29T14:20:04Z``); None stays None."""
     if ts is None:

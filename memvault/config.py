@@ -28,7 +28,7 @@ come from the environment.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -53,23 +53,27 @@ class _Group(BaseSettings):
 class ServerSettings(_Group):
     """Who this server serves and in which project by default."""
 
-    user_id: str = Field("local", min_length=1, max_length=128, description="Tenant id of this server's user.")
+    user_id: str = Field(default="local", min_length=1, max_length=128, description="Tenant id of this server's user.")
     project: str | None = Field(
-        None, description="Project when the client offers no MCP roots and the server was not started inside a "
+        default=None, description="Project when the client offers no MCP roots and the server was not started inside a "
         "git work tree; unset = global scope."
     )
-    clock_offset_s: float = Field(0.0, description="Shift of the server clock, seconds (tests move time with it).")
+    clock_offset_s: float = Field(
+        default=0.0, description="Shift of the server clock, seconds (tests move time with it)."
+    )
     owner: bool = Field(
-        True, description="memvault serve relays its client to the data dir's owner process (started on "
+        default=True, description="memvault serve relays its client to the data dir's owner process (started on "
         "demand); false serves the client in this process alone (one process per store)."
     )
-    owner_idle_s: float = Field(300.0, gt=0, description="Seconds without a client after which the owner exits.")
+    owner_idle_s: float = Field(
+        default=300.0, gt=0, description="Seconds without a client after which the owner exits."
+    )
     owner_start_timeout_s: float = Field(
-        30.0, gt=0, description="How long a forwarder waits for a starting owner to listen, seconds."
+        default=30.0, gt=0, description="How long a forwarder waits for a starting owner to listen, seconds."
     )
     http_tokens_file: Path | None = Field(
-        None, description="serve --http: JSON object {token or 'sha256:<hex>': user id}, mode 0600; required "
-        "when bound off loopback."
+        default=None, description="serve --http: JSON object {token or 'sha256:<hex>': user id}, mode 0600; "
+        "required when bound off loopback."
     )
 
 
@@ -77,9 +81,9 @@ class StorageSettings(_Group):
     """Where the data lives and which vector engine indexes it."""
 
     data_dir: Path = Field(default_factory=default_data_dir, description="Data folder (0700).")
-    qdrant_url: str | None = Field(None, description="Use a Qdrant server instead of embedded Qdrant Edge.")
-    qdrant_api_key: str | None = Field(None, description="API key of that Qdrant server.")
-    flush_interval_s: float = Field(2.0, gt=0, description="Edge flush timer (power-loss safety), seconds.")
+    qdrant_url: str | None = Field(default=None, description="Use a Qdrant server instead of embedded Qdrant Edge.")
+    qdrant_api_key: str | None = Field(default=None, description="API key of that Qdrant server.")
+    flush_interval_s: float = Field(default=2.0, gt=0, description="Edge flush timer (power-loss safety), seconds.")
 
     @field_validator("data_dir", mode="after")
     @classmethod
@@ -90,12 +94,12 @@ class StorageSettings(_Group):
 class EmbeddingSettings(_Group):
     """Which embedding model, from where, in what batches."""
 
-    embedding_model: str = Field(DEFAULT_MODEL, description="fastembed model name.")
-    model_path: Path | None = Field(None, description="Local folder with an ONNX model for embedding_model.")
+    embedding_model: str = Field(default=DEFAULT_MODEL, description="fastembed model name.")
+    model_path: Path | None = Field(default=None, description="Local folder with an ONNX model for embedding_model.")
     model_cache_dir: Path | None = Field(
-        None, description="Where the converted default model is kept; default <data dir>/models."
+        default=None, description="Where the converted default model is kept; default <data dir>/models."
     )
-    embed_batch_size: int = Field(32, ge=1, le=1024, description="Texts per embedding call.")
+    embed_batch_size: int = Field(default=32, ge=1, le=1024, description="Texts per embedding call.")
 
     @field_validator("model_path", "model_cache_dir", mode="after")
     @classmethod
@@ -106,28 +110,31 @@ class EmbeddingSettings(_Group):
 class PolicySettings(_Group):
     """What a write may hold, which writes are kept, and how long memories and tasks live."""
 
-    max_content_chars: int = Field(20_000, ge=100, description="Longest memory accepted, characters.")
-    importance_threshold: float = Field(0.3, ge=0, le=1, description="Writes scoring below are declined.")
+    max_content_chars: int = Field(default=20_000, ge=100, description="Longest memory accepted, characters.")
+    importance_threshold: float = Field(default=0.3, ge=0, le=1, description="Writes scoring below are declined.")
     dedup_threshold: float = Field(
-        0.97, gt=0, le=1,
+        default=0.97, gt=0, le=1,
         description="Cosine at or above which a same-scope, same-kind memory with the same content words is a "
         "near duplicate (calibrated for multilingual-e5-small; see policy/dedup.py).",
     )
-    capacity_per_scope: int = Field(50_000, ge=10, description="Active memories per (user, project).")
-    ttl_days_episode: float | None = Field(180.0, gt=0, description="Default TTL of an episode, days.")
-    ttl_days_note: float | None = Field(90.0, gt=0, description="Default TTL of a note, days.")
-    ttl_days_fact: float | None = Field(None, gt=0, description="Default TTL of a fact, days (unset = none).")
-    ttl_days_decision: float | None = Field(None, gt=0, description="Default TTL of a decision, days.")
-    ttl_days_preference: float | None = Field(None, gt=0, description="Default TTL of a preference, days.")
-    ttl_days_procedure: float | None = Field(None, gt=0, description="Default TTL of a procedure, days.")
+    capacity_per_scope: int = Field(default=50_000, ge=10, description="Active memories per (user, project).")
+    ttl_days_episode: float | None = Field(default=180.0, gt=0, description="Default TTL of an episode, days.")
+    ttl_days_note: float | None = Field(default=90.0, gt=0, description="Default TTL of a note, days.")
+    ttl_days_fact: float | None = Field(default=None, gt=0, description="Default TTL of a fact, days (unset = none).")
+    ttl_days_decision: float | None = Field(default=None, gt=0, description="Default TTL of a decision, days.")
+    ttl_days_preference: float | None = Field(default=None, gt=0, description="Default TTL of a preference, days.")
+    ttl_days_procedure: float | None = Field(default=None, gt=0, description="Default TTL of a procedure, days.")
     task_idle_ttl_days: float = Field(
-        7.0, gt=0, description="An open task not updated for this many days expires (per-call ttl_days overrides)."
+        default=7.0, gt=0,
+        description="An open task not updated for this many days expires (per-call ttl_days overrides).",
     )
     task_retention_days: float = Field(
-        30.0, gt=0, description="Days a done or abandoned task stays readable before it is purged."
+        default=30.0, gt=0, description="Days a done or abandoned task stays readable before it is purged."
     )
-    task_state_max_bytes: int = Field(65_536, ge=256, description="Largest task state, UTF-8 bytes of its JSON.")
-    task_history_max: int = Field(50, ge=1, le=10_000, description="Versions kept per task (oldest dropped).")
+    task_state_max_bytes: int = Field(
+        default=65_536, ge=256, description="Largest task state, UTF-8 bytes of its JSON."
+    )
+    task_history_max: int = Field(default=50, ge=1, le=10_000, description="Versions kept per task (oldest dropped).")
 
     def default_ttl_days(self, kind: Kind) -> float | None:
         """Default TTL for a memory kind in days (None = never expires)."""
@@ -143,32 +150,33 @@ class RankingSettings(_Group):
     # turn R@5/R@10 0.529/0.619 -> 0.560/0.646; LongMemEval_S (20 q) session nDCG@5 0.937 ->
     # 0.955; SciFact nDCG@10 0.692 -> 0.703; CMRC-zh (1,000 q) 0.981 -> 0.981. k = 5 and 20
     # were measured too and are no better.
-    rrf_k: int = Field(10, ge=1, description="RRF constant (Cormack et al. 2009 use 60; see comment).")
-    weight_dense: float = Field(1.0, ge=0, description="Weight of the dense channel in RRF.")
-    weight_keyword: float = Field(1.0, ge=0, description="Weight of the keyword channel in RRF.")
-    weight_relevance: float = Field(0.8, ge=0, description="Weight of fused relevance in the final score.")
-    weight_importance: float = Field(0.1, ge=0, description="Weight of importance in the final score.")
-    weight_recency: float = Field(0.1, ge=0, description="Weight of recency in the final score.")
-    half_life_days: float = Field(30.0, gt=0, description="Recency half-life on last access, days.")
-    candidates: int = Field(100, ge=10, le=1000, description="Candidates per channel before fusion.")
+    rrf_k: int = Field(default=10, ge=1, description="RRF constant (Cormack et al. 2009 use 60; see comment).")
+    weight_dense: float = Field(default=1.0, ge=0, description="Weight of the dense channel in RRF.")
+    weight_keyword: float = Field(default=1.0, ge=0, description="Weight of the keyword channel in RRF.")
+    weight_relevance: float = Field(default=0.8, ge=0, description="Weight of fused relevance in the final score.")
+    weight_importance: float = Field(default=0.1, ge=0, description="Weight of importance in the final score.")
+    weight_recency: float = Field(default=0.1, ge=0, description="Weight of recency in the final score.")
+    half_life_days: float = Field(default=30.0, gt=0, description="Recency half-life on last access, days.")
+    candidates: int = Field(default=100, ge=10, le=1000, description="Candidates per channel before fusion.")
     forget_query_min_relevance: float = Field(
-        0.9, gt=0, le=1, description="Dense cosine a forget(query=...) match must reach."
+        default=0.9, gt=0, le=1, description="Dense cosine a forget(query=...) match must reach."
     )
 
 
 class ReplySettings(_Group):
     """How much one reply may hold: result counts and character budgets."""
 
-    max_k: int = Field(50, ge=1, le=200, description="Most results one recall / search_docs may ask for.")
-    content_budget_chars: int = Field(2_000, ge=100, description="Per-memory content cut in recall replies.")
-    reply_budget_chars: int = Field(16_000, ge=1000, description="Total content chars in one reply.")
+    max_k: int = Field(default=50, ge=1, le=200, description="Most results one recall / search_docs may ask for.")
+    content_budget_chars: int = Field(default=2_000, ge=100, description="Per-memory content cut in recall replies.")
+    reply_budget_chars: int = Field(default=16_000, ge=1000, description="Total content chars in one reply.")
     context_budget_chars: int = Field(
-        8_000, ge=1_000, description="Size of the recall_context prompt block and the profile resource, characters."
+        default=8_000, ge=1_000,
+        description="Size of the recall_context prompt block and the profile resource, characters.",
     )
-    task_list_max: int = Field(20, ge=1, le=500, description="Tasks listed by get_task_state / get_profile.")
-    profile_max_preferences: int = Field(100, ge=1, le=2_000, description="Keyed entries in get_profile.")
-    profile_max_facts: int = Field(10, ge=0, le=200, description="Top facts by importance in get_profile.")
-    profile_value_chars: int = Field(500, ge=50, description="Cut of each profile value / fact, characters.")
+    task_list_max: int = Field(default=20, ge=1, le=500, description="Tasks listed by get_task_state / get_profile.")
+    profile_max_preferences: int = Field(default=100, ge=1, le=2_000, description="Keyed entries in get_profile.")
+    profile_max_facts: int = Field(default=10, ge=0, le=200, description="Top facts by importance in get_profile.")
+    profile_value_chars: int = Field(default=500, ge=50, description="Cut of each profile value / fact, characters.")
 
 
 class DocumentSettings(_Group):
@@ -179,9 +187,9 @@ class DocumentSettings(_Group):
         description="Folders index_docs may read besides the client's MCP roots "
         '(env: JSON list, e.g. MEMVAULT_DOCS_ALLOWED_DIRS=\'["~/notes"]\').',
     )
-    docs_max_file_bytes: int = Field(10_000_000, ge=1, description="Larger files are skipped by index_docs.")
-    docs_batch_chunks: int = Field(128, ge=1, description="Chunks gathered across files per embedding batch.")
-    docs_result_chars: int = Field(1_500, ge=100, description="Per-result text cut in search_docs replies.")
+    docs_max_file_bytes: int = Field(default=10_000_000, ge=1, description="Larger files are skipped by index_docs.")
+    docs_batch_chunks: int = Field(default=128, ge=1, description="Chunks gathered across files per embedding batch.")
+    docs_result_chars: int = Field(default=1_500, ge=100, description="Per-result text cut in search_docs replies.")
 
     @field_validator("docs_allowed_dirs", mode="after")
     @classmethod
@@ -231,6 +239,12 @@ class Settings(BaseModel):
     ranking: RankingSettings = Field(default_factory=RankingSettings)
     replies: ReplySettings = Field(default_factory=ReplySettings)
     documents: DocumentSettings = Field(default_factory=DocumentSettings)
+
+    if TYPE_CHECKING:
+        # What the constructor really takes: groups by name or flat setting names
+        # (``Settings(rrf_k=5, data_dir=p)``), sorted into groups by ``_route_flat_names``.
+        # Type checkers would otherwise see only the seven group fields.
+        def __init__(self, **settings: Any) -> None: ...
 
     @model_validator(mode="before")
     @classmethod

@@ -7,9 +7,12 @@ models use, so the MCP schemas enumerate the values); the tuples are derived fro
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal, TypeGuard, get_args
 
-__all__ = ["Kind", "KINDS", "TaskStatus", "TASK_STATUSES", "OPEN_TASK_STATUSES", "FINISHED_TASK_STATUSES"]
+__all__ = [
+    "Kind", "KINDS", "TaskStatus", "TASK_STATUSES", "OPEN_TASK_STATUSES", "FINISHED_TASK_STATUSES",
+    "is_kind", "is_task_status",
+]
 
 Kind = Literal["preference", "fact", "decision", "episode", "procedure", "note"]
 """What a memory is. ``Settings.policies.ttl_days_<kind>`` gives each its default TTL."""
@@ -28,3 +31,13 @@ OPEN_TASK_STATUSES: tuple[TaskStatus, ...] = ("active", "blocked")
 
 FINISHED_TASK_STATUSES: tuple[TaskStatus, ...] = tuple(s for s in TASK_STATUSES if s not in OPEN_TASK_STATUSES)
 """Statuses of a finished task (kept for the retention period; may carry an outcome)."""
+
+
+def is_kind(value: str) -> TypeGuard[Kind]:
+    """Whether ``value`` is one of ``KINDS`` (narrows a ``str`` to ``Kind`` for type checkers)."""
+    return value in KINDS
+
+
+def is_task_status(value: str) -> TypeGuard[TaskStatus]:
+    """Whether ``value`` is one of ``TASK_STATUSES`` (narrows a ``str`` to ``TaskStatus``)."""
+    return value in TASK_STATUSES

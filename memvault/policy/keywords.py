@@ -190,10 +190,10 @@ def _chunk_terms(chunk: str) -> list[str]:
         if _PLAIN_NUMBER.fullmatch(core):
             return [whole]
         if _VERSION.fullmatch(core):
-            terms = [whole]
+            version_terms = [whole]
             if whole[0] == "v":
-                terms.append(whole[1:])
-            return terms
+                version_terms.append(whole[1:])
+            return version_terms
 
     segments = [s for s in _SPLIT.split(core) if s]
     parts: list[str] = []

@@ -36,23 +36,23 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
-from memvault.service.errors import Conflict, InvalidArgument
 from pydantic import BaseModel, Field
 
 from memvault.ingest.chunking import Chunk, chunk_document
-from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
-from memvault.policy.secrets import find_secret
 from memvault.ingest.discovery import DiscoveredFile, discover
 from memvault.ingest.pathguard import PathNotAllowed, check_allowed
 from memvault.ingest.readers import UnreadableDocument, read_document
 from memvault.policy.budget import cut_to_budget
+from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
 from memvault.policy.ranking import normalise_rrf
-from memvault.storage.docs import ChunkRow, DocFile, DocStore
-from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector, VectorFilter
+from memvault.policy.secrets import find_secret
 from memvault.service import validation as v
+from memvault.service.errors import Conflict, InvalidArgument
 from memvault.service.indexing import embed_passages, hybrid_search, keyword_vector
 from memvault.service.models import Scope
 from memvault.service.runtime import Runtime
+from memvault.storage.docs import ChunkRow, DocFile, DocStore
+from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector, VectorFilter
 
 log = logging.getLogger(__name__)
 
@@ -341,6 +341,30 @@ class _Run:
     failed: list[str] = field(default_factory=list)
 
 
+def _resolve_paths(
+    paths: Sequence[str | Path], allowed_roots: Sequence[Path], cite_bases: Sequence[Path]
+) -> tuple[list[Path], list[Path]]:
+    """The resolved folders/files to index and the resolved citation bases (blocking: touches the disk).
+
+    Raises InvalidArgument when a path is relative with no root to take it from, or resolves
+    outside every allowed root.
+    """
+    allowed = [Path(os.path.expanduser(r)).resolve() for r in allowed_roots]
+    roots: list[Path] = []
+    for p in paths:
+        raw = Path(os.path.expanduser(str(p)))
+        if not raw.is_absolute():
+            if not allowed:
+                raise InvalidArgument(f"{p} is a relative path and there is no root to take it from; give an absolute path")
+            raw = allowed[0] / raw
+        try:
+            roots.append(check_allowed(raw, allowed))
+        except PathNotAllowed as exc:
+            raise InvalidArgument(f"refused: {exc}. index_docs reads only inside the client's workspace roots "
+                                  "and the folders in MEMVAULT_DOCS_ALLOWED_DIRS.") from None
+    return roots, [Path(b).resolve() for b in cite_bases]
+
+
 async def index_docs(
     rt: Runtime,
     scope: Scope,
@@ -369,20 +393,8 @@ async def index_docs(
         raise InvalidArgument("paths is empty; give at least one folder or file to index")
     if len(paths) > MAX_PATHS:
         raise InvalidArgument(f"paths has {len(paths)} entries; at most {MAX_PATHS} per call")
-    allowed = [Path(os.path.expanduser(r)).resolve() for r in allowed_roots]
-    roots: list[Path] = []
-    for p in paths:
-        raw = Path(os.path.expanduser(str(p)))
-        if not raw.is_absolute():
-            if not allowed:
-                raise InvalidArgument(f"{p} is a relative path and there is no root to take it from; give an absolute path")
-            raw = allowed[0] / raw
-        try:
-            roots.append(check_allowed(raw, allowed))
-        except PathNotAllowed as exc:
-            raise InvalidArgument(f"refused: {exc}. index_docs reads only inside the client's workspace roots "
-                            "and the folders in MEMVAULT_DOCS_ALLOWED_DIRS.") from None
-    bases = [Path(b).resolve() for b in cite_bases]
+    # Resolving follows symlinks (file system calls): done in a worker thread.
+    roots, bases = await anyio.to_thread.run_sync(_resolve_paths, paths, allowed_roots, cite_bases)
     emb, _ = await rt.ready()
     budget = max(16, emb.max_tokens - HEADING_RESERVE_TOKENS)
     project = scope.project
@@ -424,10 +436,12 @@ async def index_docs(
             for f in found:
                 cite = _cite(f.path, bases)
                 old = registered.get(str(f.path))
-                # indexed with this model and this keyword weighting: else it is re-indexed
-                same_index = (old is not None and old.embedding_model == emb.model_id
-                              and old.keyword_scheme == DOC_KEYWORD_SCHEME)
-                if same_index and old.size == f.size and old.mtime == f.mtime and old.path == cite:
+                # The registered row if indexed with this model and this keyword weighting
+                # (None: the file is new or must be re-indexed).
+                same_index = (old if old is not None and old.embedding_model == emb.model_id
+                              and old.keyword_scheme == DOC_KEYWORD_SCHEME else None)
+                if (same_index is not None and same_index.size == f.size and same_index.mtime == f.mtime
+                        and same_index.path == cite):
                     run.unchanged += 1
                     done += 1
                     if progress is not None:
@@ -436,20 +450,21 @@ async def index_docs(
                 try:
                     # One read: hashed, and parsed and chunked only when the bytes are new.
                     digest, fmt, chunks = await rt.run_sync(_read_and_chunk, f.path, cite, emb.count_tokens, budget,
-                                                            old.content_hash if same_index else None)
+                                                            same_index.content_hash if same_index is not None else None)
                 except (OSError, UnreadableDocument) as exc:
                     log.warning("index_docs: skipping %s: %s", f.path, exc)
                     run.failed.append(f"{cite}: {exc}")
                     done += 1
                     continue
-                if same_index and digest == old.content_hash:  # touched (or moved) but same bytes
-                    if old.path != cite:
+                if same_index is not None and digest == same_index.content_hash:  # touched (or moved), same bytes
+                    if same_index.path != cite:
                         _, vectors = await rt.ready()
-                        await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, old.chunk_ids, {"path": cite})
-                    await store.touch_file(old, size=f.size, mtime=f.mtime, path=cite)
+                        await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, same_index.chunk_ids, {"path": cite})
+                    await store.touch_file(same_index, size=f.size, mtime=f.mtime, path=cite)
                     run.unchanged += 1
                     done += 1
                     continue
+                assert fmt is not None  # None only when the bytes matched same_index, handled just above
                 doc = DocFile(project=project, collection=name, abs_path=str(f.path), path=cite, size=f.size,
                               mtime=f.mtime, content_hash=digest, format=fmt, embedding_model=emb.model_id,
                               keyword_scheme=DOC_KEYWORD_SCHEME, indexed_at=rt.clock.now(),

@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memvault.service.errors import InvalidArgument
-
 from memvault.policy.dedup import content_words
 from memvault.policy.text import content_hash, preview
 from memvault.policy.units import SECONDS_PER_DAY
-from memvault.storage.facts import MemoryRow
 from memvault.service import validation as v
+from memvault.service.errors import InvalidArgument
 from memvault.service.indexing import embed_passages, embed_query, scope_filter, unindex_rows
 from memvault.service.models import ForgetResult, ForgottenItem, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+from memvault.storage.facts import MemoryRow
+from memvault.vocabulary import Kind
 
 MAX_FORGET = 1000
 MAX_LISTED = 50  # the reply lists at most this many; count says how many were forgotten
@@ -82,7 +82,7 @@ async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
 
 
 async def _query_matches(rt: Runtime, scope: Scope, query: str, *, ids: list[str], key: str | None,
-                         kinds: list[str] | None, tags: list[str], created_before: float | None,
+                         kinds: list[Kind] | None, tags: list[str], created_before: float | None,
                          statuses: tuple[str, ...], now: float) -> tuple[list[MemoryRow], dict[str, float]]:
     """The memories a ``query`` selector takes, with the other selectors applied: (rows, cosine by id).
 

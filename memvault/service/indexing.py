@@ -15,9 +15,9 @@ import numpy as np
 
 from memvault.policy.keywords import AVG_DOC_TERMS, keyword_terms, sparse_from_terms
 from memvault.policy.ranking import rrf_fuse
+from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.facts import MemoryRow
 from memvault.storage.vectors.base import Point, SparseVector, VectorFilter
-from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 
 log = logging.getLogger(__name__)
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from memvault.clock import to_iso
 from memvault.policy.text import cut
-from memvault.storage.facts import MemoryRow
-from memvault.storage.profile import ProfileReader
+from memvault.service.errors import NotReady
 from memvault.service.models import Scope
 from memvault.service.recall import RecallArgs, recall
-from memvault.service.errors import NotReady
 from memvault.service.runtime import Runtime
 from memvault.service.task_models import Overridden, PreferenceOut, ProfileFact, ProfileResult, TaskSummary
 from memvault.service.tasks import open_tasks, task_summary
+from memvault.storage.facts import MemoryRow
+from memvault.storage.profile import ProfileReader
 
 FACT_KINDS = ("fact", "preference", "decision", "procedure")
 CONTEXT_MEMORIES = 8

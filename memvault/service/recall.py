@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memvault.service.errors import InvalidArgument
-
 from memvault.clock import to_iso
-from memvault.policy.ranking import final_score, normalise_rrf, recency
 from memvault.policy.budget import cut_to_budget
-from memvault.storage.facts import MemoryRow
+from memvault.policy.ranking import final_score, normalise_rrf, recency
 from memvault.service import validation as v
+from memvault.service.errors import InvalidArgument
 from memvault.service.indexing import hybrid_search, scope_filter
 from memvault.service.models import MemoryOut, RecallResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.service.tasks import deictic_query
+from memvault.storage.facts import MemoryRow
+from memvault.vocabulary import Kind
 
 
 @dataclass
@@ -48,7 +48,7 @@ class Ranked:
 
 
 async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, limit: int,
-               kinds: list[str] | None = None, tags: list[str] | None = None,
+               kinds: list[Kind] | None = None, tags: list[str] | None = None,
                since: float | None = None, until: float | None = None) -> list[Ranked]:
     """Hybrid search + ranking over active, unexpired memories; best first, at most ``limit``.
 

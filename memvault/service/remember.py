@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-
-from memvault.service.errors import InvalidArgument
+from typing import Literal
 
 from memvault.clock import to_iso
 from memvault.policy.dedup import is_near_duplicate
@@ -21,11 +20,12 @@ from memvault.policy.ranking import pick_evictions
 from memvault.policy.secrets import SecretFinding, find_secret
 from memvault.policy.text import content_hash, validate_content
 from memvault.policy.ttl import resolve_expiry
-from memvault.storage.facts import MemoryRow
 from memvault.service import validation as v
+from memvault.service.errors import InvalidArgument
 from memvault.service.indexing import embed_passages, index_rows, memory_payload, scope_filter, unindex_rows
 from memvault.service.models import RememberResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+from memvault.storage.facts import MemoryRow
 
 
 @dataclass
@@ -81,6 +81,8 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     if importance_arg is not None:
         importance = importance_arg
     else:
+        # _screen scores whenever no importance was given and no secret was found (returned above).
+        assert scored is not None
         importance = round(scored.value, 3)
         if importance < s.policies.importance_threshold and not args.force:
             why = "; ".join(scored.reasons) or "little lasting information"
@@ -152,6 +154,7 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
         evicted = await _enforce_capacity(rt, user, project, keep=row.id, now=now)
 
     superseded_ids = [r.id for r in old_rows]
+    status: Literal["stored", "superseded"]
     if superseded_ids:
         status = "superseded"
         reason = f"stored; it {_replaces(key, named, keyed)} (kept in history, no longer recalled)"

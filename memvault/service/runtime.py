@@ -118,6 +118,9 @@ class Runtime:
     async def _open_index(self, *, rebuild: bool = False) -> None:
         vectors = await anyio.to_thread.run_sync(self.open_vectors, self.settings)
         emb = self._embedder
+        # Only reached once the model loaded: from load() right after it, or from
+        # _retry_locked(), which runs only after load() got this far.
+        assert emb is not None
         if rebuild:
             await self.run_sync(vectors.drop_collection, MEMORY_COLLECTION)
         await self.run_sync(vectors.ensure_collection, MEMORY_COLLECTION, emb.dim, emb.model_id)

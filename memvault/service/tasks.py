@@ -21,8 +21,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from memvault.service.errors import Conflict, InvalidArgument, NotFound
-
 from memvault.clock import to_iso
 from memvault.policy.budget import whole_within_budget
 from memvault.policy.deixis import detect_deixis, enrich_query
@@ -30,13 +28,14 @@ from memvault.policy.merge_patch import merge_patch
 from memvault.policy.secrets import SecretFinding, find_secret
 from memvault.policy.text import cut
 from memvault.policy.units import SECONDS_PER_DAY
-from memvault.storage.tasks import TaskRow, TaskStore, TaskVersion, state_json
 from memvault.service import validation as v
+from memvault.service.errors import Conflict, InvalidArgument, NotFound
 from memvault.service.models import Scope
 from memvault.service.remember import RememberArgs, remember
 from memvault.service.runtime import Runtime
 from memvault.service.task_models import GetTaskResult, SetTaskResult, TaskOut, TaskSummary, TaskVersionOut
-from memvault.vocabulary import FINISHED_TASK_STATUSES, TASK_STATUSES
+from memvault.storage.tasks import TaskRow, TaskStore, TaskVersion, state_json
+from memvault.vocabulary import FINISHED_TASK_STATUSES, TASK_STATUSES, TaskStatus, is_task_status
 
 log = logging.getLogger(__name__)
 
@@ -196,8 +195,11 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
     title = _check_text("title", args.title, MAX_TITLE_CHARS)
     outcome = _check_text("outcome", args.outcome, MAX_OUTCOME_CHARS, control_ok=True)
     ttl_days = v.check_ttl(args.ttl_days)
-    if args.status is not None and args.status not in TASK_STATUSES:
-        raise InvalidArgument(f"status {args.status!r} is not known; use one of: {', '.join(TASK_STATUSES)}")
+    status_arg: TaskStatus | None = None
+    if args.status is not None:
+        if not is_task_status(args.status):
+            raise InvalidArgument(f"status {args.status!r} is not known; use one of: {', '.join(TASK_STATUSES)}")
+        status_arg = args.status
     if args.state is not None and args.patch is not None:
         raise InvalidArgument("give either state (replaces the whole object) or patch (JSON Merge Patch), not both")
     for name, value in (("state", args.state), ("patch", args.patch)):
@@ -205,7 +207,7 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
             raise InvalidArgument(f"{name} must be a JSON object, got {type(value).__name__}")
     if args.expected_version is not None and args.expected_version < 0:
         raise InvalidArgument("expected_version must be 0 (the task must not exist yet) or a version number")
-    if outcome is not None and args.status not in FINISHED_TASK_STATUSES:
+    if outcome is not None and status_arg not in FINISHED_TASK_STATUSES:
         raise InvalidArgument("outcome is recorded when a task finishes; pass it with status='done' or 'abandoned'")
     # The state may be tens of kilobytes: the scan runs in a worker thread.
     found = await rt.run_sync(_first_secret, [("task_id", task_id), ("title", title), ("outcome", outcome),
@@ -248,7 +250,7 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
                 "(setting MEMVAULT_TASK_STATE_MAX_BYTES). Keep bulky text in files or memories and store "
                 "references (paths, ids) in the state."
             )
-        status = args.status or (cur.status if cur is not None else "active")
+        status: TaskStatus = status_arg or (cur.status if cur is not None else "active")
         finished = status in FINISHED_TASK_STATUSES
         task_ttl = ttl_days if ttl_days is not None else (cur.ttl_days if cur is not None else None)
         days = s.policies.task_retention_days if finished else (task_ttl or s.policies.task_idle_ttl_days)

@@ -11,10 +11,9 @@ import re
 import uuid
 from collections.abc import Sequence
 
-from memvault.service.errors import InvalidArgument
-
 from memvault.clock import parse_iso
-from memvault.vocabulary import KINDS
+from memvault.service.errors import InvalidArgument
+from memvault.vocabulary import KINDS, Kind, is_kind
 
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64
@@ -40,14 +39,14 @@ def shown(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def check_kind(kind: str) -> str:
+def check_kind(kind: str) -> Kind:
     """One of the memory kinds."""
-    if kind not in KINDS:
+    if not is_kind(kind):
         raise InvalidArgument(f"kind {shown(kind)} is not known; use one of: {', '.join(KINDS)}")
     return kind
 
 
-def check_kinds(kinds: Sequence[str] | None) -> list[str] | None:
+def check_kinds(kinds: Sequence[str] | None) -> list[Kind] | None:
     """None or a non-empty list of memory kinds."""
     if kinds is None:
         return None

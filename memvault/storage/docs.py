@@ -119,7 +119,9 @@ class DocStore:
             await conn.execute("PRAGMA foreign_keys = ON")
             await conn.execute("PRAGMA synchronous = NORMAL")
             cur = await conn.execute("PRAGMA user_version")
-            (version,) = await cur.fetchone()
+            row = await cur.fetchone()
+            assert row is not None  # this pragma always returns one row
+            (version,) = row
             if version < SCHEMA_VERSION:
                 raise SchemaTooOld(f"{path} is at schema {version}; documents need {SCHEMA_VERSION}")
             yield cls(Database(conn))
@@ -181,9 +183,11 @@ class DocStore:
             where.append("collection=?")
             params.append(collection)
         w = (" WHERE " + " AND ".join(where)) if where else ""
-        files, chunks = await self._db.fetchone(
+        row = await self._db.fetchone(
             f"SELECT COUNT(*), COALESCE(SUM(json_array_length(chunk_ids)), 0) FROM doc_files{w}", params
         )
+        assert row is not None  # an aggregate without GROUP BY always returns one row
+        files, chunks = row
         return int(files), int(chunks)
 
     # ------------------------------------------------------------------ writes
@@ -209,6 +213,7 @@ class DocStore:
                     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     [doc.project, doc.collection, doc.abs_path, *values],
                 )
+                assert cur.lastrowid is not None  # set by every successful INSERT
                 doc.id = cur.lastrowid
             else:
                 doc.id = row[0]

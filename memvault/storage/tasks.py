@@ -24,6 +24,7 @@ from memvault.vocabulary import (
     FINISHED_TASK_STATUSES,
     OPEN_TASK_STATUSES,
     TASK_STATUSES,
+    TaskStatus,
 )
 
 _COLUMNS = ("user_id, project, task_id, title, status, version, state, created_at, updated_at, expires_at, "
@@ -38,7 +39,7 @@ class TaskRow:
     project: str
     task_id: str
     title: str
-    status: str
+    status: TaskStatus  # only checked statuses are written
     version: int
     state: dict[str, Any]
     created_at: float
@@ -56,7 +57,7 @@ class TaskVersion:
 
     version: int
     title: str
-    status: str
+    status: TaskStatus
     state: dict[str, Any] = field(default_factory=dict)
     at: float = 0.0
     actor: str | None = None
@@ -70,8 +71,11 @@ def _task(r: Sequence[Any]) -> TaskRow:
                    expires_at=expires_at, ttl_days=ttl_days, outcome=outcome, episode_id=episode_id, actor=actor)
 
 
-def state_json(state: dict[str, Any]) -> str:
-    """The stored form of a state: compact JSON, UTF-8 kept (its byte length is what the limit counts)."""
+def state_json(state: dict[str, Any] | list[Any]) -> str:
+    """The stored form of a state: compact JSON, UTF-8 kept (its byte length is what the limit counts).
+
+    Also how a list inside a state is shown. Raises ValueError / TypeError on a value JSON cannot hold.
+    """
     return json.dumps(state, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -109,7 +113,9 @@ class TaskStore:
         smarks = ",".join("?" * len(statuses))
         where = (f"user_id=? AND project IN ({marks}) AND status IN ({smarks}) AND expires_at > ?")
         params = [user_id, *projects, *statuses, now]
-        (total,) = await self._db.fetchone(f"SELECT COUNT(*) FROM tasks WHERE {where}", params)
+        row = await self._db.fetchone(f"SELECT COUNT(*) FROM tasks WHERE {where}", params)
+        assert row is not None  # an aggregate without GROUP BY always returns one row
+        (total,) = row
         # finished last, then the open statuses in their order, then newest first
         fmarks = ",".join("?" * len(FINISHED_TASK_STATUSES))
         rows = await self._db.fetchall(

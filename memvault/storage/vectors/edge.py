@@ -218,7 +218,7 @@ class EdgeVectorIndex(VectorIndex):
     def set_payload(self, collection: str, ids: Sequence[str], payload: dict) -> None:
         if not ids:
             return
-        id_set = {canonical_id(i) for i in ids}
+        id_set: set[qe.PointId] = {canonical_id(i) for i in ids}  # qe.PointId: a stub-only alias
         # By filter, so that ids without a point are skipped instead of failing the batch.
         op = qe.UpdateOperation.set_payload_by_filter(qe.Filter(must=[qe.HasIdCondition(id_set)]), payload)
         with self._lock:
@@ -352,7 +352,10 @@ class EdgeVectorIndex(VectorIndex):
     @staticmethod
     def _ensure_indexes(shard: qe.EdgeShard) -> None:
         have = set(shard.info().payload_schema)
-        wanted: list[tuple[str, object]] = [(f, qe.PayloadSchemaType.Keyword) for f in KEYWORD_FIELDS]
+        # qe.PayloadSchemaParams is a stub-only alias (qdrant_edge's .pyi); a local annotation is never evaluated.
+        wanted: list[tuple[str, qe.PayloadSchemaType | qe.PayloadSchemaParams]] = [
+            (f, qe.PayloadSchemaType.Keyword) for f in KEYWORD_FIELDS
+        ]
         wanted += [(f, qe.PayloadSchemaType.Float) for f in FLOAT_FIELDS]
         wanted += [(f, qe.KeywordIndexParams(prefix=True)) for f in PREFIX_FIELDS]
         for field_name, schema in wanted:

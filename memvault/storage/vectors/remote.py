@@ -139,7 +139,7 @@ class RemoteVectorIndex(VectorIndex):
             if (meta["model_id"], int(meta["dim"])) != (model_id, dim):
                 raise CollectionMismatch(name, _describe(meta["model_id"], int(meta["dim"])), wanted)
             vectors = info.config.params.vectors
-            size = vectors.get(DENSE).size if isinstance(vectors, dict) and DENSE in vectors else None
+            size = vectors[DENSE].size if isinstance(vectors, dict) and DENSE in vectors else None
             if size != dim:
                 raise CollectionMismatch(name, f"dense vector size {size}", wanted)
             self._ensure_indexes(name, set(info.payload_schema or {}))
