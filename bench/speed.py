@@ -14,6 +14,8 @@ names and arguments. For each store size N and each system:
   recall of every run must return a filled sentence (checks the fill for both systems).
   ``--fill-cache DIR`` keeps each filled store (per system, N, seed, model) and copies it
   for every run (the run writes to it), so repeat runs do not refill;
+- memvault runs as ``memvault serve --no-owner`` (one process, as mcp-server-qdrant; the
+  default, forwarded to a shared owner process, is measured against it by ``bench.owner``);
 - handshake: spawn -> ``initialize`` answered (client connected, ``mode="legacy"``: the
   initialize handshake for both). mcp-server-qdrant loads
   its model and all points (local mode) before it answers; memvault loads the model in
@@ -140,7 +142,12 @@ def memvault_model_id(model_cache: Path) -> str:
 
 
 def memvault_system(model_cache: Path, *, progress: bool = True) -> System:
-    """The adapter for ``memvault serve`` (this venv); ``progress``: the fill's progress bar."""
+    """The adapter for ``memvault serve --no-owner`` (this venv); ``progress``: the fill's progress bar.
+
+    ``--no-owner``: the server is the spawned process itself, like the peer's, so its RSS is
+    the one measured (a plain ``memvault serve`` is a forwarder to a shared owner process;
+    ``bench.owner`` compares the two modes).
+    """
     model_id = memvault_model_id(model_cache)
 
     async def fill(data_dir: Path, texts: list[str]) -> dict[str, Any]:
@@ -158,7 +165,7 @@ def memvault_system(model_cache: Path, *, progress: bool = True) -> System:
         return {"fill_s": round(time.perf_counter() - t0, 1), "model_id": model_id}
 
     return System(
-        name="memvault", command=MEMVAULT, args=["serve", "--log-level", "WARNING"], pid_marker="serve",
+        name="memvault", command=MEMVAULT, args=["serve", "--no-owner", "--log-level", "WARNING"], pid_marker="serve",
         env=lambda d: server_env(d, model_cache), fill=fill, cache_tag=model_id,
         recall_tool="recall", recall_args=lambda q: {"query": q, "k": 5},
         remember_tool="remember", remember_args=lambda s: {"content": s, "force": True},
