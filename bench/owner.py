@@ -22,7 +22,8 @@ store size N:
   (``bench.speed.timed_calls``: 4 warm-up recalls, ``--recalls`` recalls,
   ``--remembers`` remembers with force=true), alternating call by call, so both modes see
   the same machine load; besides the p50s, the median of the paired differences
-  (forwarded minus direct, call i against call i);
+  (forwarded minus direct, call i against call i). Before them, ``--pings`` MCP pings
+  the same way: the round trip without any server work, so what forwarding adds alone;
 - RSS (VmRSS, MiB) of (a) the one direct server, (b) the owner (pid from its
   ``owner.json``) plus the three forwarders (pids among this process's children): idle
   (2 s after the first recalls), peak while the latency loops run (the sum sampled every
@@ -170,6 +171,17 @@ async def run_s(argv: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
+async def pings_ms(clients: list[Any], count: int) -> list[list[float]]:
+    """``count`` MCP pings on each client, alternating call by call; round trips in ms, one list per client."""
+    out: list[list[float]] = [[] for _ in clients]
+    for i in range(count):
+        for k in (range(len(clients)) if i % 2 == 0 else reversed(range(len(clients)))):
+            t = time.perf_counter()
+            await clients[k].send_ping()
+            out[k].append((time.perf_counter() - t) * 1000)
+    return out
+
+
 async def handshake_s(system: System, store: Path) -> float:
     """Spawn -> ``initialize`` answered for one client of ``system`` on ``store``, in seconds (then closed)."""
     t0 = time.perf_counter()
@@ -194,7 +206,8 @@ def _lat(lane: Lane) -> dict[str, Any]:
 
 
 async def measure_pair(direct: System, forwarded: System, direct_store: Path, forwarded_store: Path, n: int,
-                       texts: set[str], queries: list[str], new: list[str], handshakes: int) -> list[dict[str, Any]]:
+                       texts: set[str], queries: list[str], new: list[str], handshakes: int,
+                       pings: int = 0) -> list[dict[str, Any]]:
     """Both modes on their copies of the filled store (module docstring); three rows: cold, direct, forwarded.
 
     Raises RuntimeError when a call fails, a first recall returns no filled sentence, or
@@ -241,6 +254,7 @@ async def measure_pair(direct: System, forwarded: System, direct_store: Path, fo
             print(f"# owner: {n} memories: latency loops, direct and forwarded alternating", file=sys.stderr)
             lanes = [Lane(dc, direct), Lane(fwd_a, forwarded)]
             with PeakRss(dpid or -1) as peak_d, PeakRss(fpids if complete else [-1]) as peak_f:
+                ping = dict(zip(("direct", "forwarded"), await pings_ms([dc, fwd_a], pings), strict=True))
                 await timed_calls(lanes, queries, new)
             after = {"direct": rss_mb(dpid) if dpid else math.nan,
                      "forwarded": rss_total_mb(fpids) if complete else math.nan}
@@ -255,16 +269,20 @@ async def measure_pair(direct: System, forwarded: System, direct_store: Path, fo
     for lane, peak, procs in ((lanes[0], peak_d, "direct server"),
                               (lanes[1], peak_f, f"owner + {FORWARDERS} forwarders")):
         mode = lane.system.name
-        rows.append({"mode": mode, "memories": n, **_spread(hs[mode]), **_lat(lane), "processes": procs,
+        rows.append({"mode": mode, "memories": n, **_spread(hs[mode]), **_lat(lane),
+                     "ping_p50_ms": percentile(ping[mode], 50), "ping_p95_ms": percentile(ping[mode], 95),
+                     "pings": len(ping[mode]), "processes": procs,
                      "rss_idle_mb": idle[mode], "rss_peak_load_mb": peak.peak if peak.peak else math.nan,
                      "rss_after_load_mb": after[mode], "loadavg_before": load_before, "loadavg": load})
     rows[1]["first_recall_cold_ms"] = direct_cold * 1000
     rows[2]["rss_idle_by_process_mb"] = by_process
     rows[2]["owner_pid"] = opid
     rows[2]["start_floor_ms"] = {k: statistics.median(v) * 1000 for k, v in floor.items()}
-    for name, d_ms, f_ms in (("recall", lanes[0].recalls_ms, lanes[1].recalls_ms),
+    for name, d_ms, f_ms in (("ping", ping["direct"], ping["forwarded"]),
+                             ("recall", lanes[0].recalls_ms, lanes[1].recalls_ms),
                              ("remember", lanes[0].remembers_ms, lanes[1].remembers_ms)):
-        rows[2][f"{name}_paired_diff_median_ms"] = statistics.median(f - d for f, d in zip(f_ms, d_ms, strict=True))
+        diffs = [f - d for f, d in zip(f_ms, d_ms, strict=True)]
+        rows[2][f"{name}_paired_diff_median_ms"] = statistics.median(diffs) if diffs else math.nan
     return rows
 
 
@@ -280,6 +298,8 @@ def goals(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "met": bool(value <= target)}
 
         out += [goal("forwarded handshake, owner up (median)", f["handshake_ms"], GOAL_HANDSHAKE_MS, "ms"),
+                goal("ping p50 added by forwarding (no server work)", f["ping_p50_ms"] - d["ping_p50_ms"],
+                     GOAL_ADDED_P50_MS, "ms"),
                 goal("recall p50 added by forwarding", f["recall_p50_ms"] - d["recall_p50_ms"], GOAL_ADDED_P50_MS, "ms"),
                 goal("recall added, median of paired differences", f["recall_paired_diff_median_ms"],
                      GOAL_ADDED_P50_MS, "ms"),
@@ -303,7 +323,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         v = r.get(key)
         return "" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
 
-    heads = ["mode", "memories", "handshake ms: median (min-max)", "recall p50 / p95 ms", "remember p50 / p95 ms",
+    heads = ["mode", "memories", "handshake ms: median (min-max)", "ping p50 / p95 ms", "recall p50 / p95 ms",
+             "remember p50 / p95 ms",
              "RSS of", "RSS idle / peak MiB", "load 1-min"]
     body = []
     for r in rows:
@@ -311,13 +332,13 @@ def table(rows: list[dict[str, Any]]) -> str:
         if len(r["handshakes_ms"]) > 1:
             hs += f" ({r['handshake_min_ms']:.0f}-{r['handshake_max_ms']:.0f})"
         if r["mode"] == "forwarded cold":
-            body.append([r["mode"], r["memories"], hs + " (starts the owner)", "", "", "", "",
+            body.append([r["mode"], r["memories"], hs + " (starts the owner)", "", "", "", "", "",
                          f"{r['loadavg'][0]:.2f}"])
             continue
         procs = r["processes"]
         if by := r.get("rss_idle_by_process_mb"):
             procs += f" ({by['owner']:.0f} + " + " + ".join(f"{v:.0f}" for v in by["forwarders"]) + ")"
-        body.append([r["mode"], r["memories"], hs,
+        body.append([r["mode"], r["memories"], hs, f"{num(r, 'ping_p50_ms', '.2f')} / {num(r, 'ping_p95_ms', '.2f')}",
                      f"{num(r, 'recall_p50_ms')} / {num(r, 'recall_p95_ms')}",
                      f"{num(r, 'remember_p50_ms')} / {num(r, 'remember_p95_ms')}", procs,
                      f"{num(r, 'rss_idle_mb', '.0f')} / {num(r, 'rss_peak_load_mb', '.0f')}",
@@ -364,14 +385,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await anyio.to_thread.run_sync(lambda b=base, s=store: shutil.copytree(b, s, symlinks=True))
             shutil.rmtree(base, ignore_errors=True)
             rows += await measure_pair(direct, forwarded, stores["direct"], stores["forwarded"], n, set(filled),
-                                       qs, new, args.handshakes)
+                                       qs, new, args.handshakes, args.pings)
             for store in stores.values():
                 shutil.rmtree(store, ignore_errors=True)
     gs = goals(rows)
     payload = {"protocol": __doc__.strip(), "driver": "MCP stdio, mcp SDK Client, bench.speed.timed_calls",
                "modes": {s.name: " ".join([Path(s.command).name, *s.args]) for s in (direct, forwarded)},
                "model_id": direct.info.get("model_id"), "seed": args.seed, "handshakes": args.handshakes,
-               "owner_idle_s": args.owner_idle_s, "fills": fills, "results": rows, "goals": gs}
+               "pings": args.pings, "owner_idle_s": args.owner_idle_s, "fills": fills, "results": rows, "goals": gs}
     path = write_result("owner", payload)
     print(table(rows))
     for r in rows:
@@ -390,6 +411,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="comma-separated store sizes (default 10000; 1000 for a quick run)")
     p.add_argument("--recalls", type=int, default=200, help="timed recalls per mode")
     p.add_argument("--remembers", type=int, default=100, help="timed remembers per mode")
+    p.add_argument("--pings", type=int, default=200, help="timed MCP pings per mode (transport alone)")
     p.add_argument("--handshakes", type=int, default=5, help="spawns per mode for the handshake (default 5)")
     p.add_argument("--owner-idle-s", type=float, default=10.0,
                    help="MEMVAULT_OWNER_IDLE_S of the owner (it is stopped at the end anyway)")

@@ -30,13 +30,13 @@ async def test_owner_bench_measures_both_modes_and_stops_the_owner(model_cache, 
     shutil.copytree(tmp_path / "filled", tmp_path / "forwarded")
 
     rows = await measure_pair(direct, forwarded, tmp_path / "direct", tmp_path / "forwarded", N, set(filled),
-                              synth.queries(RECALLS + 5, seed=1), new, handshakes=1)
+                              synth.queries(RECALLS + 5, seed=1), new, handshakes=1, pings=3)
 
     assert [r["mode"] for r in rows] == ["forwarded cold", "direct", "forwarded"]
     cold, d, f = rows
     assert len(cold["handshakes_ms"]) == 1 and len(d["handshakes_ms"]) == len(f["handshakes_ms"]) == 1
     for r in (d, f):
-        assert (r["recalls"], r["remembers"]) == (RECALLS, REMEMBERS), r
+        assert (r["pings"], r["recalls"], r["remembers"]) == (3, RECALLS, REMEMBERS), r
         assert r["remember_statuses"] == {"stored": REMEMBERS}, r
         assert not math.isnan(r["rss_idle_mb"]) and not math.isnan(r["rss_peak_load_mb"]), r
     by = f["rss_idle_by_process_mb"]
