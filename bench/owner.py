@@ -15,7 +15,8 @@ store size N:
   owner up (the cold client stays connected, the owner's model is loaded); median, min
   and max. Alongside, in the same rounds, the floor of a forwarder's start without any
   socket or MCP: ``python -c pass``, and python importing the forwarder and reading the
-  settings (``FORWARDER_START``), each run to its exit;
+  settings (``FORWARDER_START``), each run to its exit: wall time, and CPU time (user +
+  system, from this process's children's rusage), which the machine's load barely moves;
 - recall and remember p50/p95: the cold client and two more forwarded clients stay
   connected; one direct client joins; every client's first recall checks the fill. The
   direct client and the first forwarded client then make the same calls
@@ -42,12 +43,14 @@ import argparse
 import json
 import math
 import os
+import resource
 import shutil
 import signal
 import statistics
 import sys
 import tempfile
 import time
+import warnings
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from pathlib import Path
@@ -164,21 +167,37 @@ async def connect(stack: AsyncExitStack, system: System, store: Path) -> tuple[A
     return c, seconds, new[0] if len(new) == 1 else None
 
 
-async def run_s(argv: list[str], env: dict[str, str]) -> float:
-    """Wall time of running ``argv`` to its exit, in seconds; raises CalledProcessError when it fails."""
-    t0 = time.perf_counter()
+async def run_s(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of running ``argv`` to its exit; raises CalledProcessError when it fails.
+
+    CPU: user + system time of the children this process reaped meanwhile (only this one:
+    the other children it has stay alive until the end).
+    """
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
+    c0, t0 = cpu(), time.perf_counter()
     await anyio.run_process(argv, env=env, check=True)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, cpu() - c0
 
 
 async def pings_ms(clients: list[Any], count: int) -> list[list[float]]:
-    """``count`` MCP pings on each client, alternating call by call; round trips in ms, one list per client."""
+    """``count`` MCP pings on each client, alternating call by call; round trips in ms, one list per client.
+
+    The clients connect with the initialize handshake (``mode="legacy"``), where ping
+    exists; the SDK's warning that later protocol revisions drop it is silenced here.
+    """
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
     out: list[list[float]] = [[] for _ in clients]
-    for i in range(count):
-        for k in (range(len(clients)) if i % 2 == 0 else reversed(range(len(clients)))):
-            t = time.perf_counter()
-            await clients[k].send_ping()
-            out[k].append((time.perf_counter() - t) * 1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        for i in range(count):
+            for k in (range(len(clients)) if i % 2 == 0 else reversed(range(len(clients)))):
+                t = time.perf_counter()
+                await clients[k].send_ping()
+                out[k].append((time.perf_counter() - t) * 1000)
     return out
 
 
@@ -226,7 +245,7 @@ async def measure_pair(direct: System, forwarded: System, direct_store: Path, fo
 
             print(f"# owner: {n} memories: {handshakes} handshakes per mode, alternating", file=sys.stderr)
             hs: dict[str, list[float]] = {"direct": [], "forwarded": []}
-            floor: dict[str, list[float]] = {"python -c pass": [], "forwarder imports + Settings()": []}
+            floor: dict[str, list[tuple[float, float]]] = {"python -c pass": [], "forwarder imports + Settings()": []}
             env = forwarded.env(forwarded_store)
             for _ in range(handshakes):
                 hs["direct"].append(await handshake_s(direct, direct_store))
@@ -277,7 +296,8 @@ async def measure_pair(direct: System, forwarded: System, direct_store: Path, fo
     rows[1]["first_recall_cold_ms"] = direct_cold * 1000
     rows[2]["rss_idle_by_process_mb"] = by_process
     rows[2]["owner_pid"] = opid
-    rows[2]["start_floor_ms"] = {k: statistics.median(v) * 1000 for k, v in floor.items()}
+    rows[2]["start_floor_ms"] = {k: {"wall": statistics.median(w for w, _ in v) * 1000,
+                                     "cpu": statistics.median(c for _, c in v) * 1000} for k, v in floor.items()}
     for name, d_ms, f_ms in (("ping", ping["direct"], ping["forwarded"]),
                              ("recall", lanes[0].recalls_ms, lanes[1].recalls_ms),
                              ("remember", lanes[0].remembers_ms, lanes[1].remembers_ms)):
@@ -397,8 +417,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     print(table(rows))
     for r in rows:
         if fl := r.get("start_floor_ms"):
-            print(f"\n{r['memories']} memories, forwarder start floor (no socket, no MCP; median ms): "
-                  + "; ".join(f"{k} {v:.0f}" for k, v in fl.items()))
+            print(f"\n{r['memories']} memories, forwarder start floor (no socket, no MCP; median ms, wall / CPU): "
+                  + "; ".join(f"{k} {v['wall']:.0f} / {v['cpu']:.0f}" for k, v in fl.items()))
     print("\nGoals:\n")
     print(goal_table(gs))
     print(f"\nJSON: {path}")
