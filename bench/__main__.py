@@ -4,8 +4,9 @@
 ``peer_qdrant`` (mcp-server-qdrant over MCP), ``peer_mem0`` (mem0 OSS, infer=False) and
 ``peer_kgmemory`` (@modelcontextprotocol/server-memory over MCP, LoCoMo and LongMemEval),
 ``longmemeval`` (all eligible questions unless ``--lme-limit``), ``beir`` (SciFact and
-CMRC-zh through the documents path, with BM25 / dense / keyword rows) and ``speed``
-(memvault and mcp-server-qdrant over MCP stdio at ``--sizes``). Peers run from their own
+CMRC-zh through the documents path, with BM25 / dense / keyword rows), ``speed``
+(memvault and mcp-server-qdrant over MCP stdio at ``--sizes``) and ``owner`` (memvault
+forwarded to its owner process against ``--no-owner``, at ``--sizes``). Peers run from their own
 venvs / npm folders outside the repo, made on first use (PyPI / npm only; see
 bench/peer_env.py); ``--no-peers`` leaves them out. Each bench prints its table and writes
 its JSON to bench/results; ``all`` ends with a headline table (also written as
@@ -26,7 +27,7 @@ import anyio
 
 from bench.common import DEFAULT_MODEL_CACHE, RESULTS, environment, md_table
 
-ORDER = ("locomo", "peer_qdrant", "peer_mem0", "peer_kgmemory", "longmemeval", "beir", "speed")
+ORDER = ("locomo", "peer_qdrant", "peer_mem0", "peer_kgmemory", "longmemeval", "beir", "speed", "owner")
 PEERS = ("peer_qdrant", "peer_mem0", "peer_kgmemory")
 
 
@@ -49,12 +50,12 @@ def sub_args(name: str, a: argparse.Namespace) -> argparse.Namespace:
         argv.append("--longmemeval")
         if a.lme_limit:
             argv += ["--lme-limit", str(a.lme_limit)]
-    if name == "speed":
+    if name in ("speed", "owner"):
         argv += ["--sizes", a.sizes]
         if a.fill_cache:
             argv += ["--fill-cache", str(a.fill_cache)]
-        if a.no_peers:
-            argv.append("--no-peer")
+    if name == "speed" and a.no_peers:
+        argv.append("--no-peer")
     return sub.parse_args(argv)
 
 
@@ -77,6 +78,15 @@ def headline(payloads: dict[str, dict[str, Any]]) -> str:
     for r in payloads.get("speed", {}).get("results", []):
         rows.append([f"speed, {r['memories']} memories", "recall p50 / remember p50 ms (load)", r["system"],
                      f"{r['recall_p50_ms']:.1f} / {r['remember_p50_ms']:.1f} ({r['loadavg_after'][0]:.1f})"])
+    for r in payloads.get("owner", {}).get("results", []):
+        if r["mode"] == "forwarded cold":
+            rows.append([f"owner, {r['memories']} memories", "handshake ms, no owner yet (load)", "memvault serve",
+                         f"{r['handshake_ms']:.0f} ({r['loadavg'][0]:.1f})"])
+            continue
+        rows.append([f"owner, {r['memories']} memories", "handshake / recall p50 / remember p50 ms, RSS idle MiB "
+                     "(load)", f"memvault {r['mode']} ({r['processes']})",
+                     f"{r['handshake_ms']:.0f} / {r['recall_p50_ms']:.1f} / {r['remember_p50_ms']:.1f}, "
+                     f"{r['rss_idle_mb']:.0f} ({r['loadavg'][0]:.1f})"])
     return md_table(["set", "metric", "system", "value"], rows)
 
 
@@ -88,8 +98,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--no-peers", action="store_true", help="memvault and the baselines only")
     p.add_argument("--lme-limit", type=int, help="LongMemEval: N questions round-robin by type (default all)")
-    p.add_argument("--sizes", default="1000,10000", help="speed: store sizes (100000 fills for ~15 min)")
-    p.add_argument("--fill-cache", type=Path, help="speed: keep filled stores here for later runs")
+    p.add_argument("--sizes", default="1000,10000", help="speed, owner: store sizes (100000 fills for ~15 min)")
+    p.add_argument("--fill-cache", type=Path, help="speed, owner: keep filled stores here for later runs")
     a = p.parse_args(argv)
     names = [n for n in ORDER if not (a.no_peers and n in PEERS)] if a.name == "all" else [a.name]
     payloads: dict[str, dict[str, Any]] = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -36,17 +37,26 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-class PeakRss:
-    """Samples ``rss_mb(pid)`` every ``interval`` seconds in a thread; ``peak`` is the max seen (MiB)."""
+def rss_total_mb(pids: Sequence[int]) -> float:
+    """Summed resident set size of ``pids`` in MiB; NaN if any of them is gone (or none is given)."""
+    return sum(rss_mb(p) for p in pids) if pids else float("nan")
 
-    def __init__(self, pid: int, interval: float = 0.02) -> None:
-        self.pid, self.interval, self.peak = pid, interval, 0.0
+
+class PeakRss:
+    """Samples the RSS of ``pid`` (or the sum over several pids) every ``interval`` seconds in a thread.
+
+    ``peak`` is the max seen (MiB); a sample where a process is gone is skipped.
+    """
+
+    def __init__(self, pid: int | Sequence[int], interval: float = 0.02) -> None:
+        self.pids = [pid] if isinstance(pid, int) else list(pid)
+        self.interval, self.peak = interval, 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            v = rss_mb(self.pid)
+            v = rss_total_mb(self.pids)
             if v == v:
                 self.peak = max(self.peak, v)
             self._stop.wait(self.interval)

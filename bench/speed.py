@@ -14,6 +14,8 @@ names and arguments. For each store size N and each system:
   recall of every run must return a filled sentence (checks the fill for both systems).
   ``--fill-cache DIR`` keeps each filled store (per system, N, seed, model) and copies it
   for every run (the run writes to it), so repeat runs do not refill;
+- memvault runs as ``memvault serve --no-owner`` (one process, as mcp-server-qdrant; the
+  default, forwarded to a shared owner process, is measured against it by ``bench.owner``);
 - handshake: spawn -> ``initialize`` answered (client connected, ``mode="legacy"``: the
   initialize handshake for both). mcp-server-qdrant loads
   its model and all points (local mode) before it answers; memvault loads the model in
@@ -140,7 +142,12 @@ def memvault_model_id(model_cache: Path) -> str:
 
 
 def memvault_system(model_cache: Path, *, progress: bool = True) -> System:
-    """The adapter for ``memvault serve`` (this venv); ``progress``: the fill's progress bar."""
+    """The adapter for ``memvault serve --no-owner`` (this venv); ``progress``: the fill's progress bar.
+
+    ``--no-owner``: the server is the spawned process itself, like the peer's, so its RSS is
+    the one measured (a plain ``memvault serve`` is a forwarder to a shared owner process;
+    ``bench.owner`` compares the two modes).
+    """
     model_id = memvault_model_id(model_cache)
 
     async def fill(data_dir: Path, texts: list[str]) -> dict[str, Any]:
@@ -158,7 +165,7 @@ def memvault_system(model_cache: Path, *, progress: bool = True) -> System:
         return {"fill_s": round(time.perf_counter() - t0, 1), "model_id": model_id}
 
     return System(
-        name="memvault", command=MEMVAULT, args=["serve", "--log-level", "WARNING"], pid_marker="serve",
+        name="memvault", command=MEMVAULT, args=["serve", "--no-owner", "--log-level", "WARNING"], pid_marker="serve",
         env=lambda d: server_env(d, model_cache), fill=fill, cache_tag=model_id,
         recall_tool="recall", recall_args=lambda q: {"query": q, "k": 5},
         remember_tool="remember", remember_args=lambda s: {"content": s, "force": True},
@@ -256,6 +263,69 @@ async def _call(client: Any, tool: str, arguments: dict[str, Any]) -> Any:
     return res
 
 
+def client(system: System, store: Path) -> Any:
+    """The MCP SDK's stdio client for ``system`` on ``store`` (not entered: ``async with`` spawns and connects)."""
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(command=system.command, args=system.args, env=system.env(store))
+    return Client(params, read_timeout_seconds=900, mode=CONNECT_MODE)
+
+
+async def first_recall(c: Any, system: System, query: str, n: int, texts: set[str]) -> tuple[list[str], float]:
+    """The first search on a fresh connection: (hits, seconds); checks the fill.
+
+    Raises RuntimeError when the call fails or, with ``n`` > 0 memories filled, returns
+    none of ``texts``.
+    """
+    t = time.perf_counter()
+    hits = system.hits(await _call(c, system.recall_tool, system.recall_args(query)))
+    seconds = time.perf_counter() - t
+    if n and not any(h in texts for h in hits):
+        raise RuntimeError(f"{system.name}: first search returned no filled sentence: {hits[:2]}")
+    return hits, seconds
+
+
+@dataclass
+class Lane:
+    """One connected client of one system, and what ``timed_calls`` measured on it (ms, statuses)."""
+
+    client: Any
+    system: System
+    recalls_ms: list[float] = field(default_factory=list)
+    remembers_ms: list[float] = field(default_factory=list)
+    statuses: dict[str, int] = field(default_factory=dict)
+
+
+async def timed_calls(lanes: list[Lane], queries: list[str], new: list[str]) -> None:
+    """The latency loops: 4 warm-up recalls (``queries[1:5]``), timed recalls (``queries[5:]``), timed remembers (``new``).
+
+    Every call is made on each lane in turn (with several lanes the first lane rotates
+    from call to call, so systems compared in one run see the same machine load); each
+    lane's times (ms) go to its ``recalls_ms`` / ``remembers_ms``, store outcomes to
+    ``statuses``. Raises RuntimeError when a call fails.
+    """
+    def turns(i: int) -> list[Lane]:
+        k = i % len(lanes)
+        return lanes[k:] + lanes[:k]
+
+    for i, q in enumerate(queries[1:5]):
+        for lane in turns(i):
+            await _call(lane.client, lane.system.recall_tool, lane.system.recall_args(q))
+    for i, q in enumerate(queries[5:]):
+        for lane in turns(i):
+            t = time.perf_counter()
+            await _call(lane.client, lane.system.recall_tool, lane.system.recall_args(q))
+            lane.recalls_ms.append((time.perf_counter() - t) * 1000)
+    for i, s in enumerate(new):
+        for lane in turns(i):
+            t = time.perf_counter()
+            r = await _call(lane.client, lane.system.remember_tool, lane.system.remember_args(s))
+            lane.remembers_ms.append((time.perf_counter() - t) * 1000)
+            st = lane.system.status(r)
+            lane.statuses[st] = lane.statuses.get(st, 0) + 1
+
+
 async def measure(system: System, store: Path, n: int, texts: set[str], queries: list[str],
                   new: list[str]) -> dict[str, Any]:
     """Spawn ``system`` on the filled ``store`` (``n`` entries, the set ``texts``) and measure; one row (ms, MiB).
@@ -263,47 +333,28 @@ async def measure(system: System, store: Path, n: int, texts: set[str], queries:
     queries: 5 warm-up (the first is the cold one) then the timed ones; new: sentences to store.
     Raises RuntimeError when a tool call fails or the first search returns no filled sentence.
     """
-    from mcp.client.client import Client
-    from mcp.client.stdio import StdioServerParameters
-
-    params = StdioServerParameters(command=system.command, args=system.args, env=system.env(store))
     t0 = time.perf_counter()
-    async with Client(params, read_timeout_seconds=900, mode=CONNECT_MODE) as c:
+    async with client(system, store) as c:
         handshake = time.perf_counter() - t0
         pids = child_pids(must_contain=system.pid_marker)
         pid = pids[0] if len(pids) == 1 else None
         if pid is None:
             print(f"# speed: {system.name}: server pid not found ({pids}); RSS not measured", file=sys.stderr)
         rss_hs = rss_mb(pid) if pid else math.nan
-        t1 = time.perf_counter()
-        first = system.hits(await _call(c, system.recall_tool, system.recall_args(queries[0])))
-        cold = time.perf_counter() - t1
-        if n and not any(h in texts for h in first):
-            raise RuntimeError(f"{system.name}: first search returned no filled sentence: {first[:2]}")
+        first, cold = await first_recall(c, system, queries[0], n, texts)
         await anyio.sleep(2.0)
         rss_idle = rss_mb(pid) if pid else math.nan
-        rec, rem = [], []
-        statuses: dict[str, int] = {}
+        lane = Lane(c, system)
         with PeakRss(pid or -1) as peak:
-            for q in queries[1:5]:
-                await _call(c, system.recall_tool, system.recall_args(q))
-            for q in queries[5:]:
-                t = time.perf_counter()
-                await _call(c, system.recall_tool, system.recall_args(q))
-                rec.append((time.perf_counter() - t) * 1000)
-            for s in new:
-                t = time.perf_counter()
-                r = await _call(c, system.remember_tool, system.remember_args(s))
-                rem.append((time.perf_counter() - t) * 1000)
-                st = system.status(r)
-                statuses[st] = statuses.get(st, 0) + 1
+            await timed_calls([lane], queries, new)
         rss_after = rss_mb(pid) if pid else math.nan
+    rec, rem = lane.recalls_ms, lane.remembers_ms
     return {
         "system": system.name, "memories": n, "handshake_ms": handshake * 1000, "first_recall_cold_ms": cold * 1000,
         "first_answer_ms": (handshake + cold) * 1000, "first_recall_hits": len(first),
         "recall_p50_ms": percentile(rec, 50), "recall_p95_ms": percentile(rec, 95),
         "remember_p50_ms": percentile(rem, 50), "remember_p95_ms": percentile(rem, 95),
-        "remember_statuses": statuses,
+        "remember_statuses": lane.statuses,
         "rss_after_handshake_mb": rss_hs, "rss_idle_mb": rss_idle, "rss_peak_load_mb": peak.peak if pid else math.nan,
         "rss_after_load_mb": rss_after, "recalls": len(rec), "remembers": len(rem),
         "loadavg_after": os.getloadavg(),
