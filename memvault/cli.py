@@ -133,7 +133,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         "SELECT user_id, project, kind, status, COUNT(*) FROM memories GROUP BY 1,2,3,4 ORDER BY 1,2,3,4"
     ).fetchall()
     con.close()
-    out = [dict(zip(("user_id", "project", "kind", "status", "count"), r)) for r in rows]
+    out = [dict(zip(("user_id", "project", "kind", "status", "count"), r, strict=True)) for r in rows]
     sys.stdout.write(json.dumps({"data_dir": str(settings.storage.data_dir), "groups": out}, indent=2) + "\n")
     return 0
 

@@ -21,6 +21,11 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memvault.config import Settings
+    from memvault.service.models import ScopeSource
 
 
 def add_parser(sub, common: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -33,7 +38,7 @@ def add_parser(sub, common: Callable[[argparse.ArgumentParser], None]) -> None:
     sp.set_defaults(func=cmd_index)
 
 
-def _project(args: argparse.Namespace, settings) -> tuple[str, str]:
+def _project(args: argparse.Namespace, settings: Settings) -> tuple[str, ScopeSource]:
     """``(project, source)`` of an index run in the current folder (see the module docstring)."""
     if getattr(args, "project", None) is not None:
         return args.project, "argument"
@@ -116,12 +121,13 @@ async def _through_owner(args: argparse.Namespace, settings, project: str, given
     from mcp.client.client import Client
     from mcp.client.stdio import StdioServerParameters
     from mcp_types import ListRootsResult, Root
+    from pydantic import FileUrl
 
     cwd = Path.cwd().resolve()
     roots = [cwd, *(p if p.is_dir() else p.parent for p in given)]
 
-    async def list_roots(_ctx: object) -> ListRootsResult:
-        return ListRootsResult(roots=[Root(uri=r.as_uri()) for r in dict.fromkeys(roots)])
+    async def list_roots(context: Any) -> ListRootsResult:  # the name the SDK calls it by
+        return ListRootsResult(roots=[Root(uri=FileUrl(r.as_uri())) for r in dict.fromkeys(roots)])
 
     params = StdioServerParameters(command=sys.executable, cwd=str(cwd), env=dict(os.environ),
                                    args=["-m", "memvault", "serve", "--log-level", "WARNING",

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from memvault.config import Settings
-from memvault.service.project import make_scope
-from memvault.storage.docs import ChunkRow, DocFile, DocStore, SchemaTooOld
-from memvault.storage.facts import FactStore
-from memvault.service import docs as docs_mod
 from memvault.policy.keywords import AVG_DOC_TERMS
-from memvault.storage.vectors.base import VectorFilter
+from memvault.service import docs as docs_mod
 from memvault.service.docs import DOCS_COLLECTION, index_docs, rank_chunks, reweigh_documents
 from memvault.service.indexing import keyword_vector
+from memvault.service.project import make_scope
 from memvault.service.runtime import Runtime
+from memvault.storage.docs import ChunkRow, DocFile, DocStore, SchemaTooOld
+from memvault.storage.facts import FactStore
+from memvault.storage.vectors.base import VectorFilter
 from tests.docs_fixtures import write_tree
 
 pytestmark = pytest.mark.anyio
@@ -68,7 +68,7 @@ async def test_files_indexed_before_migration_4_read_as_keyword_scheme_1(tmp_pat
 
     db = tmp_path / "v3.db"
     conn = sqlite3.connect(db)
-    for number, script in MIGRATIONS[:3]:
+    for _number, script in MIGRATIONS[:3]:
         conn.executescript(script)
     conn.execute("PRAGMA user_version = 3")
     conn.execute("INSERT INTO doc_files (project, collection, abs_path, path, size, mtime, content_hash, format,"

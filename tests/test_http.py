@@ -66,9 +66,10 @@ def http_server(tmp_path: Path, model_cache: Path) -> Iterator[tuple[str, Path]]
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 break
-        except OSError:
+        except OSError as exc:
             if proc.poll() is not None:
-                raise AssertionError(f"serve --http exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+                err = proc.stderr.read().decode() if proc.stderr else ''
+                raise AssertionError(f"serve --http exited: {err}") from exc
             time.sleep(0.1)
     try:
         yield url, data

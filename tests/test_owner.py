@@ -219,7 +219,7 @@ async def test_owner_exits_after_its_idle_time(data_dir, model_cache):
         pid = owner_pid(data_dir)
         assert pid is not None
     deadline = time.monotonic() + 60
-    while alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:  # noqa: ASYNC110 - polling another process, no event to wait on
         await anyio.sleep(0.2)
     assert not alive(pid), "the owner kept running with no client"
     files = owner_files(data_dir)
@@ -269,7 +269,7 @@ async def test_doctor_shows_the_owner_and_a_stale_socket_with_its_fix(data_dir, 
         assert "no problems found" in running.stdout and running.returncode == 0
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
-        while alive(pid):
+        while alive(pid):  # noqa: ASYNC110 - polling another process, no event to wait on
             await anyio.sleep(0.05)
         dead = await anyio.to_thread.run_sync(_doctor, data_dir, model_cache)
     files = owner_files(data_dir)

@@ -7,9 +7,9 @@ Edge) and talks to it with the SDK's client, as Claude Desktop or Claude Code wo
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 
 from memvault.policy.units import SECONDS_PER_DAY
@@ -204,8 +204,8 @@ async def test_users_and_projects_are_isolated(tmp_path, mcp_client):
     d = tmp_path / "d"
     repo = tmp_path / "work" / "shop"
     repo.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", "git@github.com:acme/shop.git"], check=True)
+    await anyio.run_process(["git", "init", "-q", str(repo)])
+    await anyio.run_process(["git", "-C", str(repo), "remote", "add", "origin", "git@github.com:acme/shop.git"])
     async with mcp_client(d, roots=[repo.as_uri()], user_id="alice") as c:
         r = await call(c, "remember", content="The shop frontend uses SvelteKit", kind="fact")
         assert r["scope"]["project"] == "github.com/acme/shop" and r["scope"]["source"] == "roots"

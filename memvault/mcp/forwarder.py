@@ -277,7 +277,8 @@ class Forwarder:
             self.initialized_line = line
         if "id" not in msg or method == "initialize":
             return
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        raw_params = msg.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         tool_call = method == "tools/call"
         read_only = method in READ_ONLY_METHODS or (tool_call and params.get("name") in READ_ONLY_TOOLS)
         self.pending[_id_key(msg["id"])] = _Pending(line=line, read_only=read_only, tool_call=tool_call)
@@ -318,7 +319,7 @@ class Forwarder:
             except (OwnerUnavailable, HandshakeError, OSError) as exc:
                 self.refused = f"memvault lost its owner process and could not start another: {exc}"
                 log.error("%s", self.refused)
-                for key, p in list(self.pending.items()):
+                for key in list(self.pending):
                     del self.pending[key]
                     await self._write_out(_error_reply(json.loads(key), self.refused))
                 return

@@ -157,7 +157,7 @@ async def project_from_roots(result: ListRootsResult | None) -> Project | None:
     return None
 
 
-async def resolve_scope(ctx: Context, settings: Settings, project: str | None, roots: ListRootsResult | None, *,
+async def resolve_scope(ctx: Context[Any, Any], settings: Settings, project: str | None, roots: ListRootsResult | None, *,
                         include_global: bool = True) -> Scope:
     """Scope of one call: settings' user; project from argument, client roots, the server's
     start folder, settings, else global.
