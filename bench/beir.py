@@ -54,17 +54,17 @@ import anyio  # noqa: E402
 
 from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result  # noqa: E402
 from memvault.policy.keywords import DOC_KEYWORD_SCHEME  # noqa: E402
-from memvault.service.docs import (  # noqa: E402
+from memvault.service.docs_index import (  # noqa: E402
     DOCS_COLLECTION,
     PreparedFile,
     _embed_text,
     drop_orphans,
     ensure_docs_collection,
     index_docs,
-    rank_chunks,
     remove_documents,
     write_documents,
 )
+from memvault.service.docs_search import rank_chunks  # noqa: E402
 from memvault.service.indexing import embed_query, keyword_vector  # noqa: E402
 from memvault.service.project import make_scope  # noqa: E402
 from memvault.service.runtime import Runtime  # noqa: E402

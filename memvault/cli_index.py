@@ -61,7 +61,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     import anyio
     from tqdm import tqdm
 
-    from memvault.service.docs import index_docs
+    from memvault.service.docs_index import index_docs
     from memvault.service.errors import MemvaultError
     from memvault.service.project import make_scope
     from memvault.service.runtime import Runtime

@@ -13,8 +13,9 @@ import pytest
 
 from memvault.config import Settings
 from memvault.policy.keywords import AVG_DOC_TERMS
-from memvault.service import docs as docs_mod
-from memvault.service.docs import DOCS_COLLECTION, index_docs, rank_chunks, reweigh_documents
+from memvault.service import docs_index as docs_mod
+from memvault.service.docs_index import DOCS_COLLECTION, index_docs, reweigh_documents
+from memvault.service.docs_search import rank_chunks
 from memvault.service.indexing import keyword_vector
 from memvault.service.project import make_scope
 from memvault.service.runtime import Runtime

@@ -1,10 +1,10 @@
 """MCP wrappers of the document tools: ``index_docs`` and ``search_docs``.
 
 Thin, like ``memvault.mcp.memory_tools``: resolve the scope and the roots, call the handler in
-``memvault.service.docs``. ``index_docs`` may read only inside the client's MCP roots and
-the folders in ``settings.documents.docs_allowed_dirs``; it asks the client for its roots on every
-call (not only once per connection, as the project resolver does), since they bound what
-may be read.
+``memvault.service.docs_index`` / ``memvault.service.docs_search``. ``index_docs`` may read only
+inside the client's MCP roots and the folders in ``settings.documents.docs_allowed_dirs``; it asks
+the client for its roots on every call (not only once per connection, as the project resolver
+does), since they bound what may be read.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from pydantic import Field
 from memvault.mcp.ctx import Ctx, runtime
 from memvault.mcp.errors import reported
 from memvault.mcp.scope import client_roots, resolve_scope
-from memvault.service.docs import IndexDocsResult, SearchDocsResult
-from memvault.service.docs import index_docs as index_handler
-from memvault.service.docs import search_docs as search_handler
+from memvault.service.docs_index import index_docs as index_handler
+from memvault.service.docs_models import IndexDocsResult, SearchDocsResult
+from memvault.service.docs_search import search_docs as search_handler
 
 # The same resolver as the memory tools: roots asked once per connection, for the project.
 Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]

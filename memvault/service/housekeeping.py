@@ -13,7 +13,7 @@ import logging
 
 import anyio
 
-from memvault.service.docs import reweigh_documents
+from memvault.service.docs_index import reweigh_documents
 from memvault.service.indexing import reconcile, sweep_expired
 from memvault.service.runtime import Runtime
 from memvault.service.tasks import sweep_tasks

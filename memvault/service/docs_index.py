@@ -1,4 +1,4 @@
-"""The document handlers: ``index_docs`` (incremental) and ``search_docs`` (hybrid, citable).
+"""Indexing documents: ``index_docs`` (incremental), re-weighing, the ``docs`` collection.
 
 Indexing: paths are checked against the allowed roots (``ingest.pathguard``), walked
 (``ingest.discovery``: .gitignore, default ignores, no binaries, no symlink escape), read
@@ -20,6 +20,8 @@ Vectors: one vector collection ``docs`` (beside ``memories``) holds every docume
 collection of every project; payload ``{project, collection, path, kind: "doc"}``.
 Documents belong to a project (shared by that project's users on this server, never by
 another project); ``project == ""`` is global and read by every project.
+
+Searching lives in ``docs_search``; the tools' result models in ``docs_models``.
 """
 
 from __future__ import annotations
@@ -36,23 +38,21 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel, Field
 
 from memvault.ingest.chunking import Chunk, chunk_document
 from memvault.ingest.discovery import DiscoveredFile, discover
 from memvault.ingest.pathguard import PathNotAllowed, check_allowed
 from memvault.ingest.readers import UnreadableDocument, read_document
-from memvault.policy.budget import cut_to_budget
 from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
-from memvault.policy.ranking import normalise_rrf
 from memvault.policy.secrets import find_secret
 from memvault.service import validation as v
+from memvault.service.docs_models import IndexDocsResult
 from memvault.service.errors import Conflict, InvalidArgument
-from memvault.service.indexing import embed_passages, hybrid_search, keyword_vector
+from memvault.service.indexing import embed_passages, keyword_vector
 from memvault.service.models import Scope
 from memvault.service.runtime import Runtime
 from memvault.storage.docs import ChunkRow, DocFile, DocStore
-from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector, VectorFilter
+from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector
 
 log = logging.getLogger(__name__)
 
@@ -70,49 +70,6 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 Progress = Callable[[int, int, int], None]
 """progress(files_done, files_total, chunks_embedded), called as indexing advances."""
-
-
-# ------------------------------------------------------------------------- results
-
-
-class IndexDocsResult(BaseModel):
-    """Outcome of ``index_docs``: what happened to each file found, and how long it took."""
-
-    scope: Scope
-    collection: str
-    added: int = Field(description="Files indexed for the first time.")
-    changed: int = Field(description="Files whose content changed: re-chunked, old chunks removed.")
-    unchanged: int = Field(description="Files already indexed with the same content: nothing embedded.")
-    removed: int = Field(description="Files indexed before under these paths that are gone (or now ignored).")
-    chunks_embedded: int = Field(description="Chunks embedded in this run.")
-    chunks_total: int = Field(description="Chunks of this collection and project after the run.")
-    failed: list[str] = Field(default_factory=list, description="Files that could not be read, with the reason.")
-    seconds: float
-
-
-class DocHit(BaseModel):
-    """One search_docs result: cite ``path`` lines ``start_line``-``end_line`` (or ``page``)."""
-
-    path: str = Field(description="File path (relative to the workspace root when indexed from one).")
-    heading: str | None = Field(None, description="Heading path, e.g. 'Install > From source'.")
-    symbol: str | None = Field(None, description="Code: the definition the chunk belongs to.")
-    start_line: int
-    end_line: int
-    page: int | None = Field(None, description="PDF page (1-based).")
-    text: str
-    text_truncated: bool = False
-    shown_end_line: int = Field(description="Last line shown whole in text; open the file from the next one for the rest.")
-    score: float = Field(description="Fused (RRF) relevance, 0..1.")
-    collection: str
-    project: str
-
-
-class SearchDocsResult(BaseModel):
-    """Outcome of ``search_docs``: chunks best first, bounded in count and size."""
-
-    scope: Scope
-    results: list[DocHit]
-    truncated: bool = Field(description="True when a text was cut or results were dropped by the size budget.")
 
 
 # ------------------------------------------------------------------------- checks
@@ -480,81 +437,4 @@ async def index_docs(
     return IndexDocsResult(scope=scope, collection=name, added=run.added, changed=run.changed,
                            unchanged=run.unchanged, removed=run.removed, chunks_embedded=run.embedded,
                            chunks_total=total, failed=run.failed[:50], seconds=round(seconds, 3))
-
-
-# ------------------------------------------------------------------------- searching
-
-
-async def rank_chunks(
-    rt: Runtime,
-    projects: Sequence[str],
-    query: str,
-    *,
-    limit: int,
-    collection: str | None = None,
-    path_prefix: str | None = None,
-) -> list[tuple[ChunkRow, float]]:
-    """Hybrid search over document chunks of ``projects``: [(chunk with file, score 0..1)], best first.
-
-    Dense (e5 query vs passage, cosine) and keyword (the CJK-aware sparse channel of
-    recall) candidates are filtered in the engine (projects, collection, path prefix),
-    fused with weighted RRF, and kept only when their chunk row exists (SQLite decides).
-    Raises NotReady, Conflict when the index was built with another model.
-    """
-    s = rt.settings
-    await ensure_docs_collection(rt, rebuild_on_mismatch=False)
-    flt = VectorFilter(projects=list(projects), status=None, path_prefix=path_prefix,
-                       equals={"collection": collection} if collection else None)
-    fused, _ = await hybrid_search(rt, DOCS_COLLECTION, query, flt, max(s.ranking.candidates, limit))
-    weights = [s.ranking.weight_dense, s.ranking.weight_keyword]
-    async with DocStore.connect(s.db_path) as store:
-        rows = await store.chunks(list(fused)[: max(limit * 2, limit + 20)])
-    out: list[tuple[ChunkRow, float]] = []
-    for cid, raw in fused.items():
-        row = rows.get(cid)
-        if row is None or row.file is None or row.file.project not in projects:
-            continue  # an orphan of an interrupted run, or a chunk replaced since
-        out.append((row, normalise_rrf(raw, weights, s.ranking.rrf_k)))
-        if len(out) >= limit:
-            break
-    return out
-
-
-def _hit(row: ChunkRow, score: float, text: str, was_cut: bool) -> DocHit:
-    """A search result for ``row`` showing ``text`` (its text, cut to the budget when ``was_cut``)."""
-    shown = row.end_line
-    if was_cut:
-        whole_lines = text.count("\n")  # the last (cut) line is not shown whole
-        shown = max(row.start_line - 1, row.start_line + whole_lines - 1)
-    f = row.file
-    assert f is not None
-    return DocHit(path=f.path, heading=row.heading, symbol=row.symbol, start_line=row.start_line,
-                  end_line=row.end_line, page=row.page, text=text, text_truncated=was_cut, shown_end_line=shown,
-                  score=round(score, 4), collection=f.collection, project=f.project)
-
-
-async def search_docs(
-    rt: Runtime,
-    scope: Scope,
-    query: str,
-    k: int = 5,
-    collection: str | None = None,
-    path_prefix: str | None = None,
-) -> SearchDocsResult:
-    """Chunks of indexed documents matching ``query`` over ``scope.projects_read``, best first.
-
-    Each result's text is cut to ``settings.documents.docs_result_chars`` and the whole reply to
-    ``settings.replies.reply_budget_chars``; a cut text keeps its line range (``start_line`` ..
-    ``end_line``) so the rest can be opened. Raises InvalidArgument on bad input, NotReady.
-    """
-    s = rt.settings
-    q = v.check_query(query)
-    k = v.check_k(k, s.replies.max_k)
-    name = check_collection(collection)
-    prefix = check_path_prefix(path_prefix)
-    ranked = await rank_chunks(rt, scope.projects_read, q, limit=k, collection=name, path_prefix=prefix)
-    fitted, truncated = cut_to_budget(ranked, lambda hit: hit[0].text, per_item=s.documents.docs_result_chars,
-                                      total=s.replies.reply_budget_chars)
-    results = [_hit(*f.item, f.text, f.cut) for f in fitted]  # item: (chunk row, score)
-    return SearchDocsResult(scope=scope, results=results, truncated=truncated)
 

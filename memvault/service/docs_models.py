@@ -1,0 +1,51 @@
+"""The results of the document tools: ``IndexDocsResult`` (``index_docs``) and
+``SearchDocsResult`` with its ``DocHit`` items (``search_docs``).
+
+Their field names are the public contract of the tools' replies.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from memvault.service.models import Scope
+
+
+class IndexDocsResult(BaseModel):
+    """Outcome of ``index_docs``: what happened to each file found, and how long it took."""
+
+    scope: Scope
+    collection: str
+    added: int = Field(description="Files indexed for the first time.")
+    changed: int = Field(description="Files whose content changed: re-chunked, old chunks removed.")
+    unchanged: int = Field(description="Files already indexed with the same content: nothing embedded.")
+    removed: int = Field(description="Files indexed before under these paths that are gone (or now ignored).")
+    chunks_embedded: int = Field(description="Chunks embedded in this run.")
+    chunks_total: int = Field(description="Chunks of this collection and project after the run.")
+    failed: list[str] = Field(default_factory=list, description="Files that could not be read, with the reason.")
+    seconds: float
+
+
+class DocHit(BaseModel):
+    """One search_docs result: cite ``path`` lines ``start_line``-``end_line`` (or ``page``)."""
+
+    path: str = Field(description="File path (relative to the workspace root when indexed from one).")
+    heading: str | None = Field(None, description="Heading path, e.g. 'Install > From source'.")
+    symbol: str | None = Field(None, description="Code: the definition the chunk belongs to.")
+    start_line: int
+    end_line: int
+    page: int | None = Field(None, description="PDF page (1-based).")
+    text: str
+    text_truncated: bool = False
+    shown_end_line: int = Field(description="Last line shown whole in text; open the file from the next one for the rest.")
+    score: float = Field(description="Fused (RRF) relevance, 0..1.")
+    collection: str
+    project: str
+
+
+class SearchDocsResult(BaseModel):
+    """Outcome of ``search_docs``: chunks best first, bounded in count and size."""
+
+    scope: Scope
+    results: list[DocHit]
+    truncated: bool = Field(description="True when a text was cut or results were dropped by the size budget.")
