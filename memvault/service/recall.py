@@ -16,11 +16,11 @@ from memvault.clock import to_iso
 from memvault.policy.budget import cut_to_budget
 from memvault.policy.ranking import final_score, normalise_rrf, recency
 from memvault.service import validation as v
+from memvault.service.deixis_query import deictic_query
 from memvault.service.errors import InvalidArgument
 from memvault.service.indexing import hybrid_search, scope_filter
 from memvault.service.models import MemoryOut, RecallResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
-from memvault.service.tasks import deictic_query
 from memvault.storage.facts import MemoryRow
 from memvault.vocabulary import Kind
 

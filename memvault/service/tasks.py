@@ -8,8 +8,9 @@ loudly instead of overwriting each other. Open tasks expire after an idle TTL;
 finished ones after a retention period. Finishing a task with an ``outcome`` leaves
 one episode memory behind, written through the ``remember`` handler.
 
-Also here: ``deictic_query`` (recall of "continue" / "上次那个方案" searches for the
-current task) and ``task_step`` (the current step read from a state).
+The pure pieces (the current step read from a state, the episode text) are in
+``memvault.policy.tasks``; the rewriting of pointing recall queries ("continue") in
+``memvault.service.deixis_query``.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ from typing import Any
 
 from memvault.clock import to_iso
 from memvault.policy.budget import whole_within_budget
-from memvault.policy.deixis import detect_deixis, enrich_query
 from memvault.policy.merge_patch import merge_patch
 from memvault.policy.secrets import SecretFinding, find_secret
-from memvault.policy.text import cut
+from memvault.policy.tasks import episode_text, state_json, task_step
 from memvault.policy.units import SECONDS_PER_DAY
 from memvault.service import validation as v
 from memvault.service.errors import Conflict, InvalidArgument, NotFound
@@ -34,7 +34,7 @@ from memvault.service.models import Scope
 from memvault.service.remember import RememberArgs, remember
 from memvault.service.runtime import Runtime
 from memvault.service.task_models import GetTaskResult, SetTaskResult, TaskOut, TaskSummary, TaskVersionOut
-from memvault.storage.tasks import TaskRow, TaskStore, TaskVersion, state_json
+from memvault.storage.tasks import TaskRow, TaskStore, TaskVersion
 from memvault.vocabulary import FINISHED_TASK_STATUSES, TASK_STATUSES, TaskStatus, is_task_status
 
 log = logging.getLogger(__name__)
@@ -42,16 +42,8 @@ log = logging.getLogger(__name__)
 MAX_TASK_ID_CHARS = 128
 MAX_TITLE_CHARS = 200
 MAX_OUTCOME_CHARS = 2_000
-STEP_CHARS = 200
-APPROACH_CHARS = 800
 
 _TASK_ID_RE = re.compile(r"^[\w][\w.\-:/#]*$", re.UNICODE)
-
-# State members read as "the current step", in order of preference.
-_STEP_KEYS = ("current_step", "step", "next_step", "now", "doing")
-_STEP_LIST_KEYS = ("steps", "plan")
-# State members read as "the approach" of a finished task, in order of preference.
-_APPROACH_KEYS = ("approach", "plan", "decisions", "notes", "done_steps", "done", "steps")
 
 
 @dataclass
@@ -69,59 +61,7 @@ class SetTaskArgs:
     actor: str | None = None
 
 
-# ---------------------------------------------------------------------- pure helpers
-def _short(value: Any, limit: int) -> str:
-    if isinstance(value, str):
-        text = value
-    elif isinstance(value, dict):
-        text = str(value.get("title") or value.get("name") or value.get("text") or state_json(value))
-    else:
-        text = state_json(value) if isinstance(value, list) else str(value)
-    return cut(" ".join(text.split()), limit)[0]
-
-
-def task_step(state: dict[str, Any]) -> str | None:
-    """The current step of a task as one short line, read from its state; None if not found.
-
-    Looks at ``current_step`` / ``step`` / ``next_step`` / ``now`` / ``doing``; a number
-    n with a ``steps`` (or ``plan``) list gives "step n of m: <steps[n-1]>" (1-based).
-    """
-    for key in _STEP_KEYS:
-        if key not in state or state[key] is None:
-            continue
-        value = state[key]
-        if isinstance(value, int) and not isinstance(value, bool):
-            for lk in _STEP_LIST_KEYS:
-                steps = state.get(lk)
-                if isinstance(steps, list) and 1 <= value <= len(steps):
-                    return _short(f"step {value} of {len(steps)}: {_short(steps[value - 1], STEP_CHARS)}", STEP_CHARS)
-            return f"step {value}"
-        return _short(value, STEP_CHARS)
-    return None
-
-
-def episode_text(title: str, state: dict[str, Any], outcome: str) -> str:
-    """The episode memory of a finished task: "Task: <title>. Approach: <...>. Outcome: <outcome>."
-
-    The approach comes from the state's ``approach`` / ``plan`` / ``decisions`` /
-    ``notes`` / ``done_steps`` / ``done`` / ``steps`` (first present), cut to APPROACH_CHARS.
-    """
-    approach = None
-    for key in _APPROACH_KEYS:
-        value = state.get(key)
-        if value in (None, "", [], {}):
-            continue
-        if isinstance(value, list):
-            value = "; ".join(_short(x, APPROACH_CHARS) for x in value)
-        approach = _short(value, APPROACH_CHARS)
-        break
-    parts = [f"Task: {title.strip().rstrip('.')}."]
-    if approach:
-        parts.append(f"Approach: {approach.rstrip('.')}.")
-    parts.append(f"Outcome: {outcome.strip().rstrip('.')}.")
-    return " ".join(parts)
-
-
+# ---------------------------------------------------------------------- checks and views
 def _check_task_id(task_id: str) -> str:
     t = (task_id or "").strip()
     if not t or len(t) > MAX_TASK_ID_CHARS or not _TASK_ID_RE.match(t):
@@ -318,26 +258,6 @@ async def open_tasks(rt: Runtime, scope: Scope, limit: int) -> list[TaskRow]:
     rows, _ = await TaskStore.on(rt.facts).list_tasks(scope.user_id, scope.projects_read, rt.clock.now(),
                                                       limit=limit)
     return rows
-
-
-async def deictic_query(rt: Runtime, scope: Scope, query: str) -> tuple[str, str | None]:
-    """The query recall should search, and a note when it was changed.
-
-    A query that only points ("continue", "上次那个方案") is replaced by the scope's most
-    recent open task (title, current step) followed by the query; otherwise the query
-    is returned unchanged with no note.
-    """
-    d = detect_deixis(query)
-    if not d.deictic:
-        return query, None
-    rows = await open_tasks(rt, scope, 1)
-    if not rows:
-        return query, (f"the query {query!r} {d.reason}, but there is no open task in this scope to resolve it; "
-                       "searched as written")
-    t = rows[0]
-    enriched = enrich_query(query, t.title, task_step(t.state))
-    return enriched, (f"the query {query!r} {d.reason}; searched for the current task instead: {enriched!r} "
-                      f"(task {t.task_id!r}, {t.status}, version {t.version})")
 
 
 async def sweep_tasks(rt: Runtime) -> int:

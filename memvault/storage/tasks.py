@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memvault.policy.tasks import state_json
 from memvault.storage.database import Database
 from memvault.storage.facts import FactStore
 from memvault.vocabulary import (
@@ -69,14 +70,6 @@ def _task(r: Sequence[Any]) -> TaskRow:
     return TaskRow(user_id=user_id, project=project, task_id=task_id, title=title, status=status,
                    version=version, state=json.loads(state), created_at=created_at, updated_at=updated_at,
                    expires_at=expires_at, ttl_days=ttl_days, outcome=outcome, episode_id=episode_id, actor=actor)
-
-
-def state_json(state: dict[str, Any] | list[Any]) -> str:
-    """The stored form of a state: compact JSON, UTF-8 kept (its byte length is what the limit counts).
-
-    Also how a list inside a state is shown. Raises ValueError / TypeError on a value JSON cannot hold.
-    """
-    return json.dumps(state, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 class TaskStore:
