@@ -261,17 +261,18 @@ def _doctor(data_dir: Path, model_cache: Path) -> subprocess.CompletedProcess[st
 
 
 async def test_doctor_shows_the_owner_and_a_stale_socket_with_its_fix(data_dir, model_cache):
-    async with forwarded_client(data_dir, model_cache) as c:
+    async with forwarded_client(data_dir, model_cache, owner_idle_s=120) as c:  # no idle exit before the kill
         await remember(c, "The on-call rotation changes every Monday")
         pid = owner_pid(data_dir)
         running = await anyio.to_thread.run_sync(_doctor, data_dir, model_cache)
         assert f"owner         pid {pid}, memvault" in running.stdout and "1 connection(s)" in running.stdout
         assert "no problems found" in running.stdout and running.returncode == 0
-        assert pid is not None
-        os.kill(pid, signal.SIGKILL)
-        while alive(pid):  # noqa: ASYNC110 - polling another process, no event to wait on
-            await anyio.sleep(0.05)
-        dead = await anyio.to_thread.run_sync(_doctor, data_dir, model_cache)
+    # Killed after its client left (a connected forwarder would start a new owner at once).
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    while alive(pid):  # noqa: ASYNC110 - polling another process, no event to wait on
+        await anyio.sleep(0.05)
+    dead = await anyio.to_thread.run_sync(_doctor, data_dir, model_cache)
     files = owner_files(data_dir)
     assert dead.returncode == 1
     assert f"stale socket {files.socket}" in dead.stdout and f"rm {files.socket}" in dead.stdout
