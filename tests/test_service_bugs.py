@@ -35,27 +35,10 @@ from memvault.mcp.app import build_server
 from memvault.policy.ranking import pick_evictions
 from memvault.policy.text import content_hash
 from memvault.service.indexing import embed_passages, index_rows
-from memvault.service.runtime import Runtime, default_embedder
+from memvault.service.runtime import Runtime
 from memvault.storage.facts import FactStore, MemoryRow
+from tests.conftest import call
 from tests.corpus import filler_memories
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="session")
-def bugs_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One converted model folder for every server of this module's session."""
-    return tmp_path_factory.mktemp("bugs-models")
-
-
-@pytest.fixture(scope="session")
-def shared_embedder(bugs_model_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Embedder:
-    """The real embedding model, loaded once and handed to every server."""
-    settings = Settings(data_dir=tmp_path_factory.mktemp("bugs-loader"), model_cache_dir=bugs_model_cache)
-    return default_embedder(settings)
 
 
 def settings_for(data_dir: Path, cache: Path, **extra: Any) -> Settings:
@@ -69,15 +52,6 @@ async def served(settings: Settings, embedder: Embedder) -> AsyncIterator[Client
     server = build_server(settings, load_embedder=lambda _s: embedder, cwd=settings.storage.data_dir)
     async with Client(server, read_timeout_seconds=180) as client:
         yield client
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    """Call a tool; return its structured result; fail the test on a tool error."""
-    res = await client.call_tool(tool, arguments)
-    text = " ".join(getattr(c, "text", "") for c in res.content)
-    assert not res.is_error, f"{tool} failed: {text}"
-    assert res.structured_content is not None, f"{tool} returned no structured content: {text}"
-    return res.structured_content
 
 
 def db_rows(data_dir: Path, sql: str, params: tuple = ()) -> list[tuple]:
@@ -98,9 +72,9 @@ def active_with_hash(data_dir: Path, text: str) -> list[str]:
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_key_wins_on_the_exact_duplicate_path(tmp_path, bugs_model_cache, shared_embedder):
+async def test_key_wins_on_the_exact_duplicate_path(tmp_path, model_cache, shared_embedder):
     d = tmp_path / "d"
-    async with served(settings_for(d, bugs_model_cache), shared_embedder) as c:
+    async with served(settings_for(d, model_cache), shared_embedder) as c:
         npm = await call(c, "remember", content="The user prefers npm", kind="preference", key="pref.pm")
         pnpm = await call(c, "remember", content="The user prefers pnpm", kind="preference", tags=["js"])
         assert npm["status"] == pnpm["status"] == "stored"
@@ -133,9 +107,9 @@ async def test_key_wins_on_the_exact_duplicate_path(tmp_path, bugs_model_cache, 
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_key_wins_on_the_near_duplicate_path(tmp_path, bugs_model_cache, shared_embedder):
+async def test_key_wins_on_the_near_duplicate_path(tmp_path, model_cache, shared_embedder):
     d = tmp_path / "d"
-    async with served(settings_for(d, bugs_model_cache), shared_embedder) as c:
+    async with served(settings_for(d, model_cache), shared_embedder) as c:
         # no keyed row yet: the near duplicate takes the key
         loose = await call(c, "remember", content="The user prefers tabs for indentation", kind="preference")
         keyed = await call(c, "remember", content="The user prefers tabs for indentation.", kind="preference",
@@ -159,9 +133,9 @@ async def test_key_wins_on_the_near_duplicate_path(tmp_path, bugs_model_cache, s
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_same_text_under_another_key_is_its_own_slot(tmp_path, bugs_model_cache, shared_embedder):
+async def test_same_text_under_another_key_is_its_own_slot(tmp_path, model_cache, shared_embedder):
     d = tmp_path / "d"
-    async with served(settings_for(d, bugs_model_cache), shared_embedder) as c:
+    async with served(settings_for(d, model_cache), shared_embedder) as c:
         a = await call(c, "remember", content="The user wants answers in English", kind="preference",
                        key="pref.language")
         b = await call(c, "remember", content="The user wants answers in English", kind="preference",
@@ -177,9 +151,9 @@ async def test_same_text_under_another_key_is_its_own_slot(tmp_path, bugs_model_
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_exact_duplicate_with_supersedes_leaves_one_active_row(tmp_path, bugs_model_cache, shared_embedder):
+async def test_exact_duplicate_with_supersedes_leaves_one_active_row(tmp_path, model_cache, shared_embedder):
     d = tmp_path / "d"
-    async with served(settings_for(d, bugs_model_cache), shared_embedder) as c:
+    async with served(settings_for(d, model_cache), shared_embedder) as c:
         pg = await call(c, "remember", content="The billing service stores invoices in Postgres", kind="fact")
         old = await call(c, "remember", content="The billing service stores invoices in MongoDB", kind="fact")
         r = await call(c, "remember", content="The billing service stores invoices in Postgres", kind="fact",
@@ -231,9 +205,9 @@ async def _fill(settings: Settings, embedder: Embedder, texts: list[str], create
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_forget_query_reaches_behind_1100_newer_memories(tmp_path, bugs_model_cache, shared_embedder):
+async def test_forget_query_reaches_behind_1100_newer_memories(tmp_path, model_cache, shared_embedder):
     d = tmp_path / "d"
-    s = settings_for(d, bugs_model_cache)
+    s = settings_for(d, model_cache)
     target = "The staging VPN profile is named acme-stg-eu and lives in the team vault"
     now = time.time()
     await _fill(s, shared_embedder, [target], created_at=now - 10 * 86400)
@@ -279,9 +253,9 @@ async def test_forget_query_reaches_behind_1100_newer_memories(tmp_path, bugs_mo
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_recall_is_annotated_as_the_writer_it_is(tmp_path, bugs_model_cache, shared_embedder):
+async def test_recall_is_annotated_as_the_writer_it_is(tmp_path, model_cache, shared_embedder):
     d = tmp_path / "d"
-    async with served(settings_for(d, bugs_model_cache), shared_embedder) as c:
+    async with served(settings_for(d, model_cache), shared_embedder) as c:
         tools = {t.name: t for t in (await c.list_tools()).tools}
         ann = tools["recall"].annotations
         assert ann.read_only_hint is False and ann.destructive_hint is False
@@ -296,12 +270,12 @@ async def test_recall_is_annotated_as_the_writer_it_is(tmp_path, bugs_model_cach
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_write_at_capacity_reads_a_bounded_number_of_rows(tmp_path, bugs_model_cache, shared_embedder,
+async def test_write_at_capacity_reads_a_bounded_number_of_rows(tmp_path, model_cache, shared_embedder,
                                                                 monkeypatch):
     d = tmp_path / "d"
     cap = 40
     base = filler_memories(cap)
-    async with served(settings_for(d, bugs_model_cache, capacity_per_scope=cap), shared_embedder) as c:
+    async with served(settings_for(d, model_cache, capacity_per_scope=cap), shared_embedder) as c:
         ids = []
         for i, text in enumerate(base):
             r = await call(c, "remember", content=text, importance=0.05 if i == 7 else 0.6)
@@ -355,7 +329,7 @@ async def test_lowest_retention_agrees_with_the_policy(tmp_path):
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_index_docs_reads_each_file_once(tmp_path, bugs_model_cache, shared_embedder, monkeypatch):
+async def test_index_docs_reads_each_file_once(tmp_path, model_cache, shared_embedder, monkeypatch):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "guide.md").write_text("# Guide\n\nInstall with pnpm install, then run pnpm build.\n")
@@ -369,7 +343,7 @@ async def test_index_docs_reads_each_file_once(tmp_path, bugs_model_cache, share
         return real(self)
 
     monkeypatch.setattr(Path, "read_bytes", counting)
-    s = settings_for(tmp_path / "d", bugs_model_cache, docs_allowed_dirs=[docs])
+    s = settings_for(tmp_path / "d", model_cache, docs_allowed_dirs=[docs])
     async with served(s, shared_embedder) as c:
         res = await call(c, "index_docs", paths=[str(docs)])
         assert res["added"] == 2, res
@@ -390,7 +364,7 @@ async def test_index_docs_reads_each_file_once(tmp_path, bugs_model_cache, share
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_cpu_heavy_policy_work_runs_off_the_event_loop(tmp_path, bugs_model_cache, shared_embedder,
+async def test_cpu_heavy_policy_work_runs_off_the_event_loop(tmp_path, model_cache, shared_embedder,
                                                              monkeypatch):
     loop_thread = threading.get_ident()
     on_loop: Counter[str] = Counter()
@@ -420,7 +394,7 @@ async def test_cpu_heavy_policy_work_runs_off_the_event_loop(tmp_path, bugs_mode
     (docs / "notes.md").write_text("# Notes\n\n" + "\n\n".join(filler_memories(120)) + "\n")
     long_text = "The data pipeline runbook: " + " ".join(filler_memories(28))
     assert 1500 < len(long_text) <= 2000  # a forget query may be this long too
-    s = settings_for(tmp_path / "d", bugs_model_cache, docs_allowed_dirs=[docs])
+    s = settings_for(tmp_path / "d", model_cache, docs_allowed_dirs=[docs])
     async with served(s, shared_embedder) as c:
         r = await call(c, "remember", content=long_text, kind="procedure", tags=["runbook"])
         assert r["status"] == "stored", r
