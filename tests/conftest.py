@@ -40,7 +40,7 @@ CLIENT_NAME = "memvault-tests"
 """The name the in-process test client reports (a memory's default ``source``)."""
 
 # Settings of the test process itself, not of memvault: kept when MEMVAULT_* is cleared.
-_TEST_KNOBS = {"MEMVAULT_REFERENCE_TOKENIZER"}
+_TEST_KNOBS = {"MEMVAULT_REFERENCE_TOKENIZER", "MEMVAULT_CONFORMANCE_BIN"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
