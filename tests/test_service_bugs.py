@@ -9,7 +9,6 @@ index_docs reading each file once, and CPU-heavy policy work kept off the event 
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 import uuid
@@ -37,7 +36,7 @@ from memvault.policy.text import content_hash
 from memvault.service.indexing import embed_passages, index_rows
 from memvault.service.runtime import Runtime
 from memvault.storage.facts import FactStore, MemoryRow
-from tests.conftest import call
+from tests.conftest import call, db_rows
 from tests.corpus import filler_memories
 
 
@@ -52,14 +51,6 @@ async def served(settings: Settings, embedder: Embedder) -> AsyncIterator[Client
     server = build_server(settings, load_embedder=lambda _s: embedder, cwd=settings.storage.data_dir)
     async with Client(server, read_timeout_seconds=180) as client:
         yield client
-
-
-def db_rows(data_dir: Path, sql: str, params: tuple = ()) -> list[tuple]:
-    con = sqlite3.connect(data_dir / "memvault.db")
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 def active_with_hash(data_dir: Path, text: str) -> list[str]:
