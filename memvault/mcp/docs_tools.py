@@ -21,13 +21,10 @@ from pydantic import Field
 
 from memvault.mcp.ctx import Ctx, runtime
 from memvault.mcp.errors import reported
-from memvault.mcp.scope import client_roots, resolve_scope
+from memvault.mcp.scope import Roots, resolve_scope
 from memvault.service.docs_index import index_docs as index_handler
 from memvault.service.docs_models import IndexDocsResult, SearchDocsResult
 from memvault.service.docs_search import search_docs as search_handler
-
-# The same resolver as the memory tools: roots asked once per connection, for the project.
-Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
 
 Collection = Annotated[
     str | None,

@@ -10,13 +10,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.resolve import Resolve
-from mcp_types import ListRootsResult, ToolAnnotations
+from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from memvault.mcp.ctx import Ctx, client_name, runtime
 from memvault.mcp.errors import reported
-from memvault.mcp.scope import client_roots, resolve_scope
+from memvault.mcp.scope import Roots, resolve_scope
 from memvault.service.forget import ForgetArgs
 from memvault.service.forget import forget as forget_handler
 from memvault.service.models import ForgetResult, RecallResult, RememberResult
@@ -25,9 +24,6 @@ from memvault.service.recall import recall as recall_handler
 from memvault.service.remember import RememberArgs
 from memvault.service.remember import remember as remember_handler
 from memvault.vocabulary import KINDS, Kind
-
-# Filled by the SDK (not by the model): the client's MCP roots when they decide the scope.
-Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
 
 RecallProject = Annotated[
     str | None,

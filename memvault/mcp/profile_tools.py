@@ -26,12 +26,12 @@ from mcp.server.mcpserver.resolve import (
     build_resolver_plans,
     resolve_arguments,
 )
-from mcp_types import InputRequiredResult, ListRootsResult, ToolAnnotations
+from mcp_types import InputRequiredResult, ToolAnnotations
 from pydantic import Field
 
 from memvault.mcp.ctx import Ctx, client_name, runtime
 from memvault.mcp.errors import reported
-from memvault.mcp.scope import client_roots, resolve_scope
+from memvault.mcp.scope import Roots, client_roots, resolve_scope
 from memvault.service.errors import MemvaultError
 from memvault.service.models import Scope
 from memvault.service.profile import context_block, profile_markdown
@@ -47,8 +47,6 @@ log = logging.getLogger(__name__)
 PROFILE_URI = "memvault://profile"
 TASK_URI = "memvault://tasks/{task_id}"
 
-# The same resolver as the memory tools: roots asked once per connection, for the project.
-Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
 Project = Annotated[
     str | None,
     Field(description="Omit for the current project; '' for the user's global scope."),

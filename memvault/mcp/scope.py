@@ -20,12 +20,12 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.resolve import ListRoots
+from mcp.server.mcpserver.resolve import ListRoots, Resolve
 from mcp_types import ListRootsResult, NotificationParams
 
 from memvault.config import Settings
@@ -114,6 +114,10 @@ async def client_roots(ctx: Context, project: str | None = None) -> ListRoots | 
             memo.asked.clear()
         memo.asked[ctx.request_id] = memo.changes
     return ListRoots()
+
+
+Roots = Annotated[ListRootsResult | None, Resolve(client_roots)]
+"""A tool parameter the SDK fills (not the model): the client's roots when they decide the scope."""
 
 
 async def on_roots_list_changed(ctx: ServerRequestContext[Any, Any], _params: NotificationParams) -> None:
