@@ -12,11 +12,16 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.runner import serve_dual_era_loop
 from mcp_types import InputRequiredResult, NotificationParams
+from mcp_types import Prompt as MCPPrompt
+from mcp_types import Resource as MCPResource
+from mcp_types import ResourceTemplate as MCPResourceTemplate
+from mcp_types import Tool as MCPTool
 
 from memvault import __version__
 from memvault.config import Settings
 from memvault.mcp.docs_tools import register_doc_tools
 from memvault.mcp.lifespan import make_lifespan, shared_lifespan
+from memvault.mcp.listing import lean_description, lean_schema
 from memvault.mcp.memory_tools import register_memory_tools
 from memvault.mcp.profile_tools import PROFILE_URI, read_profile, register_profile_tools
 from memvault.mcp.scope import Workspace, on_roots_list_changed
@@ -48,6 +53,9 @@ class MemvaultServer(MCPServer):
     The SDK hands static resources no Context (only templates get one), yet the
     ``memvault://profile`` resource needs the runtime and the caller's scope; every other
     URI is read as the SDK does.
+
+    Listings (tools, prompts, resources) are the SDK's, made lean by
+    ``memvault.mcp.listing``: they sit in the model's context on every turn.
     """
 
     def __init__(self, *args: Any, workspace: Workspace, **kwargs: Any) -> None:
@@ -61,6 +69,32 @@ class MemvaultServer(MCPServer):
         self._lowlevel_server.add_notification_handler(
             "notifications/roots/list_changed", NotificationParams, on_roots_list_changed
         )
+
+    async def list_tools(self) -> list[MCPTool]:
+        """The SDK's tool list with plain descriptions and schemas without pydantic's redundancy."""
+        return [t.model_copy(update={"description": lean_description(t.description),
+                                     "input_schema": lean_schema(t.input_schema),
+                                     "output_schema": lean_schema(t.output_schema)})
+                for t in await super().list_tools()]
+
+    async def list_prompts(self) -> list[MCPPrompt]:
+        """The SDK's prompt list with plain descriptions."""
+        prompts = await super().list_prompts()
+        for p in prompts:
+            p.description = lean_description(p.description)
+            for arg in p.arguments or []:
+                arg.description = lean_description(arg.description)
+        return prompts
+
+    async def list_resources(self) -> list[MCPResource]:
+        """The SDK's resource list with plain descriptions."""
+        return [r.model_copy(update={"description": lean_description(r.description)})
+                for r in await super().list_resources()]
+
+    async def list_resource_templates(self) -> list[MCPResourceTemplate]:
+        """The SDK's resource template list with plain descriptions."""
+        return [r.model_copy(update={"description": lean_description(r.description)})
+                for r in await super().list_resource_templates()]
 
     async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
         """Read ``uri``: the profile from the caller's scope, anything else through the SDK."""

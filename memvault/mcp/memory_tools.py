@@ -23,7 +23,7 @@ from memvault.service.recall import RecallArgs
 from memvault.service.recall import recall as recall_handler
 from memvault.service.remember import RememberArgs
 from memvault.service.remember import remember as remember_handler
-from memvault.vocabulary import KINDS, Kind
+from memvault.vocabulary import Kind
 
 RecallProject = Annotated[
     str | None,
@@ -62,7 +62,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
         content: Annotated[str, Field(description="One self-contained statement worth keeping, e.g. 'The user prefers pnpm over npm'.")],
         ctx: Ctx,
         roots: Roots,
-        kind: Annotated[Kind, Field(description=" | ".join(KINDS))] = "fact",
+        kind: Annotated[Kind, Field(description="episode and note expire by default (180 / 90 days); the others are kept.")] = "fact",
         key: Annotated[str | None, Field(description="Stable slot, e.g. 'pref.package_manager'; a new value with the same key replaces the old.")] = None,
         tags: Annotated[list[str] | None, Field(description="Short labels for filtering.")] = None,
         importance: Annotated[float | None, Field(description="0..1; omit to let memvault score it.")] = None,
