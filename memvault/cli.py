@@ -1,4 +1,4 @@
-"""Console script ``memvault``: serve, doctor, reindex, stats.
+"""Console script ``memvault``: serve, doctor, reindex, index, stats, client-config.
 
 ``memvault serve`` runs the MCP server on stdio (stdout is the protocol: everything
 else goes to stderr). Flags override ``MEMVAULT_*`` environment settings.
@@ -176,6 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
     from memvault.cli_index import add_parser as add_index_parser
 
     add_index_parser(sub, common)
+
+    from memvault.cli_clients import add_parser as add_clients_parser
+
+    add_clients_parser(sub)
 
     sp = sub.add_parser("stats", help="counts of stored memories")
     common(sp)
