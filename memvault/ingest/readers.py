@@ -183,12 +183,69 @@ _BLOCK_TAGS = frozenset({
 _HEADING_TAGS = {f"h{i}": i for i in range(1, 7)}
 
 
-class _LineKeepingText(HTMLParser):
+# What closes each kind of markup in the standard library's parser: every tag, declaration
+# and processing instruction ends at ">", a comment at "--" [spaces] ">", a marked section
+# (<![CDATA[ ...) at "]" [spaces] ">".
+_COMMENT_CLOSE = re.compile(r"--\s*>")
+_SECTION_CLOSE = re.compile(r"\]\s*>")
+
+
+class _LinearHTMLParser(HTMLParser):
+    """``HTMLParser`` that gives up at once on markup whose closer never comes.
+
+    The standard library's parser, in releases before mid-2025, retries every ``<`` whose
+    markup is unclosed by searching to the end of the input, then moves on by one
+    character: quadratic on text such as ``"impl<" * 20000`` (5.6 s) or ``"<!" * n``.
+    Here each parse step first checks that its closer occurs somewhere after it (the last
+    position of each closer is found once per buffer); when it does not, the step answers
+    "incomplete" at once and the parser treats the ``<`` as text, as it would have after
+    its search. What is parsed is unchanged; the work is linear.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self._closers = (-1, -1, -1)
+
+    def _measure(self, rawdata: str) -> None:
+        """Last start of ">", a comment closer and a section closer in ``rawdata``."""
+        comment = section = -1
+        for m in _COMMENT_CLOSE.finditer(rawdata):
+            comment = m.start()
+        for m in _SECTION_CLOSE.finditer(rawdata):
+            section = m.start()
+        self._closers = (rawdata.rfind(">"), comment, section)
+
+    def feed(self, data: str) -> None:
+        self._measure(self.rawdata + data)
+        super().feed(data)
+
+    def close(self) -> None:
+        self._measure(self.rawdata)  # the buffer was cut to what feed left unparsed
+        super().close()
+
+    def parse_starttag(self, i: int) -> int:
+        return -1 if i >= self._closers[0] else super().parse_starttag(i)
+
+    def parse_endtag(self, i: int) -> int:
+        return -1 if i >= self._closers[0] else super().parse_endtag(i)
+
+    def parse_pi(self, i: int) -> int:
+        return -1 if i >= self._closers[0] else super().parse_pi(i)
+
+    def parse_comment(self, i: int, report: int = 1) -> int:
+        return -1 if i >= self._closers[1] else super().parse_comment(i, report)
+
+    def parse_html_declaration(self, i: int) -> int:
+        closer = self._closers[2] if self.rawdata.startswith("<![", i) else self._closers[0]
+        return -1 if i >= closer else super().parse_html_declaration(i)
+
+
+class _LineKeepingText(_LinearHTMLParser):
     """Collects text runs on the source line where each starts, so line N of the output
     is the text of line N of the HTML."""
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
+        super().__init__()
         self.lines: list[list[str]] = [[]]
         self.skip_depth = 0
         # open heading: [line of its first text (0 = none yet), level, text parts]
