@@ -232,7 +232,7 @@ class _LinearHTMLParser(HTMLParser):
     def parse_pi(self, i: int) -> int:
         return -1 if i >= self._closers[0] else super().parse_pi(i)
 
-    def parse_comment(self, i: int, report: int = 1) -> int:
+    def parse_comment(self, i: int, report: bool = True) -> int:
         return -1 if i >= self._closers[1] else super().parse_comment(i, report)
 
     def parse_html_declaration(self, i: int) -> int:
