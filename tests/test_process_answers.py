@@ -219,6 +219,50 @@ async def test_every_request_is_answered(tmp_path, model_cache, shared_embedder,
         assert await c.close_stdin_and_wait() == 0
 
 
+async def test_every_request_is_answered_over_http(tmp_path, model_cache, shared_embedder):
+    """Over streamable HTTP the SDK answers what it cannot parse itself (HTTP 400 and a JSON-RPC
+    error, the request not left open); the server goes on answering, and SIGTERM stops it cleanly."""
+    import httpx2
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    d = tmp_path / "d"
+    proc = await anyio.open_process([MEMVAULT, "serve", "--http", "--port", str(port), "--log-level", "WARNING"],
+                                    env=_env(d, model_cache), cwd=tmp_path)
+    url = f"http://127.0.0.1:{port}/mcp"
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    try:
+        async with httpx2.AsyncClient(timeout=ANSWER_TIMEOUT_S) as http:
+            with anyio.fail_after(ANSWER_TIMEOUT_S):
+                while True:
+                    try:
+                        got = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 1,
+                                                                          "method": "initialize",
+                                                                          "params": INITIALIZE})
+                        break
+                    except httpx2.ConnectError:
+                        await anyio.sleep(0.2)
+            assert got.status_code == 200
+            headers |= {"mcp-session-id": got.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+            await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            for body in (_raw_call(2, "recall", '{"query":"abc\\ud800"}'),
+                         _raw_call(3, "recall", '{"query":"x","tags":' + "[" * 300 + "]" * 300 + "}")):
+                got = await http.post(url, headers=headers, content=body.encode())
+                assert got.status_code == 400, got.text
+                assert got.json()["error"]["code"] == -32700, got.text
+            got = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
+            assert got.status_code == 200 and "remember" in got.text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        with anyio.fail_after(EXIT_TIMEOUT_S):
+            code = await proc.wait()
+    assert code == 0
+    assert proc.stderr is not None
+    err = b"".join([chunk async for chunk in proc.stderr]).decode()
+    assert "Traceback" not in err, err  # nor at shutdown
+
+
 # --------------------------------------------------------------------------- bad configuration
 
 BAD_SETTINGS = [

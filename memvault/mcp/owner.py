@@ -88,6 +88,7 @@ class Owner:
         self.since = time.time()
         self.idle_since: float | None = time.monotonic()
         self.runtime: Runtime | Unavailable | None = None
+        self._http_server: Any = None  # the uvicorn server while serving HTTP
 
     def status(self) -> dict[str, Any]:
         """What ``memvault doctor`` shows: pid, version, start time, connections, idle seconds."""
@@ -132,7 +133,8 @@ class Owner:
                                 port=http.port, log_level="warning", lifespan="on")
         log.info("serving streamable HTTP on http://%s:%d%s (%s)", http.host, http.port, MCP_PATH,
                  "bearer tokens" if http.tokens is not None else "loopback, no token")
-        await uvicorn.Server(config).serve()
+        self._http_server = uvicorn.Server(config)
+        await self._http_server.serve()
         scope.cancel()
 
     async def _stop_when_idle(self, scope: anyio.CancelScope) -> None:
@@ -150,7 +152,12 @@ class Owner:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 log.info("signal %d: flushing and exiting", signum)
-                scope.cancel()
+                if self._http_server is not None:
+                    # uvicorn shuts down gracefully (its lifespan too), then _serve_http ends the
+                    # owner; cancelling it mid-shutdown would leave a traceback on stderr.
+                    self._http_server.should_exit = True
+                else:
+                    scope.cancel()
                 return
 
     async def _serve_one(self, stream: SocketStream) -> None:
