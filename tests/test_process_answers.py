@@ -167,8 +167,15 @@ async def test_every_request_is_answered(tmp_path, model_cache, shared_embedder,
     """Lines the MCP library cannot read get a JSON-RPC error with their id and the reason, then
     the server goes on answering (every tool's string arguments, a prompt, a resource)."""
     async with raw_server(tmp_path / "d", model_cache, mode) as c:
+        early = await c.request("tools/list")  # before initialize: the SDK said only "Invalid request parameters"
+        assert "send initialize" in early["error"]["message"], early
         assert "result" in await c.initialize()
         tools = (await c.request("tools/list"))["result"]["tools"]
+        # params of the wrong shape name the field
+        for params, said in (({"arguments": {}}, "params.name: Field required"),
+                             ({"name": "recall", "arguments": [1]}, "params.arguments: Input should be a valid")):
+            got = await c.request("tools/call", params)
+            assert got["error"]["code"] == -32602 and said in got["error"]["message"], got
         msg_id = 1
         swept = 0
         for tool in tools:

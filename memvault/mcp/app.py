@@ -18,7 +18,7 @@ from mcp_types import INTERNAL_ERROR, InputRequiredResult, NotificationParams
 from memvault import __version__
 from memvault.config import Settings
 from memvault.mcp.docs_tools import register_doc_tools
-from memvault.mcp.errors import request_failure, tool_failure
+from memvault.mcp.errors import ReasonsMiddleware, request_failure, tool_failure
 from memvault.mcp.lifespan import Unavailable, make_lifespan, shared_lifespan
 from memvault.mcp.memory_tools import register_memory_tools
 from memvault.mcp.profile_tools import PROFILE_URI, read_profile, register_profile_tools
@@ -79,6 +79,7 @@ class MemvaultServer(MCPServer):
         self._lowlevel_server.add_notification_handler(
             "notifications/roots/list_changed", NotificationParams, on_roots_list_changed
         )
+        self._lowlevel_server.middleware.append(ReasonsMiddleware())
 
     @staticmethod
     def _problem(context: Context[Any, Any] | None) -> str | None:

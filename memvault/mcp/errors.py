@@ -7,7 +7,9 @@ SDK's bare "Error executing tool <name>" / "Error rendering prompt <name>" (JSON
 0) / "Error reading resource <uri>": ``MemvaultServer`` (``memvault.mcp.app``) catches
 those and answers with ``tool_failure`` / ``request_failure`` instead, whose message is
 ``memvault.service.failures.explain``'s sentence (the cause and what to do), after
-logging the traceback to stderr.
+logging the traceback to stderr. ``ReasonsMiddleware`` does the same for the SDK's own
+"Invalid request parameters" (params of the wrong shape, a request before
+``initialize``), which names neither the parameter nor the cause.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.shared.exceptions import MCPError
@@ -64,12 +66,12 @@ def root_cause(exc: BaseException) -> BaseException:
     return exc
 
 
-def _validation_sentence(exc: ValidationError) -> str:
+def _validation_sentence(exc: ValidationError, what: str = "invalid arguments") -> str:
     parts = []
     for err in exc.errors()[:5]:
         where = ".".join(str(p) for p in err.get("loc", ())) or "the arguments"
         parts.append(f"{where}: {err.get('msg', 'invalid')}")
-    return "invalid arguments: " + "; ".join(parts)
+    return f"{what}: " + "; ".join(parts)
 
 
 def tool_failure(name: str, exc: BaseException, db: Path | None = None) -> ToolError:
@@ -97,3 +99,29 @@ def request_failure(what: str, exc: BaseException, db: Path | None = None) -> MC
     sentence = explain(cause, db=db)
     log.error("%s failed: %s", what, sentence, exc_info=cause)
     return MCPError(code=INTERNAL_ERROR, message=f"{what} failed: {sentence}")
+
+
+_SDK_BARE_INVALID_PARAMS = "Invalid request parameters"
+
+
+class ReasonsMiddleware:
+    """SDK server middleware: protocol-level rejections that name no cause get one.
+
+    Params that fail the SDK's validation (``tools/call`` without ``name``, ``arguments``
+    that are not an object) become INVALID_PARAMS naming each field and what it should
+    be; a request other than ``initialize`` before the handshake says to send
+    ``initialize`` first. Everything else passes through untouched.
+    """
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        try:
+            return await call_next(ctx)
+        except ValidationError as exc:
+            raise MCPError(code=INVALID_PARAMS,
+                           message=f"{ctx.method}: {_validation_sentence(exc, 'invalid params')}") from exc
+        except MCPError as exc:
+            if exc.error.code == INVALID_PARAMS and exc.error.message == _SDK_BARE_INVALID_PARAMS:
+                raise MCPError(code=INVALID_PARAMS,
+                               message=f"{ctx.method}: this connection is not initialized yet; send initialize "
+                                       "(then notifications/initialized) first") from exc
+            raise

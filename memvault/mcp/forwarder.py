@@ -228,6 +228,7 @@ class Forwarder:
         the client is still served, by a server in this process that lists the tools and
         answers every call with the reason (``serve_unavailable``).
         """
+        problem: str | None
         try:
             self.link = await connect_or_start(self.settings, self.hello)
         except HandshakeError as exc:
