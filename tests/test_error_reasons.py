@@ -230,6 +230,11 @@ async def test_a_full_database_says_the_disk_is_full(tmp_path, shared_embedder, 
             err = errors[0]
             assert "database or disk is full" in err, err
             assert str(d / "memvault.db") in err and "Free space" in err, err
+            # another store of the same file (task state) says the same
+            res = await c.call_tool("set_task_state", {"task_id": "full-disk", "title": "Fill the disk",
+                                                       "state": {"notes": ["a long note " * 50] * 40}})
+            text = " ".join(getattr(x, "text", "") for x in res.content)
+            assert res.is_error and "database or disk is full" in text and "Free space" in text, text
             async with rt.facts.database.transaction() as tx:
                 await tx.execute("PRAGMA max_page_count = 1073741823")
             got = await call(c, "recall", query="the first note")  # still answers, the store is whole
@@ -254,3 +259,37 @@ def test_explain_names_a_real_enospc_and_its_path():
         pytest.fail("writing /dev/full did not fail")
     assert "No space left on device" in text and "ENOSPC" in text and "/dev/full" in text, text
     assert "free space" in text, text
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="RLIMIT_FSIZE is POSIX")
+def test_explain_names_a_real_file_size_limit():
+    """A real EFBIG and SQLite's disk I/O error, from a child process with a small RLIMIT_FSIZE."""
+    import subprocess
+    import sys
+
+    child = r"""
+import os, resource, sqlite3, sys, tempfile
+from memvault.service.failures import explain
+d = tempfile.mkdtemp()
+db = os.path.join(d, "memvault.db")
+con = sqlite3.connect(db, isolation_level=None)
+con.execute("PRAGMA journal_mode=WAL")
+con.execute("CREATE TABLE t(x)")
+resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+try:
+    with open(os.path.join(d, "big"), "wb") as f:
+        f.write(b"x" * 300_000)
+except OSError as exc:
+    print("FILE", explain(exc))
+try:
+    for _ in range(100):
+        con.execute("INSERT INTO t VALUES (?)", (os.urandom(20_000),))
+except sqlite3.Error as exc:
+    from pathlib import Path
+    print("SQLITE", explain(exc, db=Path(db)))
+"""
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = dict(line.split(" ", 1) for line in out.stdout.splitlines())
+    assert "File too large (EFBIG)" in lines["FILE"] and "size limit" in lines["FILE"], lines
+    assert "memvault.db" in lines["SQLITE"] and "file size limit" in lines["SQLITE"], lines

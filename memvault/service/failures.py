@@ -39,8 +39,11 @@ def _os_sentence(exc: OSError) -> str:
     name = _errno_name(exc.errno)
     where = f" at {exc.filename}" if exc.filename else ""
     head = f"{reason}{f' ({name})' if name else ''}{where}"
+    if exc.errno == errno.EFBIG:
+        return (f"{head}: the file reached a size limit (this process's ulimit -f, or the file system's largest "
+                "file); raise the limit, then try again")
     if exc.errno in _DISK_FULL:
-        return f"{head}: the disk (or the file size limit) is full; free space there and try again"
+        return f"{head}: the disk (or your quota) is full; free space there and try again"
     if exc.errno in _NO_ACCESS:
         return f"{head}: memvault may not write there; fix the permissions or point MEMVAULT_DATA_DIR elsewhere"
     if exc.errno == errno.ENOENT:
@@ -66,9 +69,14 @@ def _sqlite_sentence(exc: sqlite3.Error, db: Path | None) -> str:
                 "user, or point MEMVAULT_DATA_DIR elsewhere")
     if "not a database" in low or "malformed" in low or "corrupt" in low:
         return (f"the memory database{where} is damaged ({text}); run `memvault doctor` for what to do")
-    if "disk i/o" in low or "unable to open" in low:
-        return f"the memory database{where} could not be read or written ({text}); check the disk and its permissions"
-    return f"the memory database{where} failed: {text}"
+    code = getattr(exc, "sqlite_errorname", None)
+    said = f"{text}, {code}" if code else text
+    if "disk i/o" in low:
+        return (f"the memory database{where} could not be written or read ({said}): the disk may be full, failing "
+                "or over this process's file size limit (ulimit -f); check it, then try again")
+    if "unable to open" in low:
+        return f"the memory database{where} could not be opened ({said}); check the disk and its permissions"
+    return f"the memory database{where} failed: {said}"
 
 
 def explain(exc: BaseException, *, db: Path | None = None) -> str:
