@@ -103,3 +103,13 @@ def test_a_batch_gets_one_answer_per_request():
 def test_an_id_holding_a_surrogate_is_echoed_as_an_escape():
     [got] = answers('{"jsonrpc":"2.0","id":"x\\ud800","method":"ping"}')
     assert got["id"] == "x\ud800"
+
+
+def test_a_reply_utf8_cannot_carry_is_sent_with_replacements():
+    """A result holding a lone surrogate would make the SDK's writer fail and end the connection."""
+    from memvault.mcp.transport import _encode
+
+    reply = types.JSONRPCResponse(jsonrpc="2.0", id=5, result={"text": "ok \ud800 ok", "n": 1})
+    line = _encode(reply)
+    assert json.loads(line) == {"jsonrpc": "2.0", "id": 5, "result": {"text": "ok \ufffd ok", "n": 1}}
+    line.encode("utf-8")  # the wire's encoding accepts it

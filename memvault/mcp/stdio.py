@@ -106,13 +106,25 @@ async def stdin_lines(fd: int) -> AsyncIterator[bytes]:
 
 
 async def cancel_on_signals(scope: anyio.CancelScope, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-    """Cancel ``scope`` on the first SIGINT or SIGTERM (start with ``tg.start``: listening once it returns)."""
-    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+    """Cancel ``scope`` on the first SIGINT or SIGTERM (start with ``tg.start``: listening once it returns).
+
+    Where the event loop cannot receive signals (Windows), the default handling stays.
+    """
+    try:
+        receiver = anyio.open_signal_receiver(*STOP_SIGNALS)
+        signals = receiver.__enter__()
+    except NotImplementedError:
+        task_status.started()
+        await anyio.sleep_forever()
+        return
+    try:
         task_status.started()
         async for signum in signals:
             log.info("%s: stopping", signal.Signals(signum).name)
             scope.cancel()
             return
+    finally:
+        receiver.__exit__(None, None, None)
 
 
 async def serve_stdio(server: Any) -> None:
