@@ -409,9 +409,11 @@ async def test_a_signal_stops_the_owner(tmp_path, model_cache, shared_embedder):
         assert "result" in await c.request("tools/list")
         pid = _owner_pid(d)
         assert pid is not None
+        # the client leaves first (its forwarder would start a new owner otherwise); the owner stays
+        assert await c.close_stdin_and_wait() == 0
+        assert _alive(pid)
         os.kill(pid, signal.SIGINT)
         with anyio.fail_after(EXIT_TIMEOUT_S):
             while _alive(pid):  # noqa: ASYNC110 - another process: nothing to wait on but its pid
                 await anyio.sleep(0.1)
-        assert await c.close_stdin_and_wait() == 0
     assert not owner_files(d).socket.exists()
