@@ -17,9 +17,17 @@ from pathlib import Path
 
 from memvault import __version__
 
+LINGER_S = 2.0
+"""After serving, how long the process waits for library threads to end before it exits anyway (seconds)."""
+
+_FLAGS = {"data_dir": "--data-dir", "user_id": "--user", "project": "--project"}
+
+log = logging.getLogger("memvault")
+
 
 def _settings(args: argparse.Namespace):
-    from memvault.config import Settings
+    """The settings with the command's flags applied; raises ConfigError (one line: what, value, allowed)."""
+    from memvault.config import load_settings
 
     overrides = {}
     if getattr(args, "data_dir", None):
@@ -28,7 +36,7 @@ def _settings(args: argparse.Namespace):
         overrides["user_id"] = args.user
     if getattr(args, "project", None) is not None:
         overrides["project"] = args.project
-    return Settings(**overrides)
+    return load_settings({k: v for k, v in _FLAGS.items() if k in overrides}, **overrides)
 
 
 def _log_to_stderr(level: str) -> None:
@@ -44,7 +52,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     the owner itself (what forwarders start)."""
     os.umask(0o077)  # data dir 0700, files 0600, including the vector engine's
     _log_to_stderr(args.log_level)
-    settings = _settings(args)
+    from memvault.config import ConfigError
+
+    try:
+        settings = _settings(args)
+    except ConfigError as exc:
+        # One line on stderr; a stdio client is still answered, each call with this sentence.
+        log.error("%s", exc)
+        if args.http or args.owner:
+            return 2
+        import anyio
+
+        from memvault.mcp.forwarder import serve_unavailable
+
+        anyio.run(serve_unavailable, str(exc))
+        return 2
     if args.http:
         from memvault.mcp.owner import http_endpoint, run_owner
         from memvault.service.errors import InvalidArgument
@@ -60,9 +82,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         return run_owner(settings)
     if args.no_owner or not settings.server.owner or not hasattr(socket, "AF_UNIX"):
-        from memvault.mcp.app import build_server
+        import anyio
 
-        build_server(settings).run("stdio")
+        from memvault.mcp.app import build_server
+        from memvault.mcp.stdio import serve_stdio
+
+        anyio.run(serve_stdio, build_server(settings))
         return 0
     from memvault.mcp.forwarder import run_forwarder
 
@@ -75,9 +100,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     _log_to_stderr("WARNING")
     import anyio
 
+    from memvault.config import ConfigError
     from memvault.mcp.doctor import run_doctor
 
-    return anyio.run(run_doctor, _settings(args), lambda line: sys.stdout.write(line + "\n"))
+    try:
+        settings = _settings(args)
+    except ConfigError as exc:
+        sys.stdout.write(f"PROBLEM       {exc}\n")
+        return 2
+    return anyio.run(run_doctor, settings, lambda line: sys.stdout.write(line + "\n"))
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
@@ -128,11 +159,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if not settings.db_path.exists():
         sys.stdout.write(json.dumps({"data_dir": str(settings.storage.data_dir), "memories": 0}) + "\n")
         return 0
-    con = sqlite3.connect(f"file:{settings.db_path}?mode=ro", uri=True)
-    rows = con.execute(
-        "SELECT user_id, project, kind, status, COUNT(*) FROM memories GROUP BY 1,2,3,4 ORDER BY 1,2,3,4"
-    ).fetchall()
-    con.close()
+    try:
+        con = sqlite3.connect(f"file:{settings.db_path}?mode=ro", uri=True)
+        try:
+            rows = con.execute(
+                "SELECT user_id, project, kind, status, COUNT(*) FROM memories GROUP BY 1,2,3,4 ORDER BY 1,2,3,4"
+            ).fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        from memvault.service.errors import StoreUnavailable
+        from memvault.service.failures import open_failure
+
+        raise StoreUnavailable(open_failure(exc, settings.storage.data_dir, settings.db_path)) from exc
     out = [dict(zip(("user_id", "project", "kind", "status", "count"), r, strict=True)) for r in rows]
     sys.stdout.write(json.dumps({"data_dir": str(settings.storage.data_dir), "groups": out}, indent=2) + "\n")
     return 0
@@ -192,4 +231,40 @@ def main(argv: list[str] | None = None) -> int:
     # Before anything imports onnxruntime: no device id written under ~/.cache/Microsoft.
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    from memvault.config import ConfigError
+    from memvault.service.errors import MemvaultError
+
+    try:
+        code = args.func(args)
+    except ConfigError as exc:  # the other commands: one line, no traceback
+        sys.stderr.write(f"memvault {args.command}: {exc}\n")
+        return 2
+    except MemvaultError as exc:  # e.g. a data dir or database that cannot be opened
+        sys.stderr.write(f"memvault {args.command}: {exc}\n")
+        return 1
+    if args.command == "serve":
+        _exit_even_if_threads_linger(code)
+    return code
+
+
+def _exit_even_if_threads_linger(code: int) -> None:
+    """End the process now if a non-daemon thread (a library's) would keep it alive after serving.
+
+    Serving is over (stdin closed, or a signal): the stores are closed and every answer
+    is written, so nothing is lost by not waiting for such a thread.
+    """
+    import threading
+
+    deadline = time.monotonic() + LINGER_S
+    for t in threading.enumerate():  # a closed connection's thread ends a moment later
+        if t is not threading.main_thread() and not t.daemon:
+            t.join(max(0.0, deadline - time.monotonic()))
+    lingering = [t.name for t in threading.enumerate()
+                 if t is not threading.main_thread() and t.is_alive() and not t.daemon]
+    if not lingering:
+        return
+    log.warning("exiting although threads still run: %s", ", ".join(lingering))
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -27,12 +27,15 @@ come from the environment.
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import platformdirs
-from pydantic import BaseModel, Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticUndefined
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from memvault.vocabulary import Kind
 
@@ -284,3 +287,77 @@ class Settings(BaseModel):
     def models_dir(self) -> Path:
         """Converted / cached embedding models."""
         return self.embedding.model_cache_dir or self.storage.data_dir / "models"
+
+
+class ConfigError(Exception):
+    """A setting has a value memvault cannot use. ``str(exc)`` is one sentence for a person:
+    each bad ``MEMVAULT_*`` variable (or command-line flag), its value, what is allowed."""
+
+
+_SECRET = re.compile(r"key|token|secret|password", re.IGNORECASE)
+_FIELD_IN_SETTINGS_ERROR = re.compile(r'field "([^"]+)"')
+
+
+def _default_of(name: str) -> str | None:
+    group = GROUP_OF.get(name)
+    if group is None:
+        return None
+    info = GROUPS[group].model_fields[name]
+    if info.default is PydanticUndefined or info.default is None:
+        return None
+    return repr(info.default) if isinstance(info.default, str) else str(info.default)
+
+
+def _shown(name: str, value: Any) -> str:
+    if _SECRET.search(name):
+        return "(hidden)"
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _problems(exc: ValidationError | SettingsError, flags: dict[str, str]) -> list[str]:
+    """One phrase per bad setting: ``MEMVAULT_RRF_K='abc' is not allowed: <what is>; unset it for the default 10``."""
+    out: list[str] = []
+    if isinstance(exc, SettingsError):
+        m = _FIELD_IN_SETTINGS_ERROR.search(str(exc))
+        name = m.group(1) if m else ""
+        var = f"MEMVAULT_{name.upper()}" if name else "a MEMVAULT_* variable"
+        value = os.environ.get(var, "")
+        cause = f" ({exc.__cause__})" if exc.__cause__ else ""
+        out.append(f"{var}={_shown(name, value)} cannot be read{cause}: it must be JSON, e.g. "
+                   f"{var}='[\"~/notes\"]'")
+        return out
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ())]
+        name = loc[0] if loc else ""
+        var = flags.get(name) or (f"MEMVAULT_{name.upper()}" if name else "a setting")
+        item = f" (item {'.'.join(loc[1:])})" if len(loc) > 1 else ""
+        default = _default_of(name)
+        tail = f"; unset it for the default {default}" if default is not None else ""
+        out.append(f"{var}={_shown(name, err.get('input'))}{item} is not allowed: {err.get('msg', 'invalid')}{tail}")
+    return out
+
+
+def load_settings(flags: dict[str, str] | None = None, **overrides: Any) -> Settings:
+    """``Settings(**overrides)``, or ConfigError naming every bad value at once.
+
+    ``flags``: setting name -> the command-line flag that gave its override (named in the
+    message instead of the environment variable), e.g. ``{"user_id": "--user"}``.
+    Raises ConfigError (its message is one line; see the class) and TypeError for an
+    override that names no setting.
+    """
+    flags = flags or {}
+    problems: list[str] = []
+    for group, cls in GROUPS.items():  # every group, so that one message names every bad variable
+        values = {k: v for k, v in overrides.items() if GROUP_OF.get(k) == group}
+        try:
+            cls(**values)
+        except (ValidationError, SettingsError) as exc:
+            problems.extend(_problems(exc, flags))
+    if not problems:
+        try:
+            return Settings(**overrides)
+        except (ValidationError, SettingsError) as exc:
+            problems = _problems(exc, flags)
+    raise ConfigError("memvault's settings are invalid: " + "; ".join(problems) + ". Fix them where memvault's "
+                      "environment is set (your MCP client's server entry, or the shell), then restart it.")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import Context
 
+from memvault.mcp.lifespan import Unavailable
+from memvault.service.errors import NotReady
 from memvault.service.runtime import Runtime
 
 Ctx = Context[Runtime]
@@ -11,8 +13,15 @@ Ctx = Context[Runtime]
 
 
 def runtime(ctx: Ctx) -> Runtime:
-    """The process's Runtime (the lifespan context built by ``memvault.mcp.lifespan``)."""
-    return ctx.request_context.lifespan_context
+    """The process's Runtime (the lifespan context built by ``memvault.mcp.lifespan``).
+
+    Raises NotReady with the problem when the server could not open its store or read
+    its settings (its lifespan context is an ``Unavailable``).
+    """
+    got: Runtime | Unavailable = ctx.request_context.lifespan_context
+    if isinstance(got, Unavailable):
+        raise NotReady(got.problem)
+    return got
 
 
 def client_name(ctx: Ctx) -> str | None:

@@ -19,6 +19,7 @@ from memvault.config import Settings
 from memvault.mcp.forwarder import owner_status
 from memvault.mcp.handshake import HandshakeError
 from memvault.mcp.owner_files import owner_files
+from memvault.service.errors import StoreUnavailable
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 
 
@@ -65,7 +66,14 @@ async def run_doctor(settings: Settings, say: Callable[[str], object]) -> int:
                                 f"rm {files.info}")
 
     t0 = time.perf_counter()
-    rt = await Runtime.open(settings)
+    try:
+        rt = await Runtime.open(settings)
+    except StoreUnavailable as exc:
+        say(f"sqlite        FAILED {settings.db_path}")
+        problems.append(str(exc))
+        for p in problems:
+            say(f"PROBLEM       {p}")
+        return 1
     try:
         say(f"sqlite        ok (schema {await rt.facts.schema_version()}) {settings.db_path}")
         if status is not None:

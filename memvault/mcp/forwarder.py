@@ -33,6 +33,9 @@ from memvault.config import Settings
 from memvault.mcp.handshake import HandshakeError, Hello
 from memvault.mcp.lines import LineReader
 from memvault.mcp.owner_files import OwnerFiles, owner_files
+from memvault.mcp.stdio import cancel_on_signals, serve_stdio, stdin_lines
+from memvault.service.datadir import prepare_data_dir
+from memvault.service.errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -217,21 +220,31 @@ class Forwarder:
         self._init_candidate: bytes | None = None
         self.refused: str | None = None
         self._stdout = anyio.wrap_file(sys.stdout.buffer)
-        self._stdin = anyio.wrap_file(sys.stdin.buffer)
 
     async def run(self) -> int:
-        """Relay until the client closes stdin; 0, or 1 when no owner could be used at all."""
+        """Relay until the client closes stdin (or SIGINT / SIGTERM); 0, or 1 when no owner could be used.
+
+        Without an owner (another version holds the data dir, the owner failed to start)
+        the client is still served, by a server in this process that lists the tools and
+        answers every call with the reason (``serve_unavailable``).
+        """
+        problem: str | None
         try:
             self.link = await connect_or_start(self.settings, self.hello)
         except HandshakeError as exc:
-            self.refused = str(exc)
-            log.error("%s", exc)
-        except OwnerUnavailable as exc:
-            self.refused = f"memvault could not start its owner process: {exc}"
-            log.error("%s", self.refused)
+            problem = str(exc)
+        except (OwnerUnavailable, OSError) as exc:
+            problem = f"memvault could not start its owner process: {exc}"
+        else:
+            problem = None
+        if problem is not None:
+            log.error("%s", problem)
+            await serve_unavailable(problem)
+            return 1
+        assert self.link is not None
         async with anyio.create_task_group() as tg:
-            if self.link is not None:
-                tg.start_soon(self._pump_owner)
+            await tg.start(cancel_on_signals, tg.cancel_scope)
+            tg.start_soon(self._pump_owner)
             await self._pump_client()
             tg.cancel_scope.cancel()
         if self.link is not None:
@@ -244,14 +257,14 @@ class Forwarder:
             await self._stdout.flush()
 
     async def _pump_client(self) -> None:
-        while line := await self._stdin.readline():
+        async for line in stdin_lines(sys.stdin.fileno()):
             if not line.strip():
                 continue
             if not line.endswith(b"\n"):
                 line += b"\n"
             try:
                 msg = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # the owner answers what it cannot read
                 msg = None
             if isinstance(msg, dict) and "method" in msg and "id" in msg and self.refused is not None:
                 await self._write_out(_error_reply(msg["id"], self.refused))
@@ -294,7 +307,7 @@ class Forwarder:
                 continue
             try:
                 msg = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 msg = None
             if isinstance(msg, dict) and "id" in msg and "method" not in msg:
                 key = _id_key(msg["id"])
@@ -351,7 +364,24 @@ class Forwarder:
             await link.stream.send(self.initialized_line)
 
 
+async def serve_unavailable(problem: str) -> None:
+    """Serve the stdio client in this process with a server that answers every call with ``problem``."""
+    from memvault.mcp.app import build_unavailable_server  # the SDK's server: only on this path
+
+    await serve_stdio(build_unavailable_server(problem))
+
+
 def run_forwarder(settings: Settings) -> int:
-    """Entry of ``memvault serve`` in owner mode: relay stdin/stdout to the owner until stdin closes."""
+    """Entry of ``memvault serve`` in owner mode: relay stdin/stdout to the owner until stdin closes.
+
+    A data dir that cannot be used (a file, read-only) starts no owner: the client is
+    served by ``serve_unavailable`` with what is wrong (returns 1).
+    """
+    try:
+        prepare_data_dir(settings.storage.data_dir, settings.db_path)
+    except StoreUnavailable as exc:
+        log.error("%s", exc)
+        anyio.run(serve_unavailable, str(exc))
+        return 1
     hello = Hello(user_id=settings.server.user_id, cwd=os.getcwd(), project=settings.server.project, pid=os.getpid())
     return anyio.run(Forwarder(settings, hello).run)

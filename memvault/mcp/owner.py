@@ -26,7 +26,6 @@ from typing import Any
 
 import anyio
 from anyio.abc import SocketStream
-from mcp.server.stdio import stdio_server
 
 from memvault import __version__
 from memvault.config import Settings
@@ -40,16 +39,21 @@ from memvault.mcp.http import (
     load_tokens,
     transport_security,
 )
-from memvault.mcp.lifespan import running_runtime
+from memvault.mcp.lifespan import Unavailable, runtime_or_problem
 from memvault.mcp.lines import LineReader, LineWriter
 from memvault.mcp.owner_files import OwnerFiles, owner_files
+from memvault.mcp.transport import line_streams
 from memvault.mcp.workspace import Workspace
-from memvault.service.errors import InvalidArgument
+from memvault.service.datadir import prepare_data_dir
+from memvault.service.errors import InvalidArgument, StoreUnavailable
 from memvault.service.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 HANDSHAKE_TIMEOUT_S = 10.0
+UNAVAILABLE_IDLE_S = 1.0
+"""Idle time of an owner that could not open its store: it answers its clients with the problem,
+then exits as soon as they leave, so that a client started after the fix gets a new owner."""
 
 
 class OwnerRunning(Exception):
@@ -83,7 +87,8 @@ class Owner:
         self.served = 0
         self.since = time.time()
         self.idle_since: float | None = time.monotonic()
-        self.runtime: Runtime | None = None
+        self.runtime: Runtime | Unavailable | None = None
+        self._http_server: Any = None  # the uvicorn server while serving HTTP
 
     def status(self) -> dict[str, Any]:
         """What ``memvault doctor`` shows: pid, version, start time, connections, idle seconds."""
@@ -102,8 +107,10 @@ class Owner:
         log.info("memvault owner %s (pid %d) serving %s on %s", __version__, os.getpid(),
                  self.settings.storage.data_dir, sock)
         try:
-            async with running_runtime(self.settings) as rt:
+            async with runtime_or_problem(self.settings) as rt:
                 self.runtime = rt
+                if self.connections == 0:
+                    self.idle_since = time.monotonic()  # idle from now on, not from the start of opening
                 async with listener, anyio.create_task_group() as tg:
                     if self.http is None:
                         tg.start_soon(self._stop_when_idle, tg.cancel_scope)
@@ -116,7 +123,7 @@ class Owner:
             self.files.info.unlink(missing_ok=True)
             log.info("memvault owner (pid %d) stopped after %d connections", os.getpid(), self.served)
 
-    async def _serve_http(self, rt: Runtime, http: HttpEndpoint, scope: anyio.CancelScope) -> None:
+    async def _serve_http(self, rt: Runtime | Unavailable, http: HttpEndpoint, scope: anyio.CancelScope) -> None:
         """Serve streamable HTTP at ``http`` with the same runtime until uvicorn stops (a signal)."""
         import uvicorn
 
@@ -126,14 +133,18 @@ class Owner:
                                 port=http.port, log_level="warning", lifespan="on")
         log.info("serving streamable HTTP on http://%s:%d%s (%s)", http.host, http.port, MCP_PATH,
                  "bearer tokens" if http.tokens is not None else "loopback, no token")
-        await uvicorn.Server(config).serve()
+        self._http_server = uvicorn.Server(config)
+        await self._http_server.serve()
         scope.cancel()
 
     async def _stop_when_idle(self, scope: anyio.CancelScope) -> None:
+        idle_s = self.settings.server.owner_idle_s
+        if isinstance(self.runtime, Unavailable):
+            idle_s = min(idle_s, UNAVAILABLE_IDLE_S)
         while True:
-            await anyio.sleep(min(1.0, self.settings.server.owner_idle_s / 4))
-            if self.idle_since is not None and time.monotonic() - self.idle_since >= self.settings.server.owner_idle_s:
-                log.info("no client for %.0f s: flushing and exiting", self.settings.server.owner_idle_s)
+            await anyio.sleep(min(1.0, idle_s / 4))
+            if self.idle_since is not None and time.monotonic() - self.idle_since >= idle_s:
+                log.info("no client for %.0f s: flushing and exiting", idle_s)
                 scope.cancel()
                 return
 
@@ -141,7 +152,12 @@ class Owner:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for signum in signals:
                 log.info("signal %d: flushing and exiting", signum)
-                scope.cancel()
+                if self._http_server is not None:
+                    # uvicorn shuts down gracefully (its lifespan too), then _serve_http ends the
+                    # owner; cancelling it mid-shutdown would leave a traceback on stderr.
+                    self._http_server.should_exit = True
+                else:
+                    scope.cancel()
                 return
 
     async def _serve_one(self, stream: SocketStream) -> None:
@@ -173,7 +189,7 @@ class Owner:
             self.idle_since = None
             try:
                 with bound(conn):
-                    async with stdio_server(reader, LineWriter(stream)) as (read_stream, write_stream):  # type: ignore[arg-type]
+                    async with line_streams(reader, LineWriter(stream).write) as (read_stream, write_stream):
                         assert self.runtime is not None
                         await self.server.serve_streams(read_stream, write_stream, self.runtime)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -211,10 +227,15 @@ def run_owner(settings: Settings, http: HttpEndpoint | None = None) -> int:
     """Entry of ``memvault serve --owner`` (and ``--http``): serve until idle (HTTP: until stopped).
 
     Returns 0, also when another owner already runs (it serves the forwarders); with
-    ``http`` that is an error (1), since the running owner serves no HTTP.
+    ``http`` that is an error (1), since the running owner serves no HTTP. 1 with one
+    line on stderr when the data dir cannot be used; a database that cannot be opened is
+    served as the problem instead (``memvault.mcp.lifespan.Unavailable``).
     """
-    settings.storage.data_dir.mkdir(parents=True, exist_ok=True)
-    settings.storage.data_dir.chmod(0o700)
+    try:
+        prepare_data_dir(settings.storage.data_dir, settings.db_path)
+    except StoreUnavailable as exc:  # nowhere to put the socket and the lock: one line, and exit
+        log.error("%s", exc)
+        return 1
     files = owner_files(settings.storage.data_dir)
     try:
         with owner_lock(files):

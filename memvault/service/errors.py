@@ -27,3 +27,8 @@ class Conflict(MemvaultError):
 
 class NotReady(MemvaultError):
     """The model or the vector index could not be loaded; the message says why and what to do."""
+
+
+class StoreUnavailable(NotReady):
+    """The data dir or its database could not be opened at start-up (not a folder, not writable,
+    not an SQLite file, a newer schema); the message says why and what to run."""

@@ -21,7 +21,9 @@ import anyio.to_thread
 from memvault.clock import Clock
 from memvault.config import Settings
 from memvault.embedding.embedder import Embedder, load_embedder
-from memvault.service.errors import NotReady
+from memvault.service.datadir import prepare_data_dir
+from memvault.service.errors import NotReady, StoreUnavailable
+from memvault.service.failures import open_failure
 from memvault.storage.facts import FactStore
 from memvault.storage.vectors import open_vector_index
 from memvault.storage.vectors.base import VectorIndex
@@ -76,11 +78,15 @@ class Runtime:
         """Create the data dir (0700) and open the fact store. Model and index load later (``load``).
 
         ``load_embedder`` / ``open_vectors``: what builds the model and the index (default:
-        the configured model and engine). Raises sqlite3 errors and SchemaTooNew.
+        the configured model and engine). Raises StoreUnavailable (its message says what is
+        wrong and what to do, the original exception is its cause) when the data dir or the
+        database cannot be opened; nothing is left open then.
         """
-        settings.storage.data_dir.mkdir(parents=True, exist_ok=True)
-        settings.storage.data_dir.chmod(0o700)
-        facts = await FactStore.open(settings.db_path)
+        prepare_data_dir(settings.storage.data_dir, settings.db_path)
+        try:
+            facts = await FactStore.open(settings.db_path)
+        except Exception as exc:
+            raise StoreUnavailable(open_failure(exc, settings.storage.data_dir, settings.db_path)) from exc
         return cls(settings=settings, clock=Clock(settings.server.clock_offset_s), facts=facts,
                    load_embedder=load_embedder or default_embedder,
                    open_vectors=open_vectors or open_vector_index)
@@ -96,7 +102,10 @@ class Runtime:
         """
         self._after_ready = after_ready
         try:
-            self._embedder = await anyio.to_thread.run_sync(self.load_embedder, self.settings)
+            # Abandoned on cancellation (a signal stops the server): loading can take seconds
+            # (a first conversion of the model, written atomically), and nothing waits for it.
+            self._embedder = await anyio.to_thread.run_sync(self.load_embedder, self.settings,
+                                                            abandon_on_cancel=True)
             try:
                 await self._open_index(rebuild=rebuild)
             except Exception as exc:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+import anyio
 
 from memvault.policy.units import SECONDS_PER_DAY
 from memvault.storage.database import Database, Transaction
@@ -165,18 +166,21 @@ class FactStore:
             fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
             os.close(fd)
         conn = await aiosqlite.connect(path, isolation_level=None)
-        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        await conn.execute("PRAGMA journal_mode = WAL")
-        await conn.execute("PRAGMA synchronous = NORMAL")
-        await conn.execute("PRAGMA foreign_keys = ON")
-        # A hard forget must not leave the text in free pages of the file.
-        await conn.execute("PRAGMA secure_delete = ON")
-        await _ensure_ln(conn)
-        store = cls(conn, path)
+        # Closed on any failure below (a file that is not SQLite fails at the first PRAGMA):
+        # aiosqlite's thread is not a daemon, and an unclosed connection keeps the process alive.
         try:
+            await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            await conn.execute("PRAGMA journal_mode = WAL")
+            await conn.execute("PRAGMA synchronous = NORMAL")
+            await conn.execute("PRAGMA foreign_keys = ON")
+            # A hard forget must not leave the text in free pages of the file.
+            await conn.execute("PRAGMA secure_delete = ON")
+            await _ensure_ln(conn)
+            store = cls(conn, path)
             await store._migrate()
         except BaseException:
-            await conn.close()
+            with anyio.CancelScope(shield=True):
+                await conn.close()
             raise
         for suffix in ("", "-wal", "-shm"):
             p = Path(str(path) + suffix)
