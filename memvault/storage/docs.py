@@ -173,6 +173,25 @@ class DocStore:
         """Every chunk id in the registry (all projects): the points the index should hold."""
         return {r[0] for r in await self._db.fetchall("SELECT id FROM doc_chunks")}
 
+    async def count_chunks(self) -> int:
+        """Number of chunk rows (all projects): the points the ``docs`` collection should hold."""
+        row = await self._db.fetchone("SELECT COUNT(*) FROM doc_chunks")
+        assert row is not None  # an aggregate without GROUP BY always returns one row
+        return int(row[0])
+
+    async def sample_chunks(self, n: int) -> list[ChunkRow]:
+        """Up to ``n`` chunks picked at random (all projects), with their file (``ChunkRow.file``)."""
+        rows = await self._db.fetchall("SELECT id FROM doc_chunks ORDER BY random() LIMIT ?", [int(n)])
+        return list((await self.chunks([r[0] for r in rows])).values())
+
+    async def chunk_groups(self, limit: int) -> list[tuple[str, str, int]]:
+        """(project, collection, chunks) of the ``limit`` largest document collections, largest first."""
+        rows = await self._db.fetchall(
+            "SELECT f.project, f.collection, COUNT(*) FROM doc_chunks c JOIN doc_files f ON f.id = c.doc_id"
+            " GROUP BY f.project, f.collection ORDER BY 3 DESC, 1, 2 LIMIT ?", [int(limit)]
+        )
+        return [(p, c, int(n)) for p, c, n in rows]
+
     async def count(self, project: str | None = None, collection: str | None = None) -> tuple[int, int]:
         """(files, chunks) registered, optionally for one project and/or collection."""
         where, params = [], []
@@ -236,6 +255,13 @@ class DocStore:
         async with self._db.transaction() as tx:
             await tx.execute("UPDATE doc_files SET keyword_scheme=? WHERE id=?", [keyword_scheme, doc.id])
         doc.keyword_scheme = keyword_scheme
+
+    async def set_index_version(self, doc: DocFile, embedding_model: str, keyword_scheme: int) -> None:
+        """Record that ``doc``'s points were all written again with ``embedding_model`` and ``keyword_scheme``."""
+        async with self._db.transaction() as tx:
+            await tx.execute("UPDATE doc_files SET embedding_model=?, keyword_scheme=? WHERE id=?",
+                             [embedding_model, keyword_scheme, doc.id])
+        doc.embedding_model, doc.keyword_scheme = embedding_model, keyword_scheme
 
     async def touch_file(self, doc: DocFile, *, size: int, mtime: float, path: str) -> None:
         """Record a new size / mtime / cited path for a file whose content did not change."""

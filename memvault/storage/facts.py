@@ -382,6 +382,31 @@ class FactStore:
         rows = await self._db.fetchall(f"SELECT id FROM memories WHERE status='active' AND {alive}", p)
         return {r[0] for r in rows}
 
+    async def count_indexable(self, now: float) -> int:
+        """Number of rows that should have a vector (active and unexpired), all users."""
+        alive, p = _alive(now)
+        row = await self._db.fetchone(f"SELECT COUNT(*) FROM memories WHERE status='active' AND {alive}", p)
+        assert row is not None  # an aggregate without GROUP BY always returns one row
+        return int(row[0])
+
+    async def sample_indexable(self, now: float, n: int) -> list[MemoryRow]:
+        """Up to ``n`` rows that should have a vector, picked at random (unreadable rows left out)."""
+        alive, p = _alive(now)
+        return await self._fetch(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE status='active' AND {alive} ORDER BY random() LIMIT ?",
+            [*p, int(n)],
+        )
+
+    async def indexable_groups(self, now: float, limit: int) -> list[tuple[str, str, str, int]]:
+        """(user_id, project, kind, rows) of the ``limit`` largest groups of rows that should have a
+        vector, largest first."""
+        alive, p = _alive(now)
+        rows = await self._db.fetchall(
+            f"SELECT user_id, project, kind, COUNT(*) FROM memories WHERE status='active' AND {alive}"
+            " GROUP BY user_id, project, kind ORDER BY 4 DESC, 1, 2, 3 LIMIT ?", [*p, int(limit)]
+        )
+        return [(u, pr, k, int(n)) for u, pr, k, n in rows]
+
     async def expired(self, now: float, limit: int = 1000) -> list[MemoryRow]:
         """Rows (any status) whose expiry has passed."""
         return await self._fetch(
