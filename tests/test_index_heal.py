@@ -23,6 +23,7 @@ import logging
 import os
 import re
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -245,6 +246,27 @@ async def test_lost_points_are_found_by_counts_and_the_collection_rebuilt(store,
     assert "holds 1 of the 3 memories in SQLite" in lines["memories"], lines
     assert "holds 1 of the 3 document chunks in SQLite" in lines["docs"], lines
     assert "moved it to " in lines["docs"] and ".broken-" in lines["docs"], lines
+
+
+async def test_a_rebuild_leaves_unreadable_rows_out_and_serves_the_rest(store, copy_of, mcp_client, caplog):
+    # A row memvault cannot read has no point after a rebuild; the index still counts as
+    # agreeing with SQLite (the row is logged), so the rest is served.
+    con = sqlite3.connect(copy_of / "memvault.db", isolation_level=None)
+    con.execute("UPDATE memories SET tags='{not json' WHERE content=?", [MEMORIES[0]])
+    con.execute("UPDATE doc_chunks SET start_line='x' WHERE doc_id=(SELECT id FROM doc_files WHERE path='kiln.md')")
+    con.close()
+    shutil.rmtree(copy_of / "vectors")
+    with caplog.at_level(logging.INFO):
+        async with mcp_client(copy_of, roots=store.roots) as c:
+            for text in MEMORIES[1:]:
+                assert (await call(c, "recall", query=text, k=3))["memories"][0]["content"] == text
+            for name in ("volcano.md", "orbit.md"):
+                got = await call(c, "search_docs", query=DOCUMENTS[name][1], k=3)
+                assert got["results"][0]["path"] == name and "kiln.md" not in [r["path"] for r in got["results"]]
+    assert set(rebuild_lines(caplog)) == set(COLLECTIONS)
+    left_out = [r.getMessage() for r in caplog.records if r.getMessage().startswith("unreadable row left out")]
+    assert any("table memories" in m and ": tags is not valid JSON" in m for m in left_out), left_out
+    assert any("table doc_chunks" in m and ": start_line " in m for m in left_out), left_out
 
 
 async def test_index_docs_restores_chunks_whose_points_vanished(store, copy_of, model_cache, shared_embedder):
