@@ -13,8 +13,9 @@ the index are loaded and before any call is served (tool calls wait for start-up
    ``SAMPLE_SIZE`` rows whose points must be there with a sane dense vector (finite,
    length 1), the payload SQLite says and (memories) the keyword terms of their text, the
    first ``SEARCHED`` of them found by a dense search with their own vector; and the
-   point counts of the ``GROUPS`` largest groups (user, project, kind / project,
-   collection), which go through the engine's payload indexes. Only when the number of
+   point counts of every live memory and of the groups (user, project, kind / project,
+   collection) of the first ``GROUPED`` sampled rows, which go through the engine's
+   payload indexes. Only when the number of
    points differs are all ids compared: points with no row (left by a crash) are
    deleted; readable rows with no point mean the index lost points.
 4. On a disagreement the collection is moved aside (``vectors.broken-<time>``) and made
@@ -52,8 +53,8 @@ SAMPLE_SIZE = 16
 """Rows per collection whose points are read back at start."""
 SEARCHED = 2
 """Sampled points searched for with their own dense vector."""
-GROUPS = 6
-"""Largest groups whose point counts are compared through the payload indexes."""
+GROUPED = 4
+"""Sampled rows whose group's point count is compared through the payload indexes."""
 NORM_TOLERANCE = 1e-3
 """How far a stored dense vector's length may be from 1 (the engine normalises cosine vectors)."""
 REBUILD_BATCH = 256
@@ -75,8 +76,8 @@ class Sampled:
 class Expected:
     """What SQLite says one collection must hold, and how to rebuild it.
 
-    count: points; noun / item: what the points are, for messages ("memories" / "memory"); sample: rows checked
-    point by point; groups: (filter, points, what) counted through the payload indexes;
+    count: points; noun / item: what the points are, for messages ("memories" / "memory"); sample: rows
+    checked point by point; groups: (filter, points, what) counted through the payload indexes;
     all_ids(): every id that should have a point; readable(ids): how many of those ids
     SQLite can rebuild (unreadable rows cannot); rebuild(): write every point again,
     returns how many.
@@ -220,8 +221,9 @@ async def memories_expected(rt: Runtime, now: float) -> Expected:
               for r, t in zip(rows, terms, strict=True)]
     count = await facts.count_indexable(now)
     groups = [(VectorFilter(status="active", alive_at=now), count, "every live memory")]
-    groups += [(VectorFilter(user_id=u, projects=[p], kinds=[k], status="active", alive_at=now), n,
-                f"user {u!r}, project {p!r}, kind {k!r}") for u, p, k, n in await facts.indexable_groups(now, GROUPS)]
+    for u, p, k in dict.fromkeys((r.user_id, r.project, r.kind) for r in rows[:GROUPED]):
+        groups.append((VectorFilter(user_id=u, projects=[p], kinds=[k], status="active", alive_at=now),
+                       await facts.count_group(u, p, k, now), f"user {u!r}, project {p!r}, kind {k!r}"))
     return Expected(MEMORY_COLLECTION, "memories", "memory", count, all_ids, readable, rebuild, sample, groups)
 
 
@@ -234,12 +236,13 @@ async def documents_expected(rt: Runtime, store: DocStore) -> Expected:
     async def rebuild() -> int:
         return await restore_chunks(rt, store)
 
-    sample = [Sampled(c.id, {"project": c.file.project, "collection": c.file.collection, "path": c.file.path,
-                             "kind": "doc"}, None,
-                      VectorFilter(projects=[c.file.project], status=None, equals={"collection": c.file.collection}))
-              for c in await store.sample_chunks(SAMPLE_SIZE) if c.file is not None]
-    groups = [(VectorFilter(projects=[p], status=None, equals={"collection": c}), n,
-               f"project {p!r}, collection {c!r}") for p, c, n in await store.chunk_groups(GROUPS)]
+    files = [(c, c.file) for c in await store.sample_chunks(SAMPLE_SIZE) if c.file is not None]
+    sample = [Sampled(c.id, {"project": f.project, "collection": f.collection, "path": f.path, "kind": "doc"}, None,
+                      VectorFilter(projects=[f.project], status=None, equals={"collection": f.collection}))
+              for c, f in files]
+    groups = [(VectorFilter(projects=[p], status=None, equals={"collection": c}), await store.count_chunks_in(p, c),
+               f"project {p!r}, collection {c!r}")
+              for p, c in dict.fromkeys((f.project, f.collection) for _, f in files[:GROUPED])]
     return Expected(DOCS_COLLECTION, "document chunks", "document chunk", await store.count_chunks(), store.all_chunk_ids, readable,
                     rebuild, sample, groups)
 

@@ -208,13 +208,14 @@ class DocStore:
         rows = await self._db.fetchall("SELECT id FROM doc_chunks ORDER BY random() LIMIT ?", [int(n)])
         return list((await self.chunks([r[0] for r in rows])).values())
 
-    async def chunk_groups(self, limit: int) -> list[tuple[str, str, int]]:
-        """(project, collection, chunks) of the ``limit`` largest document collections, largest first."""
-        rows = await self._db.fetchall(
-            "SELECT f.project, f.collection, COUNT(*) FROM doc_chunks c JOIN doc_files f ON f.id = c.doc_id"
-            " GROUP BY f.project, f.collection ORDER BY 3 DESC, 1, 2 LIMIT ?", [int(limit)]
+    async def count_chunks_in(self, project: str, collection: str) -> int:
+        """Number of chunk rows of one (project, collection)."""
+        row = await self._db.fetchone(
+            "SELECT COUNT(*) FROM doc_chunks WHERE doc_id IN (SELECT id FROM doc_files WHERE project=? AND collection=?)",
+            [project, collection],
         )
-        return [(p, c, int(n)) for p, c, n in rows]
+        assert row is not None  # an aggregate without GROUP BY always returns one row
+        return int(row[0])
 
     async def count(self, project: str | None = None, collection: str | None = None) -> tuple[int, int]:
         """(files, chunks) registered, optionally for one project and/or collection."""

@@ -427,15 +427,15 @@ class FactStore:
             [*p, int(n)],
         )
 
-    async def indexable_groups(self, now: float, limit: int) -> list[tuple[str, str, str, int]]:
-        """(user_id, project, kind, rows) of the ``limit`` largest groups of rows that should have a
-        vector, largest first."""
+    async def count_group(self, user_id: str, project: str, kind: str, now: float) -> int:
+        """Number of rows that should have a vector in one (user, project, kind)."""
         alive, p = _alive(now)
-        rows = await self._db.fetchall(
-            f"SELECT user_id, project, kind, COUNT(*) FROM memories WHERE status='active' AND {alive}"
-            " GROUP BY user_id, project, kind ORDER BY 4 DESC, 1, 2, 3 LIMIT ?", [*p, int(limit)]
+        row = await self._db.fetchone(
+            f"SELECT COUNT(*) FROM memories WHERE user_id=? AND project=? AND kind=? AND status='active' AND {alive}",
+            [user_id, project, kind, *p],
         )
-        return [(u, pr, k, int(n)) for u, pr, k, n in rows]
+        assert row is not None  # an aggregate without GROUP BY always returns one row
+        return int(row[0])
 
     async def expired(self, now: float, limit: int = 1000) -> list[MemoryRow]:
         """Rows (any status) whose expiry has passed."""
