@@ -291,6 +291,37 @@ async def test_index_docs_restores_chunks_whose_points_vanished(store, copy_of, 
         await rt.close()
 
 
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")  # local mode has none
+async def test_on_a_qdrant_server_a_disagreeing_collection_is_rewritten_in_place(store, copy_of, model_cache,
+                                                                               shared_embedder, caplog):
+    # A server's collection may serve other processes: it is never moved or dropped, every
+    # point is written again instead. (qdrant-client's local mode stands in for a server.)
+    from qdrant_client import QdrantClient
+
+    from memvault.service.index_health import heal_index
+    from memvault.storage.vectors.remote import RemoteVectorIndex
+
+    server = RemoteVectorIndex(QdrantClient(location=":memory:"))
+    rt = await Runtime.open(Settings(data_dir=copy_of, model_cache_dir=model_cache),
+                            load_embedder=lambda _settings: shared_embedder, open_vectors=lambda _settings: server)
+    try:
+        with caplog.at_level(logging.INFO):
+            await rt.load(after_ready)  # an empty server: both collections written from SQLite
+            assert rt.error is None
+            assert server.count("memories") == len(MEMORIES) and server.count(DOCS_COLLECTION) == len(DOCUMENTS)
+            # a point that says something SQLite does not (as a stale or foreign writer would leave)
+            one = sorted(server.ids("memories"))[0]
+            server.set_payload("memories", [one], {"project": "elsewhere"})
+            caplog.clear()
+            await heal_index(rt)
+        assert rt.error is None
+        line = rebuild_lines(caplog)["memories"]
+        assert "has payload project='elsewhere'" in line and "rewriting every point in place" in line, line
+        assert server.retrieve("memories", [one])[one].payload["project"] != "elsewhere"
+    finally:
+        await rt.close()
+
+
 # ------------------------------------------------------------------ damaged files
 
 

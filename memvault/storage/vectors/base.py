@@ -283,8 +283,8 @@ class VectorIndex(ABC):
 
         dim: dense dimension; model_id: the embedding model's id, recorded at creation.
         Raises CollectionMismatch if it was built with another model or dim,
-        StoreLocked (Edge) if another process holds it, ValueError on a bad name.
-        Idempotent.
+        StoreLocked (Edge) if another process holds it, DamagedCollection (Edge) if its
+        files cannot be used (see ``set_aside``), ValueError on a bad name. Idempotent.
         """
 
     @abstractmethod
