@@ -14,8 +14,8 @@ the index are loaded and before any call is served (tool calls wait for start-up
    length 1), the payload SQLite says and (memories) the keyword terms of their text, the
    first ``SEARCHED`` of them found by a dense search with their own vector; and the
    point counts of every live memory and of the groups (user, project, kind / project,
-   collection) of the first ``GROUPED`` sampled rows, which go through the engine's
-   payload indexes. Only when the number of
+   collection) of the first ``GROUPED`` sampled rows, and of one sampled memory's tag and
+   creation time, which go through the engine's payload indexes. Only when the number of
    points differs are all ids compared: points with no row (left by a crash) are
    deleted; readable rows with no point mean the index lost points.
 4. On a disagreement the collection is moved aside (``vectors.broken-<time>``) and made
@@ -42,7 +42,14 @@ from typing import Any
 
 from memvault.service.docs_index import DOCS_COLLECTION, ensure_docs_collection, restore_chunks
 from memvault.service.errors import Conflict
-from memvault.service.indexing import index_rows, keyword_vector, memory_payload, settle_pending, sweep_expired
+from memvault.service.indexing import (
+    index_rows,
+    keyword_vector,
+    memory_payload,
+    scope_filter,
+    settle_pending,
+    sweep_expired,
+)
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.docs import DocStore
 from memvault.storage.vectors.base import StoredPoint, VectorFilter, VectorIndex, canonical_id
@@ -223,7 +230,16 @@ async def memories_expected(rt: Runtime, now: float) -> Expected:
     groups = [(VectorFilter(status="active", alive_at=now), count, "every live memory")]
     for u, p, k in dict.fromkeys((r.user_id, r.project, r.kind) for r in rows[:GROUPED]):
         groups.append((VectorFilter(user_id=u, projects=[p], kinds=[k], status="active", alive_at=now),
-                       await facts.count_group(u, p, k, now), f"user {u!r}, project {p!r}, kind {k!r}"))
+                       await facts.count_group(u, p, now, kind=k), f"user {u!r}, project {p!r}, kind {k!r}"))
+    if rows:  # the tags and creation-time indexes (recall's tags, since and until), through one sampled row
+        r = next((r for r in rows if r.tags), rows[0])
+        groups.append((scope_filter(r.user_id, [r.project], now, created_to=r.created_at),
+                       await facts.count_group(r.user_id, r.project, now, created_to=r.created_at),
+                       f"user {r.user_id!r}, project {r.project!r}, created by {r.created_at}"))
+        if r.tags:
+            groups.append((scope_filter(r.user_id, [r.project], now, tags_any=[r.tags[0]]),
+                           await facts.count_group(r.user_id, r.project, now, tag=r.tags[0]),
+                           f"user {r.user_id!r}, project {r.project!r}, tag {r.tags[0]!r}"))
     return Expected(MEMORY_COLLECTION, "memories", "memory", count, all_ids, readable, rebuild, sample, groups)
 
 

@@ -427,13 +427,23 @@ class FactStore:
             [*p, int(n)],
         )
 
-    async def count_group(self, user_id: str, project: str, kind: str, now: float) -> int:
-        """Number of rows that should have a vector in one (user, project, kind)."""
+    async def count_group(self, user_id: str, project: str, now: float, *, kind: str | None = None,
+                          tag: str | None = None, created_to: float | None = None) -> int:
+        """Number of rows that should have a vector in one (user, project), optionally of one
+        ``kind``, holding ``tag``, or created at or before ``created_to`` (unix s)."""
         alive, p = _alive(now)
-        row = await self._db.fetchone(
-            f"SELECT COUNT(*) FROM memories WHERE user_id=? AND project=? AND kind=? AND status='active' AND {alive}",
-            [user_id, project, kind, *p],
-        )
+        where, params = ["user_id=?", "project=?", "status='active'", alive], [user_id, project, *p]
+        if kind is not None:
+            where.append("kind=?")
+            params.append(kind)
+        if tag is not None:
+            where.append("CASE WHEN json_valid(tags) THEN EXISTS (SELECT 1 FROM json_each(memories.tags)"
+                         " WHERE json_each.value = ?) ELSE 0 END")
+            params.append(tag)
+        if created_to is not None:
+            where.append("created_at <= ?")
+            params.append(created_to)
+        row = await self._db.fetchone(f"SELECT COUNT(*) FROM memories WHERE {' AND '.join(where)}", params)
         assert row is not None  # an aggregate without GROUP BY always returns one row
         return int(row[0])
 
