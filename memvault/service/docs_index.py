@@ -14,7 +14,9 @@ Crash safety, per file: the new points are upserted under fresh ids, then one SQ
 transaction swaps the file's chunk rows, then the old points are deleted. A search hit
 counts only when its chunk row exists, so a file is seen whole in its old or its new
 version, never half; points left by a crash are orphans, invisible, and deleted at the
-start of the next run.
+start of the next run. Registered chunks whose points are gone (a lost or rebuilt index)
+are embedded again from the chunk text the registry stores (``restore_chunks``), by the
+next run and by the start-up check (``index_health``); no file is read for that.
 
 Vectors: one vector collection ``docs`` (beside ``memories``) holds every document
 collection of every project; payload ``{project, collection, path, kind: "doc"}``.

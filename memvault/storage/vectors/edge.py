@@ -404,11 +404,17 @@ class EdgeVectorIndex(VectorIndex):
                 return
             self._closed = True
             opened, self._open = self._open, {}
-            for name, cur in opened.items():
+            failed: BaseException | None = None
+            for name, cur in opened.items():  # every collection, even after one failed
                 try:
-                    cur.shard.flush()
-                finally:
-                    cur.shard.close()
+                    with self._engine(name):
+                        try:
+                            cur.shard.flush()
+                        finally:
+                            cur.shard.close()
+                except Exception as exc:  # no closing record: the next start checks it against SQLite
+                    failed = failed or exc
+                    continue
                 # Only a clean close leaves a closing record (see the module docstring).
                 meta = self._meta(cur.model_id, cur.dim)
                 try:
@@ -417,6 +423,8 @@ class EdgeVectorIndex(VectorIndex):
                 except OSError as exc:  # the folder went away under us: the next start checks it
                     log.warning("vector collection %s: no closing record written (%s)", name, exc)
                 log.debug("vector collection %s closed", name)
+            if failed is not None:
+                raise failed
 
     # --- helpers -----------------------------------------------------------------
 
