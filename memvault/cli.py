@@ -112,11 +112,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    """Drop the vector index and embed every live memory again with the configured model."""
+    """Drop the vector index and embed every live memory and every registered document chunk
+    again with the configured model (documents from the chunk text SQLite stores)."""
     os.umask(0o077)
     _log_to_stderr("WARNING")
     import anyio
 
+    from memvault.service.index_health import rebuild_documents
     from memvault.service.indexing import reconcile
     from memvault.service.runtime import Runtime
 
@@ -139,8 +141,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
             emb, _ = await rt.ready()
             t0 = time.perf_counter()
             fixed = await reconcile(rt)
-            sys.stdout.write(f"re-embedded {fixed['reindexed']} memories with {emb.model_id} "
-                             f"in {time.perf_counter() - t0:.1f}s\n")
+            chunks = await rebuild_documents(rt)
+            sys.stdout.write(f"re-embedded {fixed['reindexed']} memories and {chunks} document chunks with "
+                             f"{emb.model_id} in {time.perf_counter() - t0:.1f}s\n")
             return 0
         except Exception as exc:
             sys.stderr.write(f"memvault reindex: {exc}\n")

@@ -98,12 +98,19 @@ async def test_second_process_on_same_store_gets_clear_message(tmp_path, model_c
 
 async def test_reindex_command_rebuilds_the_index(tmp_path, model_cache, mcp_client):
     d = tmp_path / "d"
-    async with mcp_client(d) as c:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "kiln.md").write_text("# Kilns\n\nA stoneware glaze matures at cone 10 in a reduction kiln.\n")
+    async with mcp_client(d, roots=[docs.as_uri()]) as c:
         mid = (await call(c, "remember", content="Nightly builds are published to the internal registry",
                           kind="fact"))["id"]
+        assert (await call(c, "index_docs", paths=["."]))["chunks_total"] == 1
+    (docs / "kiln.md").unlink()  # documents are re-embedded from the chunk text SQLite keeps
     out = await anyio.run_process([MEMVAULT, "reindex"], env=server_env(d, model_cache), check=False)
     assert out.returncode == 0, out.stderr.decode()
-    assert "re-embedded 1 memories" in out.stdout.decode()
-    async with mcp_client(d) as c:
+    assert "re-embedded 1 memories and 1 document chunks" in out.stdout.decode()
+    async with mcp_client(d, roots=[docs.as_uri()]) as c:
         got = await call(c, "recall", query="where do nightly builds go?")
         assert got["memories"][0]["id"] == mid
+        got = await call(c, "search_docs", query="stoneware glaze cone 10")
+        assert [r["path"] for r in got["results"]] == ["kiln.md"]

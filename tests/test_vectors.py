@@ -305,6 +305,16 @@ def test_ids_pages_through_many_points(index):
     assert index.ids(COL) == {p.id for p in points}
 
 
+def test_retrieve_gives_vectors_terms_and_payload(loaded):
+    got = loaded.retrieve(COL, [pid(1), pid(6), pid(99)])
+    assert set(got) == ids_of(1, 6)  # an id without a point is left out
+    one = got[pid(1)]
+    assert one.dense == pytest.approx(unit(1))
+    assert one.terms == {COMMON_TERM, 101}
+    assert one.payload == PAYLOADS[1]
+    assert loaded.retrieve(COL, []) == {}
+
+
 def test_bad_input_is_refused(index):
     with pytest.raises(ValueError):
         index.upsert(COL, [Point(pid(1), [1.0, 0.0], SparseVector([], []), {})])
@@ -489,6 +499,29 @@ def test_edge_concurrent_threads(tmp_path):
         assert idx.count(COL, VectorFilter(status="superseded")) == 80
     finally:
         idx.close()
+
+
+def test_edge_set_aside_moves_a_collection_and_keeps_the_newest_few(tmp_path, monkeypatch):
+    import memvault.storage.vectors.edge as edge
+
+    root = tmp_path / "vectors"
+    idx = EdgeVectorIndex(root)
+    idx.ensure_collection(COL, DIM, MODEL)
+    idx.upsert(COL, fixture_points()[:2])
+    stamps = iter(f"20300101T00000{i}Z" for i in range(9))
+    monkeypatch.setattr(edge.time, "strftime", lambda *_: next(stamps))
+    moved = Path(idx.set_aside(COL) or "")
+    assert moved == tmp_path / "vectors.broken-20300101T000000Z" / COL
+    assert (moved / "shard").is_dir() and not (root / COL).exists()
+    idx.ensure_collection(COL, DIM, MODEL)  # made anew, empty
+    assert idx.count(COL) == 0
+    for _ in range(4):
+        idx.set_aside(COL)
+        idx.ensure_collection(COL, DIM, MODEL)
+    kept = sorted(p.name for p in tmp_path.glob("vectors.broken-*"))
+    assert edge.BROKEN_KEPT == 3 and kept == [f"vectors.broken-20300101T00000{i}Z" for i in (2, 3, 4)]
+    assert idx.set_aside("docs") == ""  # nothing to move
+    idx.close()
 
 
 def test_close_is_idempotent_and_final(tmp_path):

@@ -14,7 +14,9 @@ Crash safety, per file: the new points are upserted under fresh ids, then one SQ
 transaction swaps the file's chunk rows, then the old points are deleted. A search hit
 counts only when its chunk row exists, so a file is seen whole in its old or its new
 version, never half; points left by a crash are orphans, invisible, and deleted at the
-start of the next run.
+start of the next run. Registered chunks whose points are gone (a lost or rebuilt index)
+are embedded again from the chunk text the registry stores (``restore_chunks``), by the
+next run and by the start-up check (``index_health``); no file is read for that.
 
 Vectors: one vector collection ``docs`` (beside ``memories``) holds every document
 collection of every project; payload ``{project, collection, path, kind: "doc"}``.
@@ -106,7 +108,7 @@ async def ensure_docs_collection(rt: Runtime, *, rebuild_on_mismatch: bool) -> N
     """
     emb, vectors = await rt.ready()
     try:
-        await rt.run_sync(vectors.ensure_collection, DOCS_COLLECTION, emb.dim, emb.model_id)
+        await rt.open_collection(DOCS_COLLECTION)  # a damaged one is set aside (see Runtime.open_collection)
     except CollectionMismatch as exc:
         if not rebuild_on_mismatch:
             raise Conflict(f"documents were indexed with another embedding model; run index_docs "
@@ -177,8 +179,7 @@ async def write_documents(rt: Runtime, store: DocStore, files: Sequence[Prepared
         sparse = await rt.run_sync(lambda: [_chunk_sparse(f.doc.path, c) for f in files for c in f.chunks])
         points, i = [], 0
         for f in files:
-            payload = {"project": f.doc.project, "collection": f.doc.collection, "path": f.doc.path,
-                       "kind": "doc"}
+            payload = _doc_payload(f.doc)
             for c in f.chunks:
                 points.append(Point(id=c.id, dense=dense[i], payload=payload, sparse=sparse[i]))
                 i += 1
@@ -250,13 +251,76 @@ async def reweigh_documents(rt: Runtime) -> int:
 
 async def drop_orphans(rt: Runtime, store: DocStore) -> int:
     """Delete points with no chunk row (left by an interrupted run). Returns how many."""
+    orphans, _ = await sync_points(rt, store, restore=False)
+    return orphans
+
+
+async def sync_points(rt: Runtime, store: DocStore, *, restore: bool = True) -> tuple[int, int]:
+    """Make the ``docs`` points match the registry: delete points with no chunk row (left by an
+    interrupted run) and, with ``restore``, re-embed the registered chunks that have no point
+    (a lost or rebuilt index) from their stored text. One scan of the point ids.
+
+    Call with the docs collection open and ``rt.docs_lock`` held. Returns (points deleted,
+    chunks embedded).
+    """
     _, vectors = await rt.ready()
     present = await rt.run_sync(vectors.ids, DOCS_COLLECTION)
-    orphans = sorted(present - await store.all_chunk_ids())
+    registered = await store.all_chunk_ids()
+    orphans = sorted(present - registered)
     if orphans:
         await rt.run_sync(vectors.delete, DOCS_COLLECTION, orphans)
         log.info("deleted %d orphaned document points", len(orphans))
-    return len(orphans)
+    restored = 0
+    missing = sorted(registered - present)
+    if restore and missing:
+        restored = await restore_chunks(rt, store, missing)
+        log.info("re-embedded %d registered document chunks that had no point", restored)
+    return len(orphans), restored
+
+
+async def restore_chunks(rt: Runtime, store: DocStore, ids: Sequence[str] | None = None) -> int:
+    """Write the points of registered chunks again from the registry (their stored text; no file is read).
+
+    ids: the chunks to restore (None = every registered chunk). A file whose row records
+    another embedding model or keyword weighting than the current ones is restored whole,
+    and its row then records the current ones. Unreadable rows are skipped (and logged by
+    the registry). Call with the docs collection open and ``rt.docs_lock`` held. Returns
+    the number of chunks embedded. Raises NotReady.
+    """
+    emb, vectors = await rt.ready()
+    todo = sorted(await store.all_chunk_ids()) if ids is None else list(dict.fromkeys(ids))
+    step = max(1, rt.settings.documents.docs_batch_chunks)
+    done, files_done = 0, set()
+    for i in range(0, len(todo), step):
+        rows = await store.chunks(todo[i : i + step])
+        behind = {r.file.id: r.file for r in rows.values() if r.file is not None and r.file.id not in files_done
+                  and (r.file.embedding_model, r.file.keyword_scheme) != (emb.model_id, DOC_KEYWORD_SCHEME)}
+        for f in behind.values():  # a file of another model: all of it, so that its row can say so
+            for c in await store.chunks_of(f.id):
+                c.file = f
+                rows[c.id] = c
+        pairs = [(c, c.file) for c in rows.values() if c.file is not None]
+        if pairs:
+            dense = await embed_passages(rt, [_embed_text(c) for c, _ in pairs])
+            sparse = await rt.run_sync(_sparse_of_pairs, pairs)
+            points = [Point(id=c.id, dense=dense[j], sparse=sparse[j], payload=_doc_payload(f))
+                      for j, (c, f) in enumerate(pairs)]
+            await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
+            done += len(pairs)
+        for f in behind.values():
+            await store.set_index_version(f, emb.model_id, DOC_KEYWORD_SCHEME)
+            files_done.add(f.id)
+    return done
+
+
+def _sparse_of_pairs(pairs: Sequence[tuple[ChunkRow, DocFile]]) -> list[SparseVector]:
+    """Blocking (worker thread): ``_chunk_sparse`` of every (chunk, its file)."""
+    return [_chunk_sparse(f.path, c) for c, f in pairs]
+
+
+def _doc_payload(doc: DocFile) -> dict:
+    """The payload of every point of ``doc``'s chunks: what search filters on."""
+    return {"project": doc.project, "collection": doc.collection, "path": doc.path, "kind": "doc"}
 
 
 def _cite(path: Path, cite_bases: Sequence[Path]) -> str:
@@ -352,7 +416,7 @@ async def index_docs(
         raise InvalidArgument(f"paths has {len(paths)} entries; at most {MAX_PATHS} per call")
     # Resolving follows symlinks (file system calls): done in a worker thread.
     roots, bases = await anyio.to_thread.run_sync(_resolve_paths, paths, allowed_roots, cite_bases)
-    emb, _ = await rt.ready()
+    emb, _ = await rt.started()  # after start-up's check and rebuild of the index
     budget = max(16, emb.max_tokens - HEADING_RESERVE_TOKENS)
     project = scope.project
     run = _Run()
@@ -362,7 +426,7 @@ async def index_docs(
             lambda: list(discover(roots, max_file_bytes=s.documents.docs_max_file_bytes))
         )
         async with DocStore.connect(s.db_path) as store:
-            await drop_orphans(rt, store)
+            _, run.embedded = await sync_points(rt, store)  # also re-embeds chunks a lost index dropped
             await reweigh_stale(rt, store)
             registered = await store.files(project, name)
             seen = {str(f.path) for f in found}

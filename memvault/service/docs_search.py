@@ -38,6 +38,7 @@ async def rank_chunks(
     Raises NotReady, Conflict when the index was built with another model.
     """
     s = rt.settings
+    await rt.started()  # never read an index start-up is still rebuilding
     await ensure_docs_collection(rt, rebuild_on_mismatch=False)
     flt = VectorFilter(projects=list(projects), status=None, path_prefix=path_prefix,
                        equals={"collection": collection} if collection else None)

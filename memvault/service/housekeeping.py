@@ -1,7 +1,8 @@
 """Housekeeping while serving: start-up repair, the index flush timer, expiry sweeps.
 
-Start-up (once the model and index are loaded): reconcile the index with SQLite, purge
-expired memories and tasks, re-weigh documents indexed under an older keyword weighting.
+Start-up (once the model and index are loaded): check the index against SQLite and
+rebuild what disagrees (``index_health``; expired memories are purged on the way), purge
+expired tasks, re-weigh documents indexed under an older keyword weighting.
 While serving: flush the embedded index every ``flush_interval_s`` (power-loss safety;
 Qdrant Edge's WAL already survives a process crash) and sweep expired records every
 ``SWEEP_INTERVAL_S``.
@@ -14,7 +15,8 @@ import logging
 import anyio
 
 from memvault.service.docs_index import reweigh_documents
-from memvault.service.indexing import reconcile, sweep_expired
+from memvault.service.index_health import heal_index
+from memvault.service.indexing import sweep_expired
 from memvault.service.runtime import Runtime
 from memvault.service.tasks import sweep_tasks
 
@@ -24,14 +26,16 @@ SWEEP_INTERVAL_S = 600.0
 
 
 async def after_ready(rt: Runtime) -> None:
-    """First housekeeping once the model is loaded: repair the index, purge expired memories and
-    tasks, bring documents indexed under an older keyword weighting up to date (in place)."""
+    """First housekeeping once the model is loaded: check the index against SQLite and rebuild what
+    disagrees (purging expired memories), purge expired tasks, bring documents indexed under an
+    older keyword weighting up to date (in place)."""
+    await heal_index(rt)  # never raises; refuses every call when the index cannot be trusted
+    if rt.error is not None:
+        return
     try:
-        await reconcile(rt)
-        await sweep_expired(rt)
         await sweep_tasks(rt)
     except Exception:
-        log.exception("start-up reconcile/sweep failed (will retry on the next sweep)")
+        log.exception("start-up sweep of expired tasks failed (will retry on the next sweep)")
     try:
         await reweigh_documents(rt)
     except Exception:

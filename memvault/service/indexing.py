@@ -91,6 +91,23 @@ async def unindex_rows(rt: Runtime, rows: Sequence[MemoryRow], *, purged: bool =
         await rt.facts.mark_indexed([r.id for r in rows])
 
 
+async def settle_pending(rt: Runtime, now: float) -> tuple[int, int]:
+    """Apply the index changes a crash left ``pending`` in SQLite: rows that should be
+    searchable at ``now`` are (re)embedded and upserted, the others lose their point.
+    Call with ``rt.write_lock`` held. Returns (rows indexed, rows unindexed)."""
+    indexed = unindexed = 0
+    while True:
+        pending = await rt.facts.pending(limit=256)
+        if not pending:
+            return indexed, unindexed
+        live = [r for r in pending if r.status == "active" and (r.expires_at is None or r.expires_at > now)]
+        dead = [r for r in pending if r not in live]
+        await index_rows(rt, live)
+        await unindex_rows(rt, dead)
+        indexed += len(live)
+        unindexed += len(dead)
+
+
 async def reconcile(rt: Runtime) -> dict[str, int]:
     """Bring the index in line with SQLite after a crash: returns counts of what was fixed.
 
@@ -103,16 +120,7 @@ async def reconcile(rt: Runtime) -> dict[str, int]:
     now = rt.clock.now()
     fixed = {"reindexed": 0, "unindexed": 0, "orphans": 0}
     async with rt.write_lock:
-        while True:
-            pending = await rt.facts.pending(limit=256)
-            if not pending:
-                break
-            live = [r for r in pending if r.status == "active" and (r.expires_at is None or r.expires_at > now)]
-            dead = [r for r in pending if r not in live]
-            await index_rows(rt, live)
-            await unindex_rows(rt, dead)
-            fixed["reindexed"] += len(live)
-            fixed["unindexed"] += len(dead)
+        fixed["reindexed"], fixed["unindexed"] = await settle_pending(rt, now)
         wanted = await rt.facts.indexable_ids(now)
         present = await rt.run_sync(vectors.ids, MEMORY_COLLECTION)
         orphans = sorted(present - wanted)
@@ -122,8 +130,9 @@ async def reconcile(rt: Runtime) -> dict[str, int]:
         # Rows marked indexed whose point is gone (index folder lost or rebuilt).
         missing = sorted(wanted - present)
         for i in range(0, len(missing), 256):
-            await index_rows(rt, await rt.facts.get(missing[i : i + 256]))
-        fixed["reindexed"] += len(missing)
+            rows = await rt.facts.get(missing[i : i + 256])  # unreadable rows are left out
+            await index_rows(rt, rows)
+            fixed["reindexed"] += len(rows)
     if any(fixed.values()):
         log.info("reconciled index with SQLite: %s", fixed)
     return fixed

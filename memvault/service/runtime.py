@@ -26,7 +26,7 @@ from memvault.service.errors import NotReady, StoreUnavailable
 from memvault.service.failures import open_failure
 from memvault.storage.facts import FactStore
 from memvault.storage.vectors import open_vector_index
-from memvault.storage.vectors.base import VectorIndex
+from memvault.storage.vectors.base import DamagedCollection, VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +46,25 @@ def default_embedder(settings: Settings) -> Embedder:
     return load_embedder(settings, allow_download=True)
 
 
+@dataclass(frozen=True)
+class SetAside:
+    """A damaged collection moved out of the way when it was opened (its points must be rebuilt).
+
+    reason: what was wrong; moved_to: where its files went ("" if there were none).
+    """
+
+    reason: str
+    moved_to: str
+
+
 @dataclass
 class Runtime:
     """Everything a service needs. One per data dir and process.
 
     ``write_lock`` serialises memory writes; ``docs_lock`` serialises document indexing
-    runs (searches never wait on either).
+    runs (searches never wait on either). ``set_aside``: collections found damaged when
+    opened and made anew, by name, until the start-up check rebuilds them from SQLite
+    (``memvault.service.index_health``).
     """
 
     settings: Settings
@@ -69,6 +82,7 @@ class Runtime:
     _locked: bool = False
     _after_ready: Callable[[Runtime], Any] | None = None
     _reopen_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    set_aside: dict[str, SetAside] = field(default_factory=dict)
     # Limits concurrent engine calls in worker threads (the model already uses both cores).
     _engine_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(2))
 
@@ -132,9 +146,43 @@ class Runtime:
         assert emb is not None
         if rebuild:
             await self.run_sync(vectors.drop_collection, MEMORY_COLLECTION)
-        await self.run_sync(vectors.ensure_collection, MEMORY_COLLECTION, emb.dim, emb.model_id)
+        await self.open_collection(MEMORY_COLLECTION, vectors)
         self._vectors = vectors
         log.info("model %s and index ready (dim %d)", emb.model_id, emb.dim)
+
+    async def open_collection(self, name: str, vectors: VectorIndex | None = None) -> None:
+        """Open vector collection ``name`` for the loaded model (``vectors``: the index, default the loaded one).
+
+        A damaged collection (DamagedCollection) is set aside and made anew, empty: one
+        line on stderr says so, and ``set_aside[name]`` records it for the start-up check,
+        which rebuilds its points from SQLite before any call is served. Raises
+        CollectionMismatch (built with another model), StoreLocked, and DamagedCollection
+        when the engine cannot set a collection aside (a Qdrant server).
+        """
+        emb = self._embedder
+        vectors = vectors or self._vectors
+        assert emb is not None and vectors is not None  # only called once the model and index loaded
+        try:
+            await self.run_sync(vectors.ensure_collection, name, emb.dim, emb.model_id)
+            return
+        except DamagedCollection as exc:
+            moved = await self.run_sync(vectors.set_aside, name)
+            if moved is None:
+                raise
+            self.set_aside[name] = SetAside(exc.reason, moved)
+            log.error("vector collection %r in %s is damaged (%s); %s; rebuilding it from SQLite",
+                      name, exc.where, exc.reason, f"moved it to {moved}" if moved else "nothing to move")
+        await self.run_sync(vectors.ensure_collection, name, emb.dim, emb.model_id)
+
+    @property
+    def error(self) -> str | None:
+        """Why calls that need the model or the index are refused (None: they are not)."""
+        return self._error
+
+    def fail(self, reason: str) -> None:
+        """Refuse every call that needs the index from now on, with ``reason`` (NotReady):
+        start-up could not make the index agree with SQLite, and a partial index is never served."""
+        self._error = reason
 
     async def _retry_locked(self) -> None:
         """Try the embedded store again if another process held it (a refused open fails at once)."""

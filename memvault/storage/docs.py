@@ -10,7 +10,9 @@ The store opens its own aiosqlite connection to the same database file (WAL mode
 write beside the fact store's connection; the busy timeout covers the overlap), so that
 a long indexing run never interleaves its transactions with ``remember``'s on one
 connection. Use it as ``async with DocStore.connect(path) as store:``; the schema must
-already be migrated (``FactStore.open`` does that). Times are unix seconds.
+already be migrated (``FactStore.open`` does that). Times are unix seconds. An unreadable
+row (a value memvault never writes) is left out of every read, a file row with its
+chunks, with one log line (``storage.rows``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 import aiosqlite
 
+from memvault.storage import rows as col
 from memvault.storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -88,12 +91,28 @@ class ChunkRow:
 
 
 def _file(r: Iterable[Any]) -> DocFile:
+    """A ``SELECT _FILE_COLS`` row -> DocFile; raises BadValue on a value memvault never writes."""
     (id_, project, collection, abs_path, path, size, mtime, content_hash, fmt, chunk_ids,
      model, indexed_by, indexed_at, keyword_scheme) = tuple(r)
-    return DocFile(project=project, collection=collection, abs_path=abs_path, path=path, size=size,
-                   mtime=mtime, content_hash=content_hash, format=fmt, embedding_model=model,
-                   keyword_scheme=keyword_scheme, indexed_at=indexed_at, chunk_ids=json.loads(chunk_ids),
-                   indexed_by=indexed_by, id=id_)
+    return DocFile(project=col.text(project, "project"), collection=col.text(collection, "collection"),
+                   abs_path=col.text(abs_path, "abs_path"), path=col.text(path, "path"), size=col.integer(size, "size"),
+                   mtime=col.number(mtime, "mtime"), content_hash=col.text(content_hash, "content_hash"),
+                   format=col.text(fmt, "format"), embedding_model=col.text(model, "embedding_model"),
+                   keyword_scheme=col.integer(keyword_scheme, "keyword_scheme"),
+                   indexed_at=col.number(indexed_at, "indexed_at"), chunk_ids=col.json_strings(chunk_ids, "chunk_ids"),
+                   indexed_by=col.opt_text(indexed_by, "indexed_by"), id=col.integer(id_, "id"))
+
+
+def _chunk(r: Sequence[Any]) -> ChunkRow:
+    """A ``SELECT _CHUNK_COLS`` row -> ChunkRow (``file`` not filled); raises BadValue."""
+    cid, doc_id, seq, heading, symbol, start, end, page, text = r[:9]
+    return ChunkRow(col.text(cid, "id"), col.integer(seq, "seq"), col.opt_text(heading, "heading"),
+                    col.opt_text(symbol, "symbol"), col.integer(start, "start_line"), col.integer(end, "end_line"),
+                    col.opt_integer(page, "page"), col.text(text, "text"), col.integer(doc_id, "doc_id"))
+
+
+def _files(rows: Iterable[Sequence[Any]]) -> list[DocFile]:
+    return col.readable(rows, _file, "doc_files", col.by_id)
 
 
 def _marks(n: int) -> str:
@@ -134,13 +153,13 @@ class DocStore:
         rows = await self._db.fetchall(
             f"SELECT {_FILE_COLS} FROM doc_files WHERE project=? AND collection=?", [project, collection]
         )
-        return {f.abs_path: f for f in map(_file, rows)}
+        return {f.abs_path: f for f in _files(rows)}
 
     async def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
         """Chunks by id with their file (``ChunkRow.file``); unknown ids are skipped."""
         out: dict[str, ChunkRow] = {}
         ids = list(dict.fromkeys(ids))
-        files: dict[int, DocFile] = {}
+        files: dict[Any, DocFile | None] = {}
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
             rows = await self._db.fetchall(
@@ -149,9 +168,14 @@ class DocStore:
                 part,
             )
             for r in rows:
-                cid, doc_id, seq, heading, symbol, start, end, page, text = r[:9]
-                f = files.get(doc_id) or files.setdefault(doc_id, _file(r[9:]))
-                out[cid] = ChunkRow(cid, seq, heading, symbol, start, end, page, text, doc_id, f)
+                doc_id = r[1]
+                if doc_id not in files:  # an unreadable file row is logged once and its chunks left out
+                    files[doc_id] = col.decode_or_none(r[9:], _file, "doc_files", col.by_id)
+                f = files[doc_id]
+                c = col.decode_or_none(r, _chunk, "doc_chunks", col.by_id) if f is not None else None
+                if c is not None:
+                    c.file = f
+                    out[c.id] = c
         return out
 
     async def chunks_of(self, file_id: int) -> list[ChunkRow]:
@@ -159,7 +183,7 @@ class DocStore:
         rows = await self._db.fetchall(
             f"SELECT {_CHUNK_COLS} FROM doc_chunks c WHERE c.doc_id=? ORDER BY c.seq", [file_id]
         )
-        return [ChunkRow(r[0], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[1]) for r in rows]
+        return col.readable(rows, _chunk, "doc_chunks", col.by_id)
 
     async def stale_files(self, keyword_scheme: int) -> list[DocFile]:
         """Every file (all projects and collections) whose points were written under another
@@ -167,11 +191,31 @@ class DocStore:
         rows = await self._db.fetchall(
             f"SELECT {_FILE_COLS} FROM doc_files WHERE keyword_scheme != ? ORDER BY id", [keyword_scheme]
         )
-        return list(map(_file, rows))
+        return _files(rows)
 
     async def all_chunk_ids(self) -> set[str]:
         """Every chunk id in the registry (all projects): the points the index should hold."""
         return {r[0] for r in await self._db.fetchall("SELECT id FROM doc_chunks")}
+
+    async def count_chunks(self) -> int:
+        """Number of chunk rows (all projects): the points the ``docs`` collection should hold."""
+        row = await self._db.fetchone("SELECT COUNT(*) FROM doc_chunks")
+        assert row is not None  # an aggregate without GROUP BY always returns one row
+        return int(row[0])
+
+    async def sample_chunks(self, n: int) -> list[ChunkRow]:
+        """Up to ``n`` chunks picked at random (all projects), with their file (``ChunkRow.file``)."""
+        rows = await self._db.fetchall("SELECT id FROM doc_chunks ORDER BY random() LIMIT ?", [int(n)])
+        return list((await self.chunks([r[0] for r in rows])).values())
+
+    async def count_chunks_in(self, project: str, collection: str) -> int:
+        """Number of chunk rows of one (project, collection)."""
+        row = await self._db.fetchone(
+            "SELECT COUNT(*) FROM doc_chunks WHERE doc_id IN (SELECT id FROM doc_files WHERE project=? AND collection=?)",
+            [project, collection],
+        )
+        assert row is not None  # an aggregate without GROUP BY always returns one row
+        return int(row[0])
 
     async def count(self, project: str | None = None, collection: str | None = None) -> tuple[int, int]:
         """(files, chunks) registered, optionally for one project and/or collection."""
@@ -183,8 +227,10 @@ class DocStore:
             where.append("collection=?")
             params.append(collection)
         w = (" WHERE " + " AND ".join(where)) if where else ""
+        # Chunks counted from their rows: a file row's chunk_ids may be unreadable JSON.
         row = await self._db.fetchone(
-            f"SELECT COUNT(*), COALESCE(SUM(json_array_length(chunk_ids)), 0) FROM doc_files{w}", params
+            f"SELECT COUNT(*), (SELECT COUNT(*) FROM doc_chunks WHERE doc_id IN (SELECT id FROM doc_files{w}))"
+            f" FROM doc_files{w}", [*params, *params]
         )
         assert row is not None  # an aggregate without GROUP BY always returns one row
         files, chunks = row
@@ -236,6 +282,13 @@ class DocStore:
         async with self._db.transaction() as tx:
             await tx.execute("UPDATE doc_files SET keyword_scheme=? WHERE id=?", [keyword_scheme, doc.id])
         doc.keyword_scheme = keyword_scheme
+
+    async def set_index_version(self, doc: DocFile, embedding_model: str, keyword_scheme: int) -> None:
+        """Record that ``doc``'s points were all written again with ``embedding_model`` and ``keyword_scheme``."""
+        async with self._db.transaction() as tx:
+            await tx.execute("UPDATE doc_files SET embedding_model=?, keyword_scheme=? WHERE id=?",
+                             [embedding_model, keyword_scheme, doc.id])
+        doc.embedding_model, doc.keyword_scheme = embedding_model, keyword_scheme
 
     async def touch_file(self, doc: DocFile, *, size: int, mtime: float, path: str) -> None:
         """Record a new size / mtime / cited path for a file whose content did not change."""

@@ -4,7 +4,8 @@ Holds every memory row and its history. Qdrant is only an index rebuilt from her
 WAL mode, a busy timeout, parameterised statements only, versioned migrations
 (``storage.migrations``). Each public method is one unit of work: it either commits
 whole or changes nothing (``storage.database`` holds the rules for reads and
-transactions on the shared connection). Times are unix seconds (float).
+transactions on the shared connection). Times are unix seconds (float). A row holding a
+value memvault never writes is left out of every read, with one log line (``storage.rows``).
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ import aiosqlite
 import anyio
 
 from memvault.policy.units import SECONDS_PER_DAY
+from memvault.storage import rows as col
 from memvault.storage.database import Database, Transaction
 from memvault.storage.migrations import LATEST_VERSION, MIGRATIONS
+from memvault.vocabulary import KINDS
 
 log = logging.getLogger(__name__)
 
@@ -85,19 +88,43 @@ class HistoryEntry:
     reason: str | None
 
 
+MEMORY_STATUSES = ("active", "superseded", "deleted")
+INDEX_STATES = ("pending", "indexed")
+
+
 def row_from_sql(r: sqlite3.Row | tuple) -> MemoryRow:
-    """A ``SELECT MEMORY_COLUMNS`` result tuple -> MemoryRow (tags decoded from JSON)."""
+    """A ``SELECT MEMORY_COLUMNS`` result tuple -> MemoryRow (tags decoded from JSON, every
+    value checked against its column's type). Raises BadValue on a value memvault never writes."""
     (id_, user_id, project, kind, key, content, tags, importance, confidence, source, created_at,
      updated_at, last_accessed_at, access_count, expires_at, status, superseded_by, content_hash,
      embedding_model, index_state) = tuple(r)
     return MemoryRow(
-        id=id_, user_id=user_id, project=project, kind=kind, key=key, content=content,
-        tags=json.loads(tags), importance=importance, confidence=confidence, source=source,
-        created_at=created_at, updated_at=updated_at, last_accessed_at=last_accessed_at,
-        access_count=access_count, expires_at=expires_at, status=status,
-        superseded_by=superseded_by, content_hash=content_hash, embedding_model=embedding_model,
-        index_state=index_state,
+        id=col.text(id_, "id"), user_id=col.text(user_id, "user_id"), project=col.text(project, "project"),
+        kind=col.choice(kind, "kind", KINDS), key=col.opt_text(key, "key"), content=col.text(content, "content"),
+        tags=col.json_strings(tags, "tags"), importance=col.number(importance, "importance"),
+        confidence=col.number(confidence, "confidence"), source=col.opt_text(source, "source"),
+        created_at=col.number(created_at, "created_at"), updated_at=col.number(updated_at, "updated_at"),
+        last_accessed_at=col.number(last_accessed_at, "last_accessed_at"),
+        access_count=col.integer(access_count, "access_count"), expires_at=col.opt_number(expires_at, "expires_at"),
+        status=col.choice(status, "status", MEMORY_STATUSES),
+        superseded_by=col.opt_text(superseded_by, "superseded_by"),
+        content_hash=col.text(content_hash, "content_hash"),
+        embedding_model=col.text(embedding_model, "embedding_model"),
+        index_state=col.choice(index_state, "index_state", INDEX_STATES),
     )
+
+
+def memory_rows(found: Iterable[sqlite3.Row | tuple]) -> list[MemoryRow]:
+    """``row_from_sql`` of each readable row; unreadable ones are left out, one log line each."""
+    return col.readable(found, row_from_sql, "memories", col.by_id)
+
+
+def _history_entry(r: Sequence[Any]) -> HistoryEntry:
+    seq, mid, action, actor, at, old, new, reason = r
+    return HistoryEntry(col.integer(seq, "seq"), col.text(mid, "memory_id"), col.text(action, "action"),
+                        col.opt_text(actor, "actor"), col.number(at, "at"),
+                        col.json_object(old, "old") if old else None, col.json_object(new, "new") if new else None,
+                        col.opt_text(reason, "reason"))
 
 
 def _statements(script: str) -> list[str]:
@@ -225,7 +252,7 @@ class FactStore:
 
     # ------------------------------------------------------------------ internals
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[MemoryRow]:
-        return [row_from_sql(r) for r in await self._db.fetchall(sql, params)]
+        return memory_rows(await self._db.fetchall(sql, params))
 
     @staticmethod
     async def _history(tx: Transaction, row: MemoryRow, action: str, actor: str | None, at: float,
@@ -320,8 +347,10 @@ class FactStore:
             where.append(alive)
             params += p
         if tags_any:
+            # json_each fails the whole query on one row of invalid JSON: CASE reads only valid ones.
             where.append(
-                f"EXISTS (SELECT 1 FROM json_each(memories.tags) WHERE json_each.value IN ({_marks(len(tags_any))}))"
+                "CASE WHEN json_valid(memories.tags) THEN EXISTS (SELECT 1 FROM json_each(memories.tags)"
+                f" WHERE json_each.value IN ({_marks(len(tags_any))})) ELSE 0 END"
             )
             params += list(tags_any)
         sql = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at DESC"
@@ -359,7 +388,8 @@ class FactStore:
             params.append(exclude)
         return await self._fetch(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY"
-            " (CASE WHEN importance > 0 THEN ln(importance) ELSE -1.0e308 END)"
+            " (CASE WHEN typeof(importance) IN ('integer', 'real') AND importance > 0 THEN ln(importance)"
+            " ELSE -1.0e308 END)"
             " + MAX(?, -MAX(0.0, ? - last_accessed_at) * ?), last_accessed_at, created_at LIMIT ?",
             [*params, _LN_MIN_RECENCY, now, decay, int(limit)],
         )
@@ -386,6 +416,41 @@ class FactStore:
         rows = await self._db.fetchall(f"SELECT id FROM memories WHERE status='active' AND {alive}", p)
         return {r[0] for r in rows}
 
+    async def count_indexable(self, now: float) -> int:
+        """Number of rows that should have a vector (active and unexpired), all users."""
+        alive, p = _alive(now)
+        row = await self._db.fetchone(f"SELECT COUNT(*) FROM memories WHERE status='active' AND {alive}", p)
+        assert row is not None  # an aggregate without GROUP BY always returns one row
+        return int(row[0])
+
+    async def sample_indexable(self, now: float, n: int) -> list[MemoryRow]:
+        """Up to ``n`` rows that should have a vector, picked at random (unreadable rows left out)."""
+        alive, p = _alive(now)
+        return await self._fetch(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE status='active' AND {alive} ORDER BY random() LIMIT ?",
+            [*p, int(n)],
+        )
+
+    async def count_group(self, user_id: str, project: str, now: float, *, kind: str | None = None,
+                          tag: str | None = None, created_to: float | None = None) -> int:
+        """Number of rows that should have a vector in one (user, project), optionally of one
+        ``kind``, holding ``tag``, or created at or before ``created_to`` (unix s)."""
+        alive, p = _alive(now)
+        where, params = ["user_id=?", "project=?", "status='active'", alive], [user_id, project, *p]
+        if kind is not None:
+            where.append("kind=?")
+            params.append(kind)
+        if tag is not None:
+            where.append("CASE WHEN json_valid(tags) THEN EXISTS (SELECT 1 FROM json_each(memories.tags)"
+                         " WHERE json_each.value = ?) ELSE 0 END")
+            params.append(tag)
+        if created_to is not None:
+            where.append("created_at <= ?")
+            params.append(created_to)
+        row = await self._db.fetchone(f"SELECT COUNT(*) FROM memories WHERE {' AND '.join(where)}", params)
+        assert row is not None  # an aggregate without GROUP BY always returns one row
+        return int(row[0])
+
     async def expired(self, now: float, limit: int = 1000) -> list[MemoryRow]:
         """Rows (any status) whose expiry has passed."""
         return await self._fetch(
@@ -395,16 +460,12 @@ class FactStore:
 
     async def history(self, memory_id: str) -> list[HistoryEntry]:
         """Every recorded change of one memory, oldest first."""
-        rows = await self._db.fetchall(
+        found = await self._db.fetchall(
             "SELECT seq, memory_id, action, actor, at, old, new, reason FROM memory_history"
             " WHERE memory_id=? ORDER BY seq",
             [memory_id],
         )
-        out = []
-        for seq, mid, action, actor, at, old, new, reason in rows:
-            out.append(HistoryEntry(seq, mid, action, actor, at, json.loads(old) if old else None,
-                                    json.loads(new) if new else None, reason))
-        return out
+        return col.readable(found, _history_entry, "memory_history", lambda r: f"seq {r[0]!r}")
 
     # ------------------------------------------------------------------ writes
     async def add(self, row: MemoryRow, *, supersede: Sequence[MemoryRow] = (), actor: str | None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memvault.storage.database import Database
-from memvault.storage.facts import MEMORY_COLUMNS, FactStore, MemoryRow, row_from_sql
+from memvault.storage.facts import MEMORY_COLUMNS, FactStore, MemoryRow, memory_rows
 
 
 class ProfileReader:
@@ -31,7 +31,7 @@ class ProfileReader:
             " AND status='active' AND (expires_at IS NULL OR expires_at > ?) ORDER BY updated_at DESC LIMIT ?",
             [user_id, *projects, now, int(limit)],
         )
-        return [row_from_sql(r) for r in rows]
+        return memory_rows(rows)  # unreadable rows left out, one log line each
 
     async def top_unkeyed(self, user_id: str, projects: Sequence[str], kinds: Sequence[str], now: float,
                           limit: int) -> list[MemoryRow]:
@@ -44,4 +44,4 @@ class ProfileReader:
             " ORDER BY importance DESC, updated_at DESC LIMIT ?",
             [user_id, *projects, *kinds, now, int(limit)],
         )
-        return [row_from_sql(r) for r in rows]
+        return memory_rows(rows)  # unreadable rows left out, one log line each

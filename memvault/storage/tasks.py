@@ -4,7 +4,9 @@ Tables ``tasks`` and ``task_history`` (migration 3). A task is keyed by (user_id
 project, task_id). Every write stores the whole new version and appends it to the
 history, which keeps the newest ``history_max`` versions per task. ``expires_at`` is
 the idle TTL of an open task or the retention of a finished one; expired rows are
-left out of every read and purged by ``sweep``. Times are unix seconds (float).
+left out of every read and purged by ``sweep``. Times are unix seconds (float). An
+unreadable row (a value memvault never writes) is left out too, with one log line
+(``storage.rows``); read by its id, it is as good as absent.
 
 The store shares the fact store's SQLite connection (``FactStore.database``: one
 transaction at a time, see ``storage.database``); callers still serialise their
@@ -13,12 +15,12 @@ read-then-write sequences with the runtime's write lock, as every fact-store wri
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from memvault.policy.tasks import state_json
+from memvault.storage import rows as col
 from memvault.storage.database import Database
 from memvault.storage.facts import FactStore
 from memvault.vocabulary import (
@@ -26,6 +28,7 @@ from memvault.vocabulary import (
     OPEN_TASK_STATUSES,
     TASK_STATUSES,
     TaskStatus,
+    is_task_status,
 )
 
 _COLUMNS = ("user_id, project, task_id, title, status, version, state, created_at, updated_at, expires_at, "
@@ -64,12 +67,33 @@ class TaskVersion:
     actor: str | None = None
 
 
+def _status(value: Any, column: str = "status") -> TaskStatus:
+    if not isinstance(value, str) or not is_task_status(value):
+        raise col.BadValue(column, f"is {value!r}, not one of {', '.join(TASK_STATUSES)}")
+    return value
+
+
 def _task(r: Sequence[Any]) -> TaskRow:
+    """A ``SELECT _COLUMNS`` row -> TaskRow; raises BadValue on a value memvault never writes."""
     (user_id, project, task_id, title, status, version, state, created_at, updated_at, expires_at, ttl_days,
      outcome, episode_id, actor) = tuple(r)
-    return TaskRow(user_id=user_id, project=project, task_id=task_id, title=title, status=status,
-                   version=version, state=json.loads(state), created_at=created_at, updated_at=updated_at,
-                   expires_at=expires_at, ttl_days=ttl_days, outcome=outcome, episode_id=episode_id, actor=actor)
+    return TaskRow(user_id=col.text(user_id, "user_id"), project=col.text(project, "project"),
+                   task_id=col.text(task_id, "task_id"), title=col.text(title, "title"), status=_status(status),
+                   version=col.integer(version, "version"), state=col.json_object(state, "state"),
+                   created_at=col.number(created_at, "created_at"), updated_at=col.number(updated_at, "updated_at"),
+                   expires_at=col.number(expires_at, "expires_at"), ttl_days=col.opt_number(ttl_days, "ttl_days"),
+                   outcome=col.opt_text(outcome, "outcome"), episode_id=col.opt_text(episode_id, "episode_id"),
+                   actor=col.opt_text(actor, "actor"))
+
+
+def _task_key(r: Sequence[Any]) -> str:
+    return f"task {r[2]!r} of user {r[0]!r}, project {r[1]!r}"
+
+
+def _version(r: Sequence[Any]) -> TaskVersion:
+    v, title, status, state, at, actor = r
+    return TaskVersion(col.integer(v, "version"), col.text(title, "title"), _status(status),
+                       col.json_object(state, "state"), col.number(at, "at"), col.opt_text(actor, "actor"))
 
 
 class TaskStore:
@@ -92,7 +116,9 @@ class TaskStore:
                 [user_id, project, task_id, now],
             )
             if row is not None:
-                return _task(row)
+                task = col.decode_or_none(row, _task, "tasks", _task_key)
+                if task is not None:  # an unreadable one is left out (logged), as if absent
+                    return task
         return None
 
     async def list_tasks(self, user_id: str, projects: Sequence[str], now: float, *, include_done: bool = False,
@@ -116,7 +142,7 @@ class TaskStore:
             "status != ?, updated_at DESC LIMIT ?",
             [*params, *FINISHED_TASK_STATUSES, OPEN_TASK_STATUSES[0], int(limit)],
         )
-        return [_task(r) for r in rows], total
+        return col.readable(rows, _task, "tasks", _task_key), total
 
     async def history(self, user_id: str, project: str, task_id: str, limit: int) -> list[TaskVersion]:
         """Stored versions of one task, newest first, at most ``limit``."""
@@ -125,7 +151,7 @@ class TaskStore:
             " WHERE user_id=? AND project=? AND task_id=? ORDER BY version DESC LIMIT ?",
             [user_id, project, task_id, int(limit)],
         )
-        return [TaskVersion(v, t, s, json.loads(st), at, a) for v, t, s, st, at, a in rows]
+        return col.readable(rows, _version, "task_history", lambda r: f"version {r[0]!r} of task {task_id!r}")
 
     # ------------------------------------------------------------------ writes
     async def write(self, row: TaskRow, *, history_max: int) -> None:

@@ -90,6 +90,31 @@ class Hit:
     score: float
 
 
+@dataclass(frozen=True)
+class StoredPoint:
+    """One point as the engine holds it (``VectorIndex.retrieve``): id (canonical), dense
+    vector (as stored: engines normalise cosine vectors to length 1), the term ids of its
+    keyword vector, and its payload."""
+
+    id: str
+    dense: list[float]
+    terms: frozenset[int]
+    payload: dict[str, Any]
+
+
+def stored_point(point_id: Any, vectors: Any, payload: Any) -> StoredPoint:
+    """A StoredPoint from what an engine returns for one point: ``vectors`` maps vector names to
+    a list of floats (dense) or an object with ``indices`` (sparse); anything else reads as
+    absent (an empty dense vector, no terms), which the caller's checks then reject."""
+    named = vectors if isinstance(vectors, Mapping) else {}
+    dense = named.get(DENSE)
+    values = [float(x) for x in dense] if isinstance(dense, list) and all(
+        isinstance(x, (int, float)) for x in dense) else []
+    indices = getattr(named.get(KEYWORDS), "indices", None) or ()
+    return StoredPoint(id=str(point_id), dense=values, terms=frozenset(int(i) for i in indices),
+                       payload=dict(payload) if isinstance(payload, Mapping) else {})
+
+
 @dataclass
 class VectorFilter:
     """Conditions every returned / counted / deleted point must meet (all ANDed).
@@ -193,6 +218,21 @@ class StoreLocked(RuntimeError):
         self.path = path
 
 
+class DamagedCollection(RuntimeError):
+    """A collection's files cannot be used: unreadable, refused by the engine, or changed
+    after memvault closed them. The index is derived from SQLite, so the cure is to set the
+    collection aside (``VectorIndex.set_aside``) and build it again.
+
+    collection: its name; where: its folder; reason: what was found, for a person.
+    """
+
+    def __init__(self, collection: str, where: str, reason: str) -> None:
+        super().__init__(f"vector collection {collection!r} in {where} is damaged: {reason}")
+        self.collection = collection
+        self.where = where
+        self.reason = reason
+
+
 class UnknownCollection(KeyError):
     """An operation named a collection that ``ensure_collection`` has not opened."""
 
@@ -243,8 +283,8 @@ class VectorIndex(ABC):
 
         dim: dense dimension; model_id: the embedding model's id, recorded at creation.
         Raises CollectionMismatch if it was built with another model or dim,
-        StoreLocked (Edge) if another process holds it, ValueError on a bad name.
-        Idempotent.
+        StoreLocked (Edge) if another process holds it, DamagedCollection (Edge) if its
+        files cannot be used (see ``set_aside``), ValueError on a bad name. Idempotent.
         """
 
     @abstractmethod
@@ -291,6 +331,22 @@ class VectorIndex(ABC):
         """Top ``limit`` points by IDF-modified dot product with ``sparse`` among those
         matching ``flt``, best first. Points sharing no term with the query are not
         returned; an empty query returns []."""
+
+    @abstractmethod
+    def retrieve(self, collection: str, ids: Sequence[str]) -> dict[str, StoredPoint]:
+        """The stored points ``ids`` (vectors and payload) by canonical id; ids without a
+        point are left out."""
+
+    def set_aside(self, name: str) -> str | None:
+        """Move collection ``name`` out of the way so that ``ensure_collection`` makes it anew,
+        keeping its files for inspection; returns where they went ("" when there was
+        nothing to move).
+
+        Engines whose collections are not files of this process return None and change
+        nothing (a Qdrant server's collection may serve other processes). Raises
+        StoreLocked when another process holds it.
+        """
+        return None
 
     @abstractmethod
     def ids(self, collection: str) -> set[str]:

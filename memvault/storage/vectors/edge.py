@@ -2,8 +2,18 @@
 
 Layout under the root folder (``settings.vectors_dir``), one folder per collection::
 
-    <root>/<collection>/collection.json   model id + dim (written before the shard)
+    <root>/<collection>/collection.json   model id + dim (written before the shard), and
+                                          after a clean close the size and mtime of every
+                                          shard file (the closing record)
     <root>/<collection>/shard/            the EdgeShard (segments, WAL, edge_config.json)
+
+Damage: a collection whose record is unreadable or missing beside a shard, whose files
+differ from its closing record (truncated, rewritten or deleted while memvault was not
+running), or that Qdrant Edge refuses to load (an error, or a Rust panic) raises
+DamagedCollection. ``set_aside`` then moves the folder to ``<root>.broken-<UTC time>/``
+(the newest ``BROKEN_KEPT`` such folders are kept) so that the collection can be made
+anew and rebuilt from SQLite. A panic of the engine on an open collection becomes
+DamagedCollection too, instead of escaping as a BaseException.
 
 Choices, measured on 2 cores with 384-dim vectors at 10k and 100k points:
 
@@ -32,11 +42,18 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import qdrant_edge as qe
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: the lock is probed by loading the shard
+    fcntl = None  # type: ignore[assignment]
 
 from .base import (
     DENSE,
@@ -45,9 +62,11 @@ from .base import (
     KEYWORDS,
     PREFIX_FIELDS,
     CollectionMismatch,
+    DamagedCollection,
     Hit,
     Point,
     SparseVector,
+    StoredPoint,
     StoreLocked,
     UnknownCollection,
     VectorFilter,
@@ -55,6 +74,7 @@ from .base import (
     canonical_id,
     check_collection_name,
     dense_list,
+    stored_point,
 )
 
 log = logging.getLogger(__name__)
@@ -63,6 +83,8 @@ META_FILE = "collection.json"
 SHARD_DIR = "shard"
 META_FORMAT = 1
 SCROLL_PAGE = 2048
+BROKEN_KEPT = 3
+"""Damaged collections set aside: the newest this many ``<root>.broken-*`` folders are kept."""
 
 
 @dataclass
@@ -76,6 +98,41 @@ class _Open:
 
 def _describe(model_id: str, dim: int) -> str:
     return f"model {model_id!r} (dim {dim})"
+
+
+def _is_panic(exc: BaseException) -> bool:
+    """True for a Rust panic raised through pyo3 (``pyo3_runtime.PanicException``, a BaseException)."""
+    return type(exc).__name__ == "PanicException"
+
+
+def shard_files(sdir: Path) -> dict[str, list[int]]:
+    """Every file under ``sdir``: path relative to it (POSIX) -> [size in bytes, mtime in ns]."""
+    out: dict[str, list[int]] = {}
+    for path in sorted(sdir.rglob("*")):
+        if path.is_file():
+            st = path.stat()
+            out[path.relative_to(sdir).as_posix()] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def changed_files(sdir: Path, closed: dict[str, list[int]]) -> list[str]:
+    """How the files under ``sdir`` differ from a closing record (``shard_files`` at close),
+    one phrase per file (``"wal/open-1 (size 33554432 -> 0)"``), sorted by path."""
+    now = shard_files(sdir)
+    out = []
+    for rel in sorted(set(closed) | set(now)):
+        old, new = closed.get(rel), now.get(rel)
+        if old == new:
+            continue
+        if new is None:
+            out.append(f"{rel} (deleted)")
+        elif old is None:
+            out.append(f"{rel} (new)")
+        elif old[0] != new[0]:
+            out.append(f"{rel} (size {old[0]} -> {new[0]})")
+        else:
+            out.append(f"{rel} (rewritten)")
+    return out
 
 
 def _edge_config(dim: int) -> qe.EdgeConfig:
@@ -151,24 +208,38 @@ class EdgeVectorIndex(VectorIndex):
             sdir = cdir / SHARD_DIR
             meta_path = cdir / META_FILE
             cdir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            stored = self._read_meta(meta_path)
+            stored = self._read_meta(name, meta_path)
             has_shard = sdir.is_dir() and any(sdir.iterdir())
             if stored is not None:
                 if (stored["model_id"], stored["dim"]) != (model_id, dim):
                     raise CollectionMismatch(
                         name, _describe(stored["model_id"], stored["dim"]), _describe(model_id, dim)
                     )
+                closed = stored.get("closed")
+                if isinstance(closed, dict) and closed and not has_shard:
+                    raise DamagedCollection(name, str(cdir), "its shard folder is gone")
+                if isinstance(closed, dict) and has_shard:
+                    changed = changed_files(sdir, closed)
+                    if changed:
+                        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+                        raise DamagedCollection(name, str(cdir), "files changed after memvault closed it: "
+                                                + ", ".join(changed[:3]) + more)
             elif has_shard:
-                # The record is written before the shard, so this is a store we did not make.
-                raise CollectionMismatch(name, f"an unrecorded model (no {meta_path})", _describe(model_id, dim))
+                # The record is written before the shard: a shard without one was not
+                # finished by memvault, or lost its record since.
+                raise DamagedCollection(name, str(cdir), f"its shard has no {META_FILE}")
             else:
-                self._write_meta(meta_path, {"format": META_FORMAT, "model_id": model_id, "dim": dim})
+                self._write_meta(meta_path, self._meta(model_id, dim))
             shard = self._open_shard(name, sdir, dim, model_id, has_shard)
             try:
-                self._ensure_indexes(shard)
+                with self._engine(name):
+                    self._ensure_indexes(shard)
             except BaseException:
                 shard.close()
                 raise
+            if stored is not None and "closed" in stored:
+                # Open from now on: a crash leaves no closing record to compare with.
+                self._write_meta(meta_path, self._meta(model_id, dim))
             self._open[name] = _Open(shard, dim, model_id, sdir, dirty=True)
             log.info("vector collection %s open at %s (%s)", name, sdir, _describe(model_id, dim))
 
@@ -181,19 +252,44 @@ class EdgeVectorIndex(VectorIndex):
             if cur is not None:
                 cur.shard.close()
             elif sdir.is_dir() and any(sdir.iterdir()):
-                # Not ours yet: take the shard's lock first, so that a store another
-                # process is serving is refused (StoreLocked), never deleted under it.
-                try:
-                    qe.EdgeShard.load(str(sdir)).close()
-                except Exception as exc:
-                    if "WouldBlock" in str(exc):
-                        raise StoreLocked(str(sdir)) from exc
-                    log.warning("dropping unreadable vector collection %s: %s", name, exc)
+                self._probe_lock(name, sdir)
             if cdir.exists():
                 # Drop the record first: a crash half-way then leaves a shard with no record,
                 # which ensure_collection refuses instead of trusting.
                 (cdir / META_FILE).unlink(missing_ok=True)
                 shutil.rmtree(cdir)
+
+    def set_aside(self, name: str) -> str | None:
+        """Move the folder of collection ``name`` to ``<root>.broken-<UTC time>/<name>`` (closing
+        it first if open) and return the new path; keep the newest ``BROKEN_KEPT`` such folders.
+
+        A store another process holds is refused (StoreLocked), never moved under it.
+        Returns "" when there is no folder to move.
+        """
+        check_collection_name(name)
+        with self._lock:
+            cur = self._open.pop(name, None)
+            cdir = self.root / name
+            sdir = cdir / SHARD_DIR
+            if cur is not None:
+                try:
+                    cur.shard.close()
+                except BaseException as exc:  # a damaged shard may fail to close; it is moved anyway
+                    if not (isinstance(exc, Exception) or _is_panic(exc)):
+                        raise
+                    log.warning("closing damaged vector collection %s: %s", name, exc)
+            elif sdir.is_dir() and any(sdir.iterdir()):
+                self._probe_lock(name, sdir)
+            if not cdir.exists():
+                return ""
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            dest, n = self.root.parent / f"{self.root.name}.broken-{stamp}" / name, 2
+            while dest.exists():
+                dest, n = self.root.parent / f"{self.root.name}.broken-{stamp}-{n}" / name, n + 1
+            dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.replace(cdir, dest)
+            self._prune_broken()
+            return str(dest)
 
     # --- writes ------------------------------------------------------------------
 
@@ -203,7 +299,8 @@ class EdgeVectorIndex(VectorIndex):
             edge_points = [self._edge_point(p, cur.dim) for p in points]
             for i in range(0, len(edge_points), self._upsert_batch):
                 cur.dirty = True
-                cur.shard.update(qe.UpdateOperation.upsert_points(edge_points[i : i + self._upsert_batch]))
+                with self._engine(collection):
+                    cur.shard.update(qe.UpdateOperation.upsert_points(edge_points[i : i + self._upsert_batch]))
 
     def update_sparse(self, collection: str, vectors: Mapping[str, SparseVector]) -> None:
         pvs = [
@@ -257,15 +354,26 @@ class EdgeVectorIndex(VectorIndex):
             query = qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=KEYWORDS)
             return self._query(cur, query, flt, limit)
 
+    def retrieve(self, collection: str, ids: Sequence[str]) -> dict[str, StoredPoint]:
+        wanted: list[qe.PointId] = [canonical_id(i) for i in ids]
+        with self._lock:
+            cur = self._get(collection)
+            if not wanted:
+                return {}
+            with self._engine(collection):
+                records = cur.shard.retrieve(wanted, True, True)
+        return {str(r.id): stored_point(r.id, r.vector, r.payload) for r in records}
+
     def ids(self, collection: str) -> set[str]:
         out: set[str] = set()
         with self._lock:
             cur = self._get(collection)
             offset = None
             while True:
-                records, offset = cur.shard.scroll(
-                    qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=False, with_vector=False)
-                )
+                with self._engine(collection):
+                    records, offset = cur.shard.scroll(
+                        qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=False, with_vector=False)
+                    )
                 out.update(str(r.id) for r in records)
                 if offset is None:
                     return out
@@ -275,7 +383,8 @@ class EdgeVectorIndex(VectorIndex):
             cur = self._get(collection)
             if flt is not None and flt.matches_nothing():
                 return 0
-            return cur.shard.count(qe.CountRequest(exact=True, filter=edge_filter(flt)))
+            with self._engine(collection):
+                return cur.shard.count(qe.CountRequest(exact=True, filter=edge_filter(flt)))
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -295,14 +404,81 @@ class EdgeVectorIndex(VectorIndex):
                 return
             self._closed = True
             opened, self._open = self._open, {}
-            for name, cur in opened.items():
+            failed: BaseException | None = None
+            for name, cur in opened.items():  # every collection, even after one failed
                 try:
-                    cur.shard.flush()
-                finally:
-                    cur.shard.close()
+                    with self._engine(name):
+                        try:
+                            cur.shard.flush()
+                        finally:
+                            cur.shard.close()
+                except Exception as exc:  # no closing record: the next start checks it against SQLite
+                    failed = failed or exc
+                    continue
+                # Only a clean close leaves a closing record (see the module docstring).
+                meta = self._meta(cur.model_id, cur.dim)
+                try:
+                    meta["closed"] = shard_files(cur.path)
+                    self._write_meta(cur.path.parent / META_FILE, meta)
+                except OSError as exc:  # the folder went away under us: the next start checks it
+                    log.warning("vector collection %s: no closing record written (%s)", name, exc)
                 log.debug("vector collection %s closed", name)
+            if failed is not None:
+                raise failed
 
     # --- helpers -----------------------------------------------------------------
+
+    @contextmanager
+    def _engine(self, name: str) -> Iterator[None]:
+        """Turn a panic of the engine (a BaseException) into DamagedCollection."""
+        try:
+            yield
+        except BaseException as exc:
+            if _is_panic(exc):
+                raise DamagedCollection(name, str(self.root / name), f"Qdrant Edge failed: {exc}") from exc
+            raise
+
+    @staticmethod
+    def _probe_lock(name: str, sdir: Path) -> None:
+        """Raise StoreLocked if another holder has the shard of a collection not open here.
+
+        Qdrant Edge 0.9 holds an exclusive ``flock`` on the shard's ``wal`` folder while the
+        shard is loaded, so taking and releasing that lock answers without loading (a damaged
+        shard may take long to fail). Without ``fcntl`` or a ``wal`` folder, the shard is
+        loaded and closed instead; one that fails to load for another reason is left to the caller.
+        """
+        wal = sdir / "wal"
+        if fcntl is not None and wal.is_dir():
+            fd = os.open(wal, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except BlockingIOError as exc:
+                raise StoreLocked(str(sdir)) from exc
+            finally:
+                os.close(fd)
+            return
+        try:
+            qe.EdgeShard.load(str(sdir)).close()
+        except BaseException as exc:
+            if not (isinstance(exc, Exception) or _is_panic(exc)):
+                raise
+            if "WouldBlock" in str(exc):
+                raise StoreLocked(str(sdir)) from exc
+            log.debug("vector collection %s does not load (%s)", name, exc)
+
+    def _prune_broken(self) -> None:
+        """Delete all but the newest ``BROKEN_KEPT`` set-aside folders of this root."""
+        prefix = f"{self.root.name}.broken-"
+        # The names sort by time: a UTC stamp, then "-2", "-3" for folders made in the same second.
+        found = sorted((p for p in self.root.parent.iterdir() if p.name.startswith(prefix) and p.is_dir()),
+                       key=lambda p: (p.name[: len(prefix) + 16], len(p.name), p.name))
+        for old in found[:-BROKEN_KEPT]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    @staticmethod
+    def _meta(model_id: str, dim: int) -> dict:
+        return {"format": META_FORMAT, "model_id": model_id, "dim": dim}
 
     def _get(self, name: str) -> _Open:
         cur = self._open.get(name)
@@ -313,7 +489,8 @@ class EdgeVectorIndex(VectorIndex):
     def _update(self, name: str, op: qe.UpdateOperation) -> None:
         cur = self._get(name)
         cur.dirty = True  # before: even a failed op may have reached the WAL
-        cur.shard.update(op)
+        with self._engine(name):
+            cur.shard.update(op)
 
     def _query(self, cur: _Open, query: qe.Query, flt: VectorFilter, limit: int) -> list[Hit]:
         if limit <= 0 or flt.matches_nothing():
@@ -326,7 +503,8 @@ class EdgeVectorIndex(VectorIndex):
             with_payload=False,
             with_vector=False,
         )
-        return [Hit(str(p.id), float(p.score)) for p in cur.shard.query(request)]
+        with self._engine(cur.path.parent.name):
+            return [Hit(str(p.id), float(p.score)) for p in cur.shard.query(request)]
 
     @staticmethod
     def _edge_point(p: Point, dim: int) -> qe.Point:
@@ -341,13 +519,16 @@ class EdgeVectorIndex(VectorIndex):
         try:
             # load() with a config also checks it against the stored segments.
             return qe.EdgeShard.load(str(sdir), config) if exists else qe.EdgeShard.create(str(sdir), config)
-        except Exception as exc:  # qdrant_edge raises bare Exception
-            msg = str(exc)
+        except BaseException as exc:  # qdrant_edge raises bare Exception, or a panic (BaseException)
+            if not (isinstance(exc, Exception) or _is_panic(exc)):
+                raise
+            msg = str(exc) or type(exc).__name__
             if "WouldBlock" in msg:
                 raise StoreLocked(str(sdir)) from exc
-            if "incompatible" in msg.lower():
-                raise CollectionMismatch(name, f"another configuration ({msg})", _describe(model_id, dim)) from exc
-            raise
+            if not exists:
+                raise
+            # The record says this model and dim, so a shard that does not load with them is damaged.
+            raise DamagedCollection(name, str(sdir.parent), f"Qdrant Edge cannot load it ({msg})") from exc
 
     @staticmethod
     def _ensure_indexes(shard: qe.EdgeShard) -> None:
@@ -363,13 +544,17 @@ class EdgeVectorIndex(VectorIndex):
                 shard.update(qe.UpdateOperation.create_field_index(field_name, schema))
 
     @staticmethod
-    def _read_meta(path: Path) -> dict | None:
+    def _read_meta(name: str, path: Path) -> dict | None:
+        """The collection record, None when absent; DamagedCollection when unreadable."""
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        if not isinstance(data, dict) or "model_id" not in data or "dim" not in data:
-            raise RuntimeError(f"{path} is not a memvault collection record; move it away and reindex")
+        except (OSError, ValueError) as exc:  # ValueError: bad JSON or bad UTF-8
+            raise DamagedCollection(name, str(path.parent), f"{META_FILE} is unreadable ({exc})") from exc
+        if (not isinstance(data, dict) or not isinstance(data.get("model_id"), str)
+                or not isinstance(data.get("dim"), int)):
+            raise DamagedCollection(name, str(path.parent), f"{META_FILE} is not a memvault collection record")
         return data
 
     @staticmethod

@@ -39,12 +39,14 @@ from .base import (
     Hit,
     Point,
     SparseVector,
+    StoredPoint,
     UnknownCollection,
     VectorFilter,
     VectorIndex,
     canonical_id,
     check_collection_name,
     dense_list,
+    stored_point,
 )
 
 log = logging.getLogger(__name__)
@@ -212,6 +214,15 @@ class RemoteVectorIndex(VectorIndex):
             return []
         query = models.SparseVector(indices=list(sparse.indices), values=[float(v) for v in sparse.values])
         return self._query(collection, query, KEYWORDS, flt, limit)
+
+    def retrieve(self, collection: str, ids: Sequence[str]) -> dict[str, StoredPoint]:
+        self._dim(collection)
+        if not ids:
+            return {}
+        with self._lock:
+            records = self.client.retrieve(collection, [canonical_id(i) for i in ids], with_payload=True,
+                                           with_vectors=True)
+        return {str(r.id): stored_point(r.id, r.vector, r.payload) for r in records}
 
     def ids(self, collection: str) -> set[str]:
         self._dim(collection)

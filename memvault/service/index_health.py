@@ -1,0 +1,300 @@
+"""The start-up check of the vector index against SQLite, and its rebuild from SQLite.
+
+SQLite is the record; the vector index (``memories`` and ``docs`` collections) is
+derived from it, so whatever cannot be trusted is rebuilt. At start, once the model and
+the index are loaded and before any call is served (tool calls wait for start-up):
+
+1. A collection found damaged when opened (unreadable record, files changed after
+   memvault closed them, refused by the engine) was already moved aside and made anew,
+   with one line on stderr (``Runtime.open_collection``).
+2. Memories a crash left ``pending`` are applied and expired ones purged.
+3. Each collection (``memories``; ``docs`` when documents are registered) is compared
+   with SQLite, cheaply (``disagreement``): its number of points; a random sample of
+   ``SAMPLE_SIZE`` rows whose points must be there with a sane dense vector (finite,
+   length 1), the payload SQLite says and (memories) the keyword terms of their text, the
+   first ``SEARCHED`` of them found by a dense search with their own vector; and the
+   point counts of every live memory and of the groups (user, project, kind / project,
+   collection) of the first ``GROUPED`` sampled rows, and of one sampled memory's tag and
+   creation time, which go through the engine's payload indexes. Only when the number of
+   points differs are all ids compared: points with no row (left by a crash) are
+   deleted; readable rows with no point mean the index lost points.
+4. On a disagreement the collection is moved aside (``vectors.broken-<time>``) and made
+   anew -- left in place when it is empty, or on a Qdrant server, where every point is
+   overwritten -- and every point is written again from SQLite (documents from the chunk
+   text the registry stores). One ERROR line on stderr says what was wrong, where the old
+   files went and that the collection is being rebuilt; one INFO line says when it is done.
+   The check then runs again; if the index still disagrees, or the rebuild failed, every
+   call that needs the index is refused with the reason (``Runtime.fail``): a partial
+   index is never served silently.
+
+``memvault reindex`` (a new model) drops both collections and rebuilds them from SQLite
+(``rebuild_documents`` for the documents).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memvault.service.docs_index import DOCS_COLLECTION, ensure_docs_collection, restore_chunks
+from memvault.service.errors import Conflict
+from memvault.service.indexing import (
+    index_rows,
+    keyword_vector,
+    memory_payload,
+    scope_filter,
+    settle_pending,
+    sweep_expired,
+)
+from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+from memvault.storage.docs import DocStore
+from memvault.storage.vectors.base import StoredPoint, VectorFilter, VectorIndex, canonical_id
+
+log = logging.getLogger(__name__)
+
+SAMPLE_SIZE = 16
+"""Rows per collection whose points are read back at start."""
+SEARCHED = 2
+"""Sampled points searched for with their own dense vector."""
+GROUPED = 4
+"""Sampled rows whose group's point count is compared through the payload indexes."""
+NORM_TOLERANCE = 1e-3
+"""How far a stored dense vector's length may be from 1 (the engine normalises cosine vectors)."""
+REBUILD_BATCH = 256
+"""Memories embedded per batch when rebuilding."""
+
+
+@dataclass
+class Sampled:
+    """One sampled row: the point ``id`` must exist with ``payload`` (the fields SQLite knows),
+    keyword ``terms`` (None: not checked) and match ``scope`` (the filter of its self-search)."""
+
+    id: str
+    payload: dict[str, Any]
+    terms: frozenset[int] | None
+    scope: VectorFilter
+
+
+@dataclass
+class Expected:
+    """What SQLite says one collection must hold, and how to rebuild it.
+
+    count: points; noun / item: what the points are, for messages ("memories" / "memory"); sample: rows
+    checked point by point; groups: (filter, points, what) counted through the payload indexes;
+    all_ids(): every id that should have a point; readable(ids): how many of those ids
+    SQLite can rebuild (unreadable rows cannot); rebuild(): write every point again,
+    returns how many.
+    """
+
+    name: str
+    noun: str
+    item: str
+    count: int
+    all_ids: Callable[[], Awaitable[set[str]]]
+    readable: Callable[[list[str]], Awaitable[int]]
+    rebuild: Callable[[], Awaitable[int]]
+    sample: list[Sampled] = field(default_factory=list)
+    groups: list[tuple[VectorFilter, int, str]] = field(default_factory=list)
+
+
+def _same(stored: Any, wanted: Any) -> bool:
+    """Payload values equal; numbers to 1e-9 relative (the engine may keep fewer digits of a float)."""
+    numbers = (int, float)
+    if isinstance(stored, numbers) and isinstance(wanted, numbers) and not isinstance(stored, bool) \
+            and not isinstance(wanted, bool):
+        return math.isclose(stored, wanted, rel_tol=1e-9)
+    return stored == wanted
+
+
+def point_problem(s: Sampled, p: StoredPoint | None, dim: int) -> str | None:
+    """What is wrong with the stored point ``p`` of the sampled row ``s`` (None: nothing)."""
+    if p is None:
+        return "has no point"
+    if len(p.dense) != dim or not all(math.isfinite(x) for x in p.dense):
+        return f"has an unreadable dense vector ({len(p.dense)} values, {dim} expected)"
+    norm = math.sqrt(sum(x * x for x in p.dense))
+    if abs(norm - 1.0) > NORM_TOLERANCE:
+        return f"has a dense vector of length {norm:.4g}, not 1"
+    for key, value in s.payload.items():
+        if not _same(p.payload.get(key), value):
+            return f"has payload {key}={p.payload.get(key)!r} where SQLite says {value!r}"
+    if s.terms is not None and p.terms != s.terms:
+        return "has keyword terms that are not those of its text"
+    return None
+
+
+async def disagreement(rt: Runtime, vectors: VectorIndex, exp: Expected) -> str | None:
+    """How collection ``exp.name`` disagrees with SQLite, for a person; None when it agrees.
+
+    Deletes points with no row (a crash leaves them) on the way. Any error of the engine
+    while reading counts as a disagreement.
+    """
+    name, dim = exp.name, (await rt.ready())[0].dim
+    try:
+        exact = True
+        n = await rt.run_sync(vectors.count, name)
+        if n != exp.count:
+            present = await rt.run_sync(vectors.ids, name)
+            wanted = await exp.all_ids()
+            orphans = sorted(present - wanted)
+            if orphans:
+                await rt.run_sync(vectors.delete, name, orphans)
+                log.info("vector collection %r: deleted %d points with no row in SQLite", name, len(orphans))
+            missing = sorted(wanted - present)
+            if missing:
+                lost = await exp.readable(missing)
+                if lost:
+                    return f"it holds {len(present) - len(orphans)} of the {len(wanted)} {exp.noun} in SQLite"
+                exact = False  # only unreadable rows lack a point: group counts cannot be compared
+        got = await rt.run_sync(vectors.retrieve, name, [s.id for s in exp.sample])
+        for s in exp.sample:
+            problem = point_problem(s, got.get(canonical_id(s.id)), dim)
+            if problem is not None:
+                return f"{exp.item} {s.id} {problem}"
+        for s in exp.sample[:SEARCHED]:
+            hits = await rt.run_sync(vectors.search_dense, name, got[canonical_id(s.id)].dense, s.scope, 10)
+            if canonical_id(s.id) not in {h.id for h in hits}:
+                return f"a search with the vector of {exp.item} {s.id} does not find it"
+        if exact:
+            for flt, want, what in exp.groups:
+                have = await rt.run_sync(vectors.count, name, flt)
+                if have != want:
+                    return f"its payload index counts {have} points for {what} where SQLite has {want}"
+    except Exception as exc:  # the engine failing to read its own points is a disagreement too
+        return f"reading it failed ({str(exc) or type(exc).__name__})"
+    return None
+
+
+async def heal_collection(rt: Runtime, exp: Expected) -> None:
+    """Compare collection ``exp.name`` with SQLite and rebuild it when they disagree (see the
+    module docstring). Raises RuntimeError when it still disagrees after the rebuild."""
+    _, vectors = await rt.ready()
+    name = exp.name
+    known = rt.set_aside.pop(name, None)  # damaged when opened: already set aside and logged
+    problem = await disagreement(rt, vectors, exp)
+    if problem is None:
+        return
+    if known is None:
+        try:
+            empty = await rt.run_sync(vectors.count, name) == 0
+        except Exception:
+            empty = False
+        if empty:  # nothing worth keeping (e.g. the index folder was deleted)
+            where = "it is empty"
+        else:
+            moved = await rt.run_sync(vectors.set_aside, name)
+            if moved is None:  # a Qdrant server: every point is overwritten instead
+                where = "rewriting every point in place"
+            else:
+                await rt.open_collection(name)  # anew, empty
+                where = f"moved it to {moved}"
+        log.error("vector collection %r disagrees with SQLite (%s); %s; rebuilding it from SQLite",
+                  name, problem, where)
+    t0 = time.perf_counter()
+    done = await exp.rebuild()
+    log.info("rebuilt vector collection %r from SQLite: %d %s in %.1fs", name, done, exp.noun,
+             time.perf_counter() - t0)
+    still = await disagreement(rt, vectors, exp)
+    if still is not None:
+        raise RuntimeError(f"vector collection {name!r} still disagrees with SQLite after a rebuild: {still}")
+
+
+async def memories_expected(rt: Runtime, now: float) -> Expected:
+    """What SQLite says the ``memories`` collection holds at ``now`` (pending rows settled first)."""
+    facts = rt.facts
+
+    async def all_ids() -> set[str]:
+        return await facts.indexable_ids(now)
+
+    async def readable(ids: list[str]) -> int:
+        return sum([len(await facts.get(ids[i : i + 500])) for i in range(0, len(ids), 500)])
+
+    async def rebuild() -> int:
+        ids, done = sorted(await facts.indexable_ids(now)), 0
+        for i in range(0, len(ids), REBUILD_BATCH):
+            rows = await facts.get(ids[i : i + REBUILD_BATCH])  # unreadable rows are left out (and logged)
+            await index_rows(rt, rows)
+            done += len(rows)
+        return done
+
+    rows = await facts.sample_indexable(now, SAMPLE_SIZE)
+    terms = await rt.run_sync(lambda: [frozenset(keyword_vector(r.content, query=False).indices) for r in rows])
+    sample = [Sampled(r.id, memory_payload(r), t,
+                      VectorFilter(user_id=r.user_id, projects=[r.project], status="active", alive_at=now))
+              for r, t in zip(rows, terms, strict=True)]
+    count = await facts.count_indexable(now)
+    groups = [(VectorFilter(status="active", alive_at=now), count, "every live memory")]
+    for u, p, k in dict.fromkeys((r.user_id, r.project, r.kind) for r in rows[:GROUPED]):
+        groups.append((VectorFilter(user_id=u, projects=[p], kinds=[k], status="active", alive_at=now),
+                       await facts.count_group(u, p, now, kind=k), f"user {u!r}, project {p!r}, kind {k!r}"))
+    if rows:  # the tags and creation-time indexes (recall's tags, since and until), through one sampled row
+        r = next((r for r in rows if r.tags), rows[0])
+        groups.append((scope_filter(r.user_id, [r.project], now, created_to=r.created_at),
+                       await facts.count_group(r.user_id, r.project, now, created_to=r.created_at),
+                       f"user {r.user_id!r}, project {r.project!r}, created by {r.created_at}"))
+        if r.tags:
+            groups.append((scope_filter(r.user_id, [r.project], now, tags_any=[r.tags[0]]),
+                           await facts.count_group(r.user_id, r.project, now, tag=r.tags[0]),
+                           f"user {r.user_id!r}, project {r.project!r}, tag {r.tags[0]!r}"))
+    return Expected(MEMORY_COLLECTION, "memories", "memory", count, all_ids, readable, rebuild, sample, groups)
+
+
+async def documents_expected(rt: Runtime, store: DocStore) -> Expected:
+    """What the document registry says the ``docs`` collection holds."""
+
+    async def readable(ids: list[str]) -> int:
+        return len(await store.chunks(ids))  # chunks of unreadable rows are left out (and logged)
+
+    async def rebuild() -> int:
+        return await restore_chunks(rt, store)
+
+    files = [(c, c.file) for c in await store.sample_chunks(SAMPLE_SIZE) if c.file is not None]
+    sample = [Sampled(c.id, {"project": f.project, "collection": f.collection, "path": f.path, "kind": "doc"}, None,
+                      VectorFilter(projects=[f.project], status=None, equals={"collection": f.collection}))
+              for c, f in files]
+    groups = [(VectorFilter(projects=[p], status=None, equals={"collection": c}), await store.count_chunks_in(p, c),
+               f"project {p!r}, collection {c!r}")
+              for p, c in dict.fromkeys((f.project, f.collection) for _, f in files[:GROUPED])]
+    return Expected(DOCS_COLLECTION, "document chunks", "document chunk", await store.count_chunks(), store.all_chunk_ids, readable,
+                    rebuild, sample, groups)
+
+
+async def heal_index(rt: Runtime) -> None:
+    """Start-up: make both collections agree with SQLite (see the module docstring).
+
+    Never raises: when the index cannot be made to agree, the runtime refuses every call
+    that needs it, with the reason (``Runtime.fail``).
+    """
+    try:
+        async with rt.write_lock:
+            await settle_pending(rt, rt.clock.now())
+        await sweep_expired(rt)
+        async with rt.write_lock:
+            await heal_collection(rt, await memories_expected(rt, rt.clock.now()))
+        async with rt.docs_lock, DocStore.connect(rt.settings.db_path) as store:
+            if await store.count_chunks():
+                try:
+                    await ensure_docs_collection(rt, rebuild_on_mismatch=False)
+                except Conflict:  # indexed with another model: index_docs or `memvault reindex` re-embeds them
+                    log.info("documents were indexed with another embedding model; not checked at start")
+                else:
+                    await heal_collection(rt, await documents_expected(rt, store))
+    except Exception as exc:
+        log.exception("the vector index could not be made to agree with SQLite")
+        rt.fail(f"memvault could not make its vector index agree with SQLite: {str(exc) or type(exc).__name__}. "
+                f"Run `memvault reindex` to rebuild it from SQLite, or move {rt.settings.vectors_dir} away.")
+
+
+async def rebuild_documents(rt: Runtime) -> int:
+    """``memvault reindex``: drop the ``docs`` collection and write every registered chunk again
+    with the current model (from the stored chunk text). Returns the chunks embedded."""
+    _, vectors = await rt.ready()
+    async with rt.docs_lock, DocStore.connect(rt.settings.db_path) as store:
+        await rt.run_sync(vectors.drop_collection, DOCS_COLLECTION)
+        rt.set_aside.pop(DOCS_COLLECTION, None)
+        await rt.open_collection(DOCS_COLLECTION)
+        return await restore_chunks(rt, store)
