@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memvault.clock import to_iso
-from memvault.policy.dedup import is_near_duplicate
+from memvault.policy.dedup import content_words, is_near_duplicate
 from memvault.policy.importance import ImportanceScore, score_importance
 from memvault.policy.ranking import pick_evictions
 from memvault.policy.secrets import SecretFinding, find_secret
-from memvault.policy.text import content_hash, validate_content
+from memvault.policy.text import content_hash, preview, validate_content
 from memvault.policy.ttl import resolve_expiry
 from memvault.service import validation as v
 from memvault.service.errors import InvalidArgument
@@ -116,7 +116,10 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
                        replaces=old_rows)
 
         # 2. exact duplicate (same scope and kind, a compatible key, not named in supersedes)
+        # The hash folds case and spacing only; the same content words decide ("100 Mb" is not "100 MB").
         same = await rt.facts.active_by_hash(user, project, kind, chash, now)
+        if same:
+            same = await rt.run_sync(_restating, content, same)
         dup = _pick(same, key, set(supersedes))
         if dup is not None:
             return await _absorb(rt, scope, dup, write, now,
@@ -192,6 +195,12 @@ def _pick(rows: list[MemoryRow], key: str | None, named: set[str]) -> MemoryRow 
     return next((r for r in rows if r.key == key), None) or next(iter(rows), None)
 
 
+def _restating(content: str, rows: list[MemoryRow]) -> list[MemoryRow]:
+    """Blocking (worker thread): the rows whose content has the content words of ``content``."""
+    words = content_words(content)
+    return [r for r in rows if content_words(r.content) == words]
+
+
 def _first_near_duplicate(content: str, rows: list[tuple[MemoryRow, float]], threshold: float
                           ) -> MemoryRow | None:
     """Blocking (worker thread): the first of ``rows`` (with their cosines) that ``content`` restates."""
@@ -229,7 +238,7 @@ async def _absorb(rt: Runtime, scope: Scope, row: MemoryRow, w: _Write, now: flo
     dropped = len(merged) - v.MAX_TAGS
     merged = merged[: v.MAX_TAGS]
     added_tags = [t for t in merged if t not in row.tags]
-    done = [why, "it was reinforced"]
+    done = [why, f"it was reinforced and keeps its wording ({preview(row.content)!r})"]
     if took_key:
         done.append(f"it now holds key {w.key!r}")
     if added_tags:
