@@ -23,6 +23,7 @@ from memvault.service.recall import RecallArgs
 from memvault.service.recall import recall as recall_handler
 from memvault.service.remember import RememberArgs
 from memvault.service.remember import remember as remember_handler
+from memvault.service.validation import clean_label
 from memvault.vocabulary import KINDS, Kind
 
 RecallProject = Annotated[
@@ -74,7 +75,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
     ) -> RememberResult:
         scope = await resolve_scope(ctx, runtime(ctx).settings, project, roots)
         args = RememberArgs(content=content, kind=kind, key=key, tags=tags or [], importance=importance,
-                            ttl_days=ttl_days, supersedes=supersedes or [], source=source or client_name(ctx),
+                            ttl_days=ttl_days, supersedes=supersedes or [], source=source or clean_label(client_name(ctx)),
                             force=force)
         return await remember_handler(runtime(ctx), scope, args)
 

@@ -40,6 +40,7 @@ from memvault.service.task_models import GetTaskResult, ProfileResult, SetTaskRe
 from memvault.service.tasks import SetTaskArgs
 from memvault.service.tasks import get_task_state as get_task_handler
 from memvault.service.tasks import set_task_state as set_task_handler
+from memvault.service.validation import clean_label
 from memvault.vocabulary import TASK_STATUSES, TaskStatus
 
 log = logging.getLogger(__name__)
@@ -128,7 +129,7 @@ def register_profile_tools(mcp: MCPServer) -> None:
         scope = await resolve_scope(ctx, rt.settings, project, roots)
         args = SetTaskArgs(task_id=task_id, state=state, patch=patch, title=title, status=status,
                            expected_version=expected_version, ttl_days=ttl_days, outcome=outcome,
-                           actor=client_name(ctx))
+                           actor=clean_label(client_name(ctx)))
         return await set_task_handler(rt, scope, args)
 
     @mcp.tool(

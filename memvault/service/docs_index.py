@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -66,23 +65,12 @@ MAX_HEADING_CHARS = 80
 MAX_PATHS = 100
 MAX_PREFIX_CHARS = 1_000
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 Progress = Callable[[int, int, int], None]
 """progress(files_done, files_total, chunks_embedded), called as indexing advances."""
 
 
 # ------------------------------------------------------------------------- checks
-
-
-def check_collection(name: str | None) -> str | None:
-    """None or a collection name: letters, digits, '_', '-', '.', at most 64 characters."""
-    if name is None:
-        return None
-    n = name.strip()
-    if not _NAME.match(n):
-        raise InvalidArgument(f"collection {name!r} is not allowed; use 1-64 letters, digits, '_', '-' or '.'")
-    return n
 
 
 def check_path_prefix(prefix: str | None) -> str | None:
@@ -345,7 +333,7 @@ async def index_docs(
     """
     t0 = time.perf_counter()
     s = rt.settings
-    name = check_collection(collection) or DEFAULT_COLLECTION
+    name = v.check_collection(collection) or DEFAULT_COLLECTION
     if not paths:
         raise InvalidArgument("paths is empty; give at least one folder or file to index")
     if len(paths) > MAX_PATHS:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,15 +34,12 @@ from memvault.service.remember import RememberArgs, remember
 from memvault.service.runtime import Runtime
 from memvault.service.task_models import GetTaskResult, SetTaskResult, TaskOut, TaskSummary, TaskVersionOut
 from memvault.storage.tasks import TaskRow, TaskStore, TaskVersion
-from memvault.vocabulary import FINISHED_TASK_STATUSES, TASK_STATUSES, TaskStatus, is_task_status
+from memvault.vocabulary import FINISHED_TASK_STATUSES, TaskStatus
 
 log = logging.getLogger(__name__)
 
-MAX_TASK_ID_CHARS = 128
 MAX_TITLE_CHARS = 200
 MAX_OUTCOME_CHARS = 2_000
-
-_TASK_ID_RE = re.compile(r"^[\w][\w.\-:/#]*$", re.UNICODE)
 
 
 @dataclass
@@ -62,16 +58,6 @@ class SetTaskArgs:
 
 
 # ---------------------------------------------------------------------- checks and views
-def _check_task_id(task_id: str) -> str:
-    t = (task_id or "").strip()
-    if not t or len(t) > MAX_TASK_ID_CHARS or not _TASK_ID_RE.match(t):
-        raise InvalidArgument(
-            f"task_id {task_id!r} is not allowed; use 1-{MAX_TASK_ID_CHARS} letters, digits and . _ - : / # "
-            "such as 'migrate-billing' or 'issue-42'"
-        )
-    return t
-
-
 def _check_text(name: str, value: str | None, limit: int, *, control_ok: bool = False) -> str | None:
     if value is None:
         return None
@@ -131,15 +117,11 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
     episode is due and the model is not loaded.
     """
     s = rt.settings
-    task_id = _check_task_id(args.task_id)
+    task_id = v.check_task_id(args.task_id)
     title = _check_text("title", args.title, MAX_TITLE_CHARS)
     outcome = _check_text("outcome", args.outcome, MAX_OUTCOME_CHARS, control_ok=True)
     ttl_days = v.check_ttl(args.ttl_days)
-    status_arg: TaskStatus | None = None
-    if args.status is not None:
-        if not is_task_status(args.status):
-            raise InvalidArgument(f"status {args.status!r} is not known; use one of: {', '.join(TASK_STATUSES)}")
-        status_arg = args.status
+    status_arg = v.check_status(args.status)
     if args.state is not None and args.patch is not None:
         raise InvalidArgument("give either state (replaces the whole object) or patch (JSON Merge Patch), not both")
     for name, value in (("state", args.state), ("patch", args.patch)):
@@ -236,7 +218,7 @@ async def get_task_state(rt: Runtime, scope: Scope, task_id: str | None = None, 
                                              limit=s.replies.task_list_max)
         return GetTaskResult(scope=scope, tasks=[task_summary(r) for r in rows], total=total,
                              truncated=total > len(rows))
-    tid = _check_task_id(task_id)
+    tid = v.check_task_id(task_id)
     row = await store.get(scope.user_id, scope.projects_read, tid, now)
     if row is None:
         raise NotFound(
