@@ -9,6 +9,7 @@ whose dense cosine reaches a high bar (or whose text is the query's), and lists 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,15 +50,14 @@ async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
     kinds = v.check_kinds(args.kinds)
     tags = v.check_tags(args.tags)
     query = v.check_query(args.query) if args.query is not None else None
-    if args.older_than_days is not None and not (args.older_than_days >= 0):
-        raise InvalidArgument(f"older_than_days is {args.older_than_days}; it must be 0 or more days")
-    if not (ids or key or query or kinds or tags or args.older_than_days is not None):
+    older_than_days = v.check_age("older_than_days", args.older_than_days)
+    if not (ids or key or query or kinds or tags or older_than_days is not None):
         raise InvalidArgument("forget needs at least one selector: ids, key, query, kinds, tags or older_than_days")
 
     await rt.started()
     now = rt.clock.now()
     statuses = ("active", "superseded", "deleted") if args.hard else ("active",)
-    created_before = now - args.older_than_days * SECONDS_PER_DAY if args.older_than_days is not None else None
+    created_before = now - older_than_days * SECONDS_PER_DAY if older_than_days is not None else None
     similarity: dict[str, float] = {}
 
     async with rt.write_lock:
@@ -105,7 +105,8 @@ async def _query_matches(rt: Runtime, scope: Scope, query: str, *, ids: list[str
     else:
         _, vectors = await rt.ready()
         flt = scope_filter(user, scope.projects_read, now, kinds=kinds, tags_any=tags or None,
-                           created_to=created_before, equals={"key": key} if key is not None else None)
+                           created_to=None if created_before is None else math.nextafter(created_before, -math.inf),
+                           equals={"key": key} if key is not None else None)
         hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, qvec.tolist(), flt, MAX_FORGET + 1)
         scores = {h.id: h.score for h in hits}
     similarity = {i: sc for i, sc in scores.items() if sc >= bar}

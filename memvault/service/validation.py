@@ -42,7 +42,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memvault.clock import parse_iso
+from memvault.clock import parse_iso_span
 from memvault.policy.scripts import char_label, first_invisible, mixed_script
 from memvault.service.errors import InvalidArgument
 from memvault.vocabulary import KINDS, TASK_STATUSES, Kind, TaskStatus, is_kind, is_task_status
@@ -242,6 +242,17 @@ def check_ttl(ttl_days: float | None) -> float | None:
     return float(ttl_days)
 
 
+def check_age(name: str, days: float | None) -> float | None:
+    """None or an age in days: finite, 0 or more, at most 36500 (fractions allowed: 0.5 = 12 hours)."""
+    if days is None:
+        return None
+    if isinstance(days, bool) or not isinstance(days, (int, float)) or not math.isfinite(days) \
+            or not 0 <= days <= 365 * 100:
+        raise InvalidArgument(f"{name} is {shown(days)}; it must be a number of days from 0 to 36500 "
+                              "(fractions allowed: 0.5 = 12 hours)")
+    return float(days)
+
+
 def check_ids(name: str, ids: Sequence[str] | None) -> list[str]:
     """Memory ids (UUID strings), at most MAX_IDS."""
     if not ids:
@@ -274,14 +285,26 @@ def check_query(query: str) -> str:
     return q
 
 
-def check_time(name: str, value: str | None) -> float | None:
-    """None or an ISO 8601 date/datetime -> unix seconds."""
+def check_time(name: str, value: str | None, *, end: bool = False) -> float | None:
+    """None or an ISO 8601 date/time -> unix seconds, at the precision it was given.
+
+    A value names a span (a date alone: the whole UTC day; ``T14:20``: that minute; see
+    ``clock.parse_iso_span``). ``end=False`` (a lower bound, such as ``since``) gives the
+    span's first instant; ``end=True`` (an inclusive upper bound, such as ``until``) its
+    last, so ``until=<today>`` includes everything created today. Naive times are UTC.
+    """
     if value is None:
         return None
+    if not isinstance(value, str) or len(value) > 64:
+        raise InvalidArgument(f"{name} {shown(value)} is not a date; use ISO 8601 such as 2026-11-29 or "
+                              "2026-11-29T14:20:00Z")
     try:
-        return parse_iso(value)
+        start, stop = parse_iso_span(value)
     except ValueError as exc:
         raise InvalidArgument(f"{name}: {exc}") from None
+    if not end or stop == start:
+        return start
+    return math.nextafter(stop, -math.inf)  # the last instant before the next day / minute / ...
 
 
 def check_source(source: str | None) -> str | None:
