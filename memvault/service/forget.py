@@ -12,14 +12,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from memvault.policy.dedup import content_words
 from memvault.policy.text import content_hash, preview
 from memvault.policy.units import SECONDS_PER_DAY
 from memvault.service import validation as v
 from memvault.service.errors import InvalidArgument
-from memvault.service.indexing import embed_passages, embed_query, scope_filter, unindex_rows
+from memvault.service.indexing import best_window_cosine, embed_memories, embed_query, scope_filter, unindex_rows
 from memvault.service.models import ForgetResult, ForgottenItem, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.facts import MemoryRow
@@ -100,8 +98,8 @@ async def _query_matches(rt: Runtime, scope: Scope, query: str, *, ids: list[str
     if ids:
         # Ids may name any memory of the user: score those (at most MAX_IDS) directly.
         named = await rt.facts.select(user, ids=ids, statuses=("active",), now=now)
-        dense = await embed_passages(rt, [r.content for r in named]) if named else np.zeros((0, qvec.shape[0]))
-        scores = {r.id: float(d @ qvec) for r, d in zip(named, dense, strict=True)}
+        windows = await embed_memories(rt, [r.content for r in named]) if named else []
+        scores = {r.id: best_window_cosine(w, qvec) for r, w in zip(named, windows, strict=True)}
     else:
         _, vectors = await rt.ready()
         flt = scope_filter(user, scope.projects_read, now, kinds=kinds, tags_any=tags or None,

@@ -22,7 +22,7 @@ from memvault.policy.text import content_hash, preview, validate_content
 from memvault.policy.ttl import resolve_expiry
 from memvault.service import validation as v
 from memvault.service.errors import InvalidArgument
-from memvault.service.indexing import embed_passages, index_rows, memory_payload, scope_filter, unindex_rows
+from memvault.service.indexing import embed_memories, index_rows, memory_payload, scope_filter, unindex_rows
 from memvault.service.models import RememberResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.facts import MemoryRow
@@ -126,11 +126,11 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
                                  why="the same memory already exists in this scope", hint="")
         elsewhere = sorted({r.key for r in same if r.key is not None and r.key != key})
 
-        dense = (await embed_passages(rt, [content]))[0]
+        windows = (await embed_memories(rt, [content]))[0]  # one row unless the content is long
 
         # 3. near duplicate (same scope and kind): calibrated cosine AND same content words
         flt = scope_filter(user, [project], now, kinds=[kind])
-        hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, dense.tolist(), flt, 3)
+        hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, windows[0].tolist(), flt, 3)
         close = {h.id: h.score for h in hits if h.score >= s.policies.dedup_threshold and h.id not in supersedes}
         rows = sorted((r for r in await rt.facts.get(close) if r.status == "active" and _compatible(r.key, key)),
                       key=lambda r: -close[r.id])
@@ -150,7 +150,7 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
             expires_at=expires_at, content_hash=chash, embedding_model=emb.model_id,
         )
         await rt.facts.add(row, supersede=old_rows, actor=source)
-        await index_rows(rt, [row], dense=dense[None, :])
+        await index_rows(rt, [row], dense=[windows])
         await unindex_rows(rt, old_rows)
 
         # 4. capacity: evict the lowest retention scores in this scope

@@ -43,6 +43,7 @@ from .base import (
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
     KEYWORDS,
+    PARENT,
     PREFIX_FIELDS,
     CollectionMismatch,
     Hit,
@@ -52,9 +53,11 @@ from .base import (
     UnknownCollection,
     VectorFilter,
     VectorIndex,
+    best_per_item,
     canonical_id,
     check_collection_name,
     dense_list,
+    item_id,
 )
 
 log = logging.getLogger(__name__)
@@ -113,6 +116,13 @@ def edge_filter(flt: VectorFilter | None) -> qe.Filter | None:
         else:  # pragma: no cover - Condition.op is a closed set
             raise ValueError(f"unknown condition {c.op!r}")
     return qe.Filter(must=must) if must else None
+
+
+def _items_filter(ids: Sequence[str]) -> qe.Filter:
+    """The points of items ``ids``: those ids themselves and the points whose ``parent`` is one."""
+    id_set: set[qe.PointId] = {canonical_id(i) for i in ids}  # qe.PointId: a stub-only alias
+    return qe.Filter(should=[qe.HasIdCondition(id_set),
+                             qe.FieldCondition(PARENT, match=qe.MatchAny(sorted(str(i) for i in id_set)))])
 
 
 class EdgeVectorIndex(VectorIndex):
@@ -218,16 +228,15 @@ class EdgeVectorIndex(VectorIndex):
     def set_payload(self, collection: str, ids: Sequence[str], payload: dict) -> None:
         if not ids:
             return
-        id_set: set[qe.PointId] = {canonical_id(i) for i in ids}  # qe.PointId: a stub-only alias
         # By filter, so that ids without a point are skipped instead of failing the batch.
-        op = qe.UpdateOperation.set_payload_by_filter(qe.Filter(must=[qe.HasIdCondition(id_set)]), payload)
+        op = qe.UpdateOperation.set_payload_by_filter(_items_filter(ids), payload)
         with self._lock:
             self._update(collection, op)
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
         if not ids:
             return
-        op = qe.UpdateOperation.delete_points([canonical_id(i) for i in ids])
+        op = qe.UpdateOperation.delete_points_by_filter(_items_filter(ids))
         with self._lock:
             self._update(collection, op)
 
@@ -264,9 +273,9 @@ class EdgeVectorIndex(VectorIndex):
             offset = None
             while True:
                 records, offset = cur.shard.scroll(
-                    qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=False, with_vector=False)
+                    qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=[PARENT], with_vector=False)
                 )
-                out.update(str(r.id) for r in records)
+                out.update(item_id(r.id, r.payload) for r in records)
                 if offset is None:
                     return out
 
@@ -318,15 +327,21 @@ class EdgeVectorIndex(VectorIndex):
     def _query(self, cur: _Open, query: qe.Query, flt: VectorFilter, limit: int) -> list[Hit]:
         if limit <= 0 or flt.matches_nothing():
             return []
-        request = qe.QueryRequest(
-            limit=limit,
-            query=query,
-            filter=edge_filter(flt),
-            params=self._params,
-            with_payload=False,
-            with_vector=False,
-        )
-        return [Hit(str(p.id), float(p.score)) for p in cur.shard.query(request)]
+        fetch = limit
+        while True:  # several points may be one item's: fetch more until ``limit`` items (or all)
+            request = qe.QueryRequest(
+                limit=fetch,
+                query=query,
+                filter=edge_filter(flt),
+                params=self._params,
+                with_payload=[PARENT],
+                with_vector=False,
+            )
+            points = cur.shard.query(request)
+            hits = best_per_item([(item_id(p.id, p.payload), float(p.score)) for p in points], limit)
+            if len(hits) >= limit or len(points) < fetch:
+                return hits
+            fetch *= 4
 
     @staticmethod
     def _edge_point(p: Point, dim: int) -> qe.Point:

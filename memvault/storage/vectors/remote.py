@@ -34,6 +34,7 @@ from .base import (
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
     KEYWORDS,
+    PARENT,
     PREFIX_FIELDS,
     CollectionMismatch,
     Hit,
@@ -42,9 +43,11 @@ from .base import (
     UnknownCollection,
     VectorFilter,
     VectorIndex,
+    best_per_item,
     canonical_id,
     check_collection_name,
     dense_list,
+    item_id,
 )
 
 log = logging.getLogger(__name__)
@@ -83,6 +86,13 @@ def client_filter(flt: VectorFilter | None) -> models.Filter | None:
         else:  # pragma: no cover - Condition.op is a closed set
             raise ValueError(f"unknown condition {c.op!r}")
     return models.Filter(must=must) if must else None
+
+
+def _items_filter(ids: Sequence[str]) -> models.Filter:
+    """The points of items ``ids``: those ids themselves and the points whose ``parent`` is one."""
+    canon = [canonical_id(i) for i in ids]
+    return models.Filter(should=[models.HasIdCondition(has_id=list(canon)),
+                                 models.FieldCondition(key=PARENT, match=models.MatchAny(any=canon))])
 
 
 def _is_local(client: QdrantClient) -> bool:
@@ -176,9 +186,7 @@ class RemoteVectorIndex(VectorIndex):
         self._dim(collection)
         if not ids:
             return
-        selector = models.FilterSelector(
-            filter=models.Filter(must=[models.HasIdCondition(has_id=[canonical_id(i) for i in ids])])
-        )
+        selector = models.FilterSelector(filter=_items_filter(ids))
         with self._lock:
             self.client.set_payload(collection, payload=payload, points=selector, wait=True)
 
@@ -186,7 +194,7 @@ class RemoteVectorIndex(VectorIndex):
         self._dim(collection)
         if not ids:
             return
-        selector = models.PointIdsList(points=[canonical_id(i) for i in ids])
+        selector = models.FilterSelector(filter=_items_filter(ids))
         with self._lock:
             self.client.delete(collection, points_selector=selector, wait=True)
 
@@ -220,9 +228,9 @@ class RemoteVectorIndex(VectorIndex):
         with self._lock:
             while True:
                 records, offset = self.client.scroll(
-                    collection, limit=SCROLL_PAGE, offset=offset, with_payload=False, with_vectors=False
+                    collection, limit=SCROLL_PAGE, offset=offset, with_payload=[PARENT], with_vectors=False
                 )
-                out.update(str(r.id) for r in records)
+                out.update(item_id(r.id, r.payload) for r in records)
                 if offset is None:
                     return out
 
@@ -257,17 +265,22 @@ class RemoteVectorIndex(VectorIndex):
     def _query(self, collection: str, query: Any, using: str, flt: VectorFilter, limit: int) -> list[Hit]:
         if limit <= 0 or flt.matches_nothing():
             return []
-        with self._lock:
-            res = self.client.query_points(
-                collection,
-                query=query,
-                using=using,
-                query_filter=client_filter(flt),
-                limit=limit,
-                with_payload=False,
-                with_vectors=False,
-            )
-        return [Hit(str(p.id), float(p.score)) for p in res.points]
+        fetch = limit
+        while True:  # several points may be one item's: fetch more until ``limit`` items (or all)
+            with self._lock:
+                res = self.client.query_points(
+                    collection,
+                    query=query,
+                    using=using,
+                    query_filter=client_filter(flt),
+                    limit=fetch,
+                    with_payload=[PARENT],
+                    with_vectors=False,
+                )
+            hits = best_per_item([(item_id(p.id, p.payload), float(p.score)) for p in res.points], limit)
+            if len(hits) >= limit or len(res.points) < fetch:
+                return hits
+            fetch *= 4
 
     @staticmethod
     def _struct(p: Point, dim: int) -> models.PointStruct:
