@@ -291,11 +291,12 @@ def _resolve_paths(
 ) -> tuple[list[Path], list[Path]]:
     """The resolved folders/files to index and the resolved citation bases (blocking: touches the disk).
 
-    Raises InvalidArgument when a path is relative with no root to take it from, or resolves
-    outside every allowed root.
+    Raises InvalidArgument when a path is relative with no root to take it from, resolves
+    outside every allowed root, or does not exist (naming each such path).
     """
     allowed = [Path(os.path.expanduser(r)).resolve() for r in allowed_roots]
     roots: list[Path] = []
+    missing: list[str] = []
     for p in paths:
         raw = Path(os.path.expanduser(str(p)))
         if not raw.is_absolute():
@@ -303,10 +304,19 @@ def _resolve_paths(
                 raise InvalidArgument(f"{p} is a relative path and there is no root to take it from; give an absolute path")
             raw = allowed[0] / raw
         try:
-            roots.append(check_allowed(raw, allowed))
+            resolved = check_allowed(raw, allowed)
         except PathNotAllowed as exc:
             raise InvalidArgument(f"refused: {exc}. index_docs reads only inside the client's workspace roots "
                                   "and the folders in MEMVAULT_DOCS_ALLOWED_DIRS.") from None
+        if not resolved.exists():
+            missing.append(str(p) if str(p) == str(resolved) else f"{p} (resolved to {resolved})")
+        roots.append(resolved)
+    if missing:
+        where = f"; relative paths are taken from {allowed[0]}" if allowed else ""
+        raise InvalidArgument(
+            f"nothing indexed: {'; '.join(missing)} does not exist{where}. Give folders or files that exist "
+            "(to drop what was indexed from a folder that is gone, index the folder that held it)."
+        )
     return roots, [Path(b).resolve() for b in cite_bases]
 
 

@@ -10,7 +10,7 @@ whose dense cosine reaches a high bar (or whose text is the query's), and lists 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from memvault.policy.dedup import content_words
 from memvault.policy.text import content_hash, preview
@@ -31,7 +31,7 @@ MAX_LISTED = 50  # the reply lists at most this many; count says how many were f
 class ForgetArgs:
     """Arguments of ``forget`` as the tool received them (validated here)."""
 
-    ids: list[str] = field(default_factory=list)
+    ids: list[str] | None = None
     key: str | None = None
     query: str | None = None
     kinds: list[str] | None = None
@@ -43,10 +43,10 @@ class ForgetArgs:
 
 async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
     """Forget the memories the selectors pick; ``dry_run`` only lists them. Raises InvalidArgument on bad input."""
-    ids = v.check_ids("ids", args.ids)
+    ids = v.check_ids("ids", args.ids, filter_=True)
     key = v.check_key(args.key)
     kinds = v.check_kinds(args.kinds)
-    tags = v.check_tags(args.tags)
+    tags = v.check_tag_filter(args.tags) or []
     query = v.check_query(args.query) if args.query is not None else None
     older_than_days = v.check_age("older_than_days", args.older_than_days)
     if not (ids or key or query or kinds or tags or older_than_days is not None):

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from memvault.clock import parse_iso_span
 from memvault.policy.scripts import char_label, first_invisible, mixed_script
+from memvault.policy.units import SECONDS_PER_DAY
 from memvault.service.errors import InvalidArgument
 from memvault.vocabulary import KINDS, TASK_STATUSES, Kind, TaskStatus, is_kind, is_task_status
 
@@ -56,6 +57,7 @@ MAX_SOURCE_CHARS = 200
 MAX_COLLECTION_CHARS = 64
 MAX_QUERY_CHARS = 2_000
 MAX_IDS = 500
+MIN_TTL_DAYS = 60 / SECONDS_PER_DAY  # one minute
 MAX_KINDS = 2 * len(KINDS)  # a list of kinds longer than this repeats itself
 
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
@@ -172,12 +174,20 @@ def check_kind(kind: str) -> Kind:
     return kind
 
 
+def empty_filter(name: str, what: str) -> InvalidArgument:
+    """The error for a filter given as an empty list. Every tool refuses one: [] would read as
+    "all" to some and "none" to others, so a filter is either left out (no condition) or names
+    at least one value. (A list of values to store, such as remember's tags, may be empty.)"""
+    return InvalidArgument(f"{name} is an empty list; leave it out for {what}, or name at least one "
+                           "(an empty filter is refused by every tool rather than read as all or none)")
+
+
 def check_kinds(kinds: Sequence[str] | None) -> list[Kind] | None:
-    """None or a non-empty list of memory kinds."""
+    """None (no condition) or a non-empty list of memory kinds; [] is refused (``empty_filter``)."""
     if kinds is None:
         return None
     if not kinds:
-        raise InvalidArgument(f"kinds is an empty list; leave it out for all kinds or name some of: {', '.join(KINDS)}")
+        raise empty_filter("kinds", f"all kinds ({', '.join(KINDS)})")
     if len(kinds) > MAX_KINDS:
         raise InvalidArgument(f"kinds has {len(kinds)} entries; name each of {', '.join(KINDS)} at most once")
     return list(dict.fromkeys(check_kind(k) for k in kinds))
@@ -200,6 +210,15 @@ def check_key(key: str | None) -> str | None:
 def check_tags(tags: Sequence[str] | None) -> list[str]:
     """Up to MAX_TAGS short tags (see ``TAG``), duplicates removed, order kept."""
     return check_names(TAG, tags, MAX_TAGS)
+
+
+def check_tag_filter(tags: Sequence[str] | None) -> list[str] | None:
+    """None (no condition) or tags to match (any of them); [] is refused (``empty_filter``)."""
+    if tags is None:
+        return None
+    if not tags:
+        raise empty_filter("tags", "memories with any tags or none")
+    return check_tags(tags)
 
 
 def check_task_id(task_id: str) -> str:
@@ -232,11 +251,23 @@ def check_unit(name: str, value: float | None) -> float | None:
 
 
 def check_ttl(ttl_days: float | None) -> float | None:
-    """None (the kind's default) or a positive, finite number of days."""
+    """None (the default) or a finite number of days from MIN_TTL_DAYS (one minute) to 36500.
+
+    A TTL shorter than a minute would store something already expired by the time anyone
+    reads it: refused, never stored as if it would last.
+    """
     if ttl_days is None:
         return None
-    if not math.isfinite(ttl_days) or ttl_days <= 0:
-        raise InvalidArgument(f"ttl_days is {ttl_days}; it must be a positive number of days (or left out for the default)")
+    if isinstance(ttl_days, bool) or not isinstance(ttl_days, (int, float)) or not math.isfinite(ttl_days) \
+            or ttl_days <= 0:
+        raise InvalidArgument(f"ttl_days is {shown(ttl_days)}; it must be a positive number of days "
+                              "(or left out for the default)")
+    if ttl_days < MIN_TTL_DAYS:
+        raise InvalidArgument(
+            f"ttl_days is {ttl_days:g} ({ttl_days * SECONDS_PER_DAY:.3g} s): it would expire before it could be "
+            f"read, so nothing was stored. The shortest is {MIN_TTL_DAYS:.6f} days (one minute); leave it out "
+            "for the default"
+        )
     if ttl_days > 365 * 100:
         raise InvalidArgument(f"ttl_days is {ttl_days}; at most 36500 days, or leave it out for no expiry by default")
     return float(ttl_days)
@@ -253,8 +284,11 @@ def check_age(name: str, days: float | None) -> float | None:
     return float(days)
 
 
-def check_ids(name: str, ids: Sequence[str] | None) -> list[str]:
-    """Memory ids (UUID strings), at most MAX_IDS."""
+def check_ids(name: str, ids: Sequence[str] | None, *, filter_: bool = False) -> list[str]:
+    """Memory ids (UUID strings), at most MAX_IDS. ``filter_``: the ids select what a call acts
+    on, so [] is refused (``empty_filter``); otherwise [] and None mean none."""
+    if ids is not None and not ids and filter_:
+        raise empty_filter(name, "no condition on ids")
     if not ids:
         return []
     if len(ids) > MAX_IDS:
