@@ -63,6 +63,7 @@ HEADING_RESERVE_TOKENS = 32
 """Tokens of the model window kept for the heading line put before each chunk's text."""
 MAX_HEADING_CHARS = 80
 MAX_PATHS = 100
+MAX_PATH_CHARS = 4_096
 MAX_PREFIX_CHARS = 1_000
 
 
@@ -348,6 +349,10 @@ async def index_docs(
         raise InvalidArgument("paths is empty; give at least one folder or file to index")
     if len(paths) > MAX_PATHS:
         raise InvalidArgument(f"paths has {len(paths)} entries; at most {MAX_PATHS} per call")
+    for p in paths:
+        if len(str(p)) > MAX_PATH_CHARS or v.has_control_chars(str(p)):
+            raise InvalidArgument(f"path {v.shown(str(p))} is not allowed; a path is at most {MAX_PATH_CHARS} "
+                                  "printable characters")
     # Resolving follows symlinks (file system calls): done in a worker thread.
     roots, bases = await anyio.to_thread.run_sync(_resolve_paths, paths, allowed_roots, cite_bases)
     emb, _ = await rt.ready()
