@@ -62,20 +62,23 @@ def parse_iso_span(value: str) -> tuple[float, float]:
     """
     text = value.strip()
     try:
-        if m := _YEAR.match(text):
-            start = datetime(int(m[1]), 1, 1, tzinfo=timezone.utc)
-            return start.timestamp(), start.replace(year=start.year + 1).timestamp()
-        if m := _MONTH.match(text):
-            start = datetime(int(m[1]), int(m[2]), 1, tzinfo=timezone.utc)
-            nxt = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
-            return start.timestamp(), nxt.timestamp()
-        iso = text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text
-        dt = datetime.fromisoformat(iso)
+        return _span(text)
     except (ValueError, IndexError, OverflowError) as exc:
         raise ValueError(
             f"{value!r} is not a date; use ISO 8601 such as 2026-11-29 (the whole day), 2026-11-29T14:20 "
             "or 2026-11-29T14:20:00Z (times without an offset are UTC)"
         ) from exc
+
+
+def _span(text: str) -> tuple[float, float]:
+    if m := _YEAR.match(text):
+        first = datetime(int(m[1]), 1, 1, tzinfo=timezone.utc)
+        return first.timestamp(), first.replace(year=first.year + 1).timestamp()
+    if m := _MONTH.match(text):
+        first = datetime(int(m[1]), int(m[2]), 1, tzinfo=timezone.utc)
+        nxt = first.replace(year=first.year + 1, month=1) if first.month == 12 else first.replace(month=first.month + 1)
+        return first.timestamp(), nxt.timestamp()
+    dt = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text)
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     start = dt.timestamp()
