@@ -40,4 +40,5 @@ def test_cli_index_twice_then_after_an_edit(tmp_path, model_cache):
     edited = run_index(tree.root, env, "docs", "src", "--collection", "handbook", "--project", "github.com/acme/app")
     assert edited.stdout.startswith("0 added, 1 changed, 3 unchanged, 0 removed; 1 chunks embedded"), edited.stdout
     missing = run_index(tree.root, env, "nowhere-such")
-    assert missing.returncode == 0 and missing.stdout.startswith("0 added")
+    assert missing.returncode != 0 and missing.stdout == ""
+    assert "nowhere-such" in missing.stderr and "does not exist" in missing.stderr, missing.stderr

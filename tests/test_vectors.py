@@ -315,6 +315,45 @@ def test_retrieve_gives_vectors_terms_and_payload(loaded):
     assert loaded.retrieve(COL, []) == {}
 
 
+# --- items of several points ---------------------------------------------------------
+
+
+def windows(item: int, vectors: list[list[float]], **payload) -> list[Point]:
+    """The points of one item: the first has the item's id, the others carry it as ``parent``."""
+    base = {"user_id": "u1", "status": "active", **payload}
+    return [Point(pid(item) if i == 0 else pid(item * 100 + i), v,
+                  SparseVector([COMMON_TERM], [1.0]) if i == 0 else SparseVector([], []),
+                  dict(base) if i == 0 else {**base, "parent": pid(item)})
+            for i, v in enumerate(vectors)]
+
+
+def test_an_item_of_several_points_is_one_hit_with_its_best_score(index):
+    index.upsert(COL, windows(50, [unit(0), unit(1), unit(2)]) + windows(60, [unit(3), unit(1, 3, 0.2)]))
+    hits = index.search_dense(COL, unit(1), VectorFilter(), limit=5)
+    assert [h.id for h in hits] == [pid(50), pid(60)]
+    assert hits[0].score == pytest.approx(1.0) and hits[1].score == pytest.approx(1 / math.sqrt(1.04))
+    # limit counts items: one item's many points do not crowd the others out
+    assert [h.id for h in index.search_dense(COL, unit(2), VectorFilter(), limit=2)] == [pid(50), pid(60)]
+    assert [h.id for h in index.search_sparse(COL, SparseVector([COMMON_TERM], [1.0]), VectorFilter(), 5)] \
+        in ([pid(50), pid(60)], [pid(60), pid(50)])
+    assert index.ids(COL) == {pid(50), pid(60)}
+    assert index.count(COL) == 2  # items, not points
+
+
+def test_many_points_of_one_item_still_leave_room_for_others(index):
+    index.upsert(COL, windows(70, [unit(0)] * 40) + windows(80, [unit(0, 1, 0.5)]))
+    assert [h.id for h in index.search_dense(COL, unit(0), VectorFilter(), limit=2)] == [pid(70), pid(80)]
+
+
+def test_delete_and_set_payload_reach_every_point_of_an_item(index):
+    index.upsert(COL, windows(50, [unit(0), unit(1), unit(2)], kind="fact") + windows(60, [unit(3)], kind="fact"))
+    index.set_payload(COL, [pid(50)], {"kind": "note"})
+    assert index.count(COL, VectorFilter(kinds=["note"])) == 1
+    assert [h.id for h in index.search_dense(COL, unit(2), VectorFilter(kinds=["fact"]), 5)] == [pid(60)]
+    index.delete(COL, [pid(50)])
+    assert index.ids(COL) == {pid(60)} and index.count(COL) == 1
+
+
 def test_bad_input_is_refused(index):
     with pytest.raises(ValueError):
         index.upsert(COL, [Point(pid(1), [1.0, 0.0], SparseVector([], []), {})])

@@ -23,6 +23,7 @@ from memvault.service.recall import RecallArgs
 from memvault.service.recall import recall as recall_handler
 from memvault.service.remember import RememberArgs
 from memvault.service.remember import remember as remember_handler
+from memvault.service.validation import clean_label
 from memvault.vocabulary import Kind
 
 RecallProject = Annotated[
@@ -45,7 +46,8 @@ RECALL_DESCRIPTION = (
 
 FORGET_DESCRIPTION = (
     "Forget memories chosen by selectors (combined with AND; at least one). Soft by default (kept in "
-    "history); hard=true erases them. Use dry_run=true to preview."
+    "history); hard=true erases them. Use dry_run=true to preview. A list selector given as [] is refused, "
+    "never read as 'all' or 'none'."
 )
 
 
@@ -64,17 +66,17 @@ def register_memory_tools(mcp: MCPServer) -> None:
         roots: Roots,
         kind: Annotated[Kind, Field(description="episode and note expire by default (180 / 90 days); the others are kept.")] = "fact",
         key: Annotated[str | None, Field(description="Stable slot, e.g. 'pref.package_manager'; a new value with the same key replaces the old.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Short labels for filtering.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Short labels for filtering (at most 20; case-insensitive); omitted or [] = none.")] = None,
         importance: Annotated[float | None, Field(description="0..1; omit to let memvault score it.")] = None,
-        ttl_days: Annotated[float | None, Field(description="Days until it expires; omit for the kind's default.")] = None,
-        supersedes: Annotated[list[str] | None, Field(description="Ids of memories this one replaces.")] = None,
+        ttl_days: Annotated[float | None, Field(description="Days until it expires (fractions allowed; at least one minute, 0.0007); omit for the kind's default. A shorter TTL is refused.")] = None,
+        supersedes: Annotated[list[str] | None, Field(description="Ids of memories this one replaces; omitted or [] = none.")] = None,
         project: Annotated[str | None, Field(description="Omit for the current project; '' for the user's global scope.")] = None,
         source: Annotated[str | None, Field(description="Where it came from (file, session, client); defaults to the client's name.")] = None,
         force: Annotated[bool, Field(description="Store even if scored unimportant (never overrides the secret check).")] = False,
     ) -> RememberResult:
         scope = await resolve_scope(ctx, runtime(ctx).settings, project, roots)
         args = RememberArgs(content=content, kind=kind, key=key, tags=tags or [], importance=importance,
-                            ttl_days=ttl_days, supersedes=supersedes or [], source=source or client_name(ctx),
+                            ttl_days=ttl_days, supersedes=supersedes or [], source=source or clean_label(client_name(ctx)),
                             force=force)
         return await remember_handler(runtime(ctx), scope, args)
 
@@ -90,15 +92,16 @@ def register_memory_tools(mcp: MCPServer) -> None:
         ctx: Ctx,
         roots: Roots,
         k: Annotated[int, Field(description="How many memories to return (1-50).")] = 5,
-        kinds: Annotated[list[Kind] | None, Field(description="Only these kinds.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Only memories with at least one of these tags.")] = None,
-        since: Annotated[str | None, Field(description="ISO date/time: created at or after.")] = None,
-        until: Annotated[str | None, Field(description="ISO date/time: created at or before.")] = None,
+        kinds: Annotated[list[Kind] | None, Field(description="Only these kinds; omit for all (an empty list is refused).")] = None,
+        tags: Annotated[list[str] | None, Field(description="Only memories with at least one of these tags; omit for any (an empty list is refused).")] = None,
+        since: Annotated[str | None, Field(description="ISO 8601 date or time: created at or after, e.g. 2026-11-29 (from the start of that day) or 2026-11-29T14:20Z. Times without an offset are UTC.")] = None,
+        until: Annotated[str | None, Field(description="ISO 8601 date or time: created at or before, through the end of what is given: 2026-11-29 includes that whole day, T14:20 that whole minute. Times without an offset are UTC.")] = None,
         project: RecallProject = None,
         include_global: Annotated[bool, Field(description="Also read the user's global scope.")] = True,
     ) -> RecallResult:
         scope = await resolve_scope(ctx, runtime(ctx).settings, project, roots, include_global=include_global)
-        args = RecallArgs(query=query, k=k, kinds=list(kinds) if kinds else None, tags=tags, since=since, until=until)
+        args = RecallArgs(query=query, k=k, kinds=None if kinds is None else list(kinds), tags=tags, since=since,
+                          until=until)
         return await recall_handler(runtime(ctx), scope, args)
 
     @mcp.tool(
@@ -110,18 +113,18 @@ def register_memory_tools(mcp: MCPServer) -> None:
     async def forget(
         ctx: Ctx,
         roots: Roots,
-        ids: Annotated[list[str] | None, Field(description="Memory ids to forget.")] = None,
+        ids: Annotated[list[str] | None, Field(description="Memory ids to forget; omit to select by the other arguments (an empty list is refused).")] = None,
         key: Annotated[str | None, Field(description="Forget the memory (and with hard=true, all versions) under this key.")] = None,
         query: Annotated[str | None, Field(description="Forget memories that closely match this text (high bar; listed in the reply).")] = None,
-        kinds: Annotated[list[Kind] | None, Field(description="Only these kinds.")] = None,
-        tags: Annotated[list[str] | None, Field(description="Only memories with one of these tags.")] = None,
-        older_than_days: Annotated[float | None, Field(description="Only memories created more than this many days ago.")] = None,
+        kinds: Annotated[list[Kind] | None, Field(description="Only these kinds; omit for all (an empty list is refused).")] = None,
+        tags: Annotated[list[str] | None, Field(description="Only memories with one of these tags; omit for any (an empty list is refused).")] = None,
+        older_than_days: Annotated[float | None, Field(description="Only memories created more than this many days ago (fractions allowed: 0.5 = 12 hours), by the server's clock.")] = None,
         hard: Annotated[bool, Field(description="Purge the text from the database and history too (cannot be undone).")] = False,
         dry_run: Annotated[bool, Field(description="Only list what would be forgotten.")] = False,
         project: RecallProject = None,
     ) -> ForgetResult:
         # An explicit project narrows forget to that project alone (recall would add global).
         scope = await resolve_scope(ctx, runtime(ctx).settings, project, roots, include_global=project is None)
-        args = ForgetArgs(ids=ids or [], key=key, query=query, kinds=list(kinds) if kinds else None, tags=tags,
+        args = ForgetArgs(ids=ids, key=key, query=query, kinds=None if kinds is None else list(kinds), tags=tags,
                           older_than_days=older_than_days, hard=hard, dry_run=dry_run)
         return await forget_handler(runtime(ctx), scope, args)

@@ -40,6 +40,7 @@ from memvault.service.task_models import GetTaskResult, ProfileResult, SetTaskRe
 from memvault.service.tasks import SetTaskArgs
 from memvault.service.tasks import get_task_state as get_task_handler
 from memvault.service.tasks import set_task_state as set_task_handler
+from memvault.service.validation import clean_label
 from memvault.vocabulary import TASK_STATUSES, TaskStatus
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ def register_profile_tools(mcp: MCPServer) -> None:
         title: Annotated[str | None, Field(description="Short title; needed once, when the task is created.")] = None,
         status: Annotated[TaskStatus | None, Field(description=f"{' | '.join(TASK_STATUSES)}; omit to keep.")] = None,
         expected_version: Annotated[int | None, Field(description="Write only if the task is at this version (0 = must not exist); a mismatch fails with the current version.")] = None,
-        ttl_days: Annotated[float | None, Field(description="Days without an update before this open task expires; omit for the default (7).")] = None,
+        ttl_days: Annotated[float | None, Field(description="Days without an update before this open task expires (at least one minute, 0.0007); omit for the default (7).")] = None,
         outcome: Annotated[str | None, Field(description="With status done/abandoned: how it ended. Kept as an episode memory that later recalls find.")] = None,
         project: Project = None,
     ) -> SetTaskResult:
@@ -128,7 +129,7 @@ def register_profile_tools(mcp: MCPServer) -> None:
         scope = await resolve_scope(ctx, rt.settings, project, roots)
         args = SetTaskArgs(task_id=task_id, state=state, patch=patch, title=title, status=status,
                            expected_version=expected_version, ttl_days=ttl_days, outcome=outcome,
-                           actor=client_name(ctx))
+                           actor=clean_label(client_name(ctx)))
         return await set_task_handler(rt, scope, args)
 
     @mcp.tool(

@@ -1,11 +1,13 @@
-"""Pure helpers of task state: its stored JSON form, the current step read from a state,
+"""Pure helpers of task state: its stored JSON form, the bounds it must keep (size and
+nesting, read without walking more than the bound), the current step read from a state,
 and the episode text a finished task leaves behind. No I/O.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from memvault.policy.text import cut
 
@@ -25,6 +27,63 @@ def state_json(state: dict[str, Any] | list[Any]) -> str:
     Also how a list inside a state is shown. Raises ValueError / TypeError on a value JSON cannot hold.
     """
     return json.dumps(state, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+MAX_STATE_DEPTH = 64
+"""Deepest nesting of objects and arrays a task state may have (the state object itself is 1).
+Deeper JSON is refused: some clients' parsers cannot read it back."""
+
+
+@dataclass(frozen=True)
+class JsonOverflow:
+    """Why a JSON value is out of bounds: ``what`` is "size" (``at_least`` bytes counted, more
+    than the limit) or "depth" (``at_least`` levels, reached at ``where``, a path such as
+    ``$.plan[0].sub``)."""
+
+    what: Literal["size", "depth"]
+    at_least: int
+    where: str = "$"
+
+
+def json_overflow(value: Any, *, max_bytes: int, max_depth: int = MAX_STATE_DEPTH) -> JsonOverflow | None:
+    """Whether ``value`` (JSON as Python) is over ``max_bytes`` in its stored form (compact UTF-8,
+    ``state_json``) or nested deeper than ``max_depth``; None when within both.
+
+    The size counted is a lower bound of the stored size (a character counts one byte, a
+    float one digit), so a value found over is over; one found within still gets its exact
+    size measured. The walk is iterative and stops as soon as a bound is passed: its cost
+    is that of ``max_bytes``, however big ``value`` is (every item counts at least a byte).
+    """
+    size = 0
+    stack: list[tuple[Any, int, str]] = [(value, 1, "$")]
+    while stack:
+        item, depth, where = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > max_depth:
+                return JsonOverflow("depth", depth, where[:120])
+            size += 2 + max(0, len(item) - 1)  # brackets and commas
+            if size > max_bytes:
+                return JsonOverflow("size", size)
+            if isinstance(item, dict):
+                for k, v in item.items():
+                    size += len(str(k)) + 3  # quotes and colon
+                    if size > max_bytes:
+                        return JsonOverflow("size", size)
+                    stack.append((v, depth + 1, f"{where}.{k}" if len(where) < 120 else where))
+            else:
+                for i, v in enumerate(item):
+                    stack.append((v, depth + 1, f"{where}[{i}]" if len(where) < 120 else where))
+        elif isinstance(item, str):
+            size += len(item) + 2
+        elif isinstance(item, bool) or item is None:
+            size += 4
+        elif isinstance(item, int):
+            size += max(1, item.bit_length() * 3 // 10)  # decimal digits, at least
+        else:
+            size += 1
+        if size > max_bytes:
+            return JsonOverflow("size", size)
+    return None
 
 
 def _short(value: Any, limit: int) -> str:

@@ -142,20 +142,20 @@ def validate_content(text: str, max_chars: int) -> str:
     """Check memory content and return it trimmed of surrounding whitespace.
 
     Raises ValueError (message meant for the person or model that sent it) when the
-    content is not a string, is empty or only whitespace/invisible formatting
-    characters, contains a NUL character, or is longer than ``max_chars`` characters
-    after trimming.
+    content is not a string, is longer than ``max_chars`` characters after trimming
+    (checked before anything reads it), contains a NUL character, or is empty or only
+    whitespace/invisible formatting characters.
     """
     if not isinstance(text, str):
         raise ValueError(f"content must be text, got {type(text).__name__}")
-    if "\x00" in text:
-        raise ValueError("content contains a NUL character (\\x00); send plain text, not binary data")
     stripped = text.strip()
-    if not stripped or all(_is_blank(ch) for ch in stripped):
-        raise ValueError("content is empty or only whitespace; there is nothing to remember")
-    if len(stripped) > max_chars:
+    if len(stripped) > max_chars:  # first: nothing else reads a content over the limit
         raise ValueError(
             f"content is {len(stripped)} characters, over the limit of {max_chars}; "
             "shorten it or split it into several memories"
         )
+    if "\x00" in stripped:
+        raise ValueError("content contains a NUL character (\\x00); send plain text, not binary data")
+    if not stripped or all(_is_blank(ch) for ch in stripped):
+        raise ValueError("content is empty or only whitespace; there is nothing to remember")
     return stripped

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -66,25 +65,15 @@ HEADING_RESERVE_TOKENS = 32
 """Tokens of the model window kept for the heading line put before each chunk's text."""
 MAX_HEADING_CHARS = 80
 MAX_PATHS = 100
+MAX_PATH_CHARS = 4_096
 MAX_PREFIX_CHARS = 1_000
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 Progress = Callable[[int, int, int], None]
 """progress(files_done, files_total, chunks_embedded), called as indexing advances."""
 
 
 # ------------------------------------------------------------------------- checks
-
-
-def check_collection(name: str | None) -> str | None:
-    """None or a collection name: letters, digits, '_', '-', '.', at most 64 characters."""
-    if name is None:
-        return None
-    n = name.strip()
-    if not _NAME.match(n):
-        raise InvalidArgument(f"collection {name!r} is not allowed; use 1-64 letters, digits, '_', '-' or '.'")
-    return n
 
 
 def check_path_prefix(prefix: str | None) -> str | None:
@@ -367,11 +356,12 @@ def _resolve_paths(
 ) -> tuple[list[Path], list[Path]]:
     """The resolved folders/files to index and the resolved citation bases (blocking: touches the disk).
 
-    Raises InvalidArgument when a path is relative with no root to take it from, or resolves
-    outside every allowed root.
+    Raises InvalidArgument when a path is relative with no root to take it from, resolves
+    outside every allowed root, or does not exist (naming each such path).
     """
     allowed = [Path(os.path.expanduser(r)).resolve() for r in allowed_roots]
     roots: list[Path] = []
+    missing: list[str] = []
     for p in paths:
         raw = Path(os.path.expanduser(str(p)))
         if not raw.is_absolute():
@@ -379,10 +369,19 @@ def _resolve_paths(
                 raise InvalidArgument(f"{p} is a relative path and there is no root to take it from; give an absolute path")
             raw = allowed[0] / raw
         try:
-            roots.append(check_allowed(raw, allowed))
+            resolved = check_allowed(raw, allowed)
         except PathNotAllowed as exc:
             raise InvalidArgument(f"refused: {exc}. index_docs reads only inside the client's workspace roots "
                                   "and the folders in MEMVAULT_DOCS_ALLOWED_DIRS.") from None
+        if not resolved.exists():
+            missing.append(str(p) if str(p) == str(resolved) else f"{p} (resolved to {resolved})")
+        roots.append(resolved)
+    if missing:
+        where = f"; relative paths are taken from {allowed[0]}" if allowed else ""
+        raise InvalidArgument(
+            f"nothing indexed: {'; '.join(missing)} does not exist{where}. Give folders or files that exist "
+            "(to drop what was indexed from a folder that is gone, index the folder that held it)."
+        )
     return roots, [Path(b).resolve() for b in cite_bases]
 
 
@@ -409,11 +408,15 @@ async def index_docs(
     """
     t0 = time.perf_counter()
     s = rt.settings
-    name = check_collection(collection) or DEFAULT_COLLECTION
+    name = v.check_collection(collection) or DEFAULT_COLLECTION
     if not paths:
         raise InvalidArgument("paths is empty; give at least one folder or file to index")
     if len(paths) > MAX_PATHS:
         raise InvalidArgument(f"paths has {len(paths)} entries; at most {MAX_PATHS} per call")
+    for p in paths:
+        if len(str(p)) > MAX_PATH_CHARS or v.has_control_chars(str(p)):
+            raise InvalidArgument(f"path {v.shown(str(p))} is not allowed; a path is at most {MAX_PATH_CHARS} "
+                                  "printable characters")
     # Resolving follows symlinks (file system calls): done in a worker thread.
     roots, bases = await anyio.to_thread.run_sync(_resolve_paths, paths, allowed_roots, cite_bases)
     emb, _ = await rt.started()  # after start-up's check and rebuild of the index

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from memvault.policy.budget import cut_to_budget
 from memvault.policy.ranking import normalise_rrf
 from memvault.service import validation as v
-from memvault.service.docs_index import DOCS_COLLECTION, check_collection, check_path_prefix, ensure_docs_collection
+from memvault.service.docs_index import DOCS_COLLECTION, check_path_prefix, ensure_docs_collection
 from memvault.service.docs_models import DocHit, SearchDocsResult
 from memvault.service.indexing import hybrid_search
 from memvault.service.models import Scope
@@ -87,7 +87,7 @@ async def search_docs(
     s = rt.settings
     q = v.check_query(query)
     k = v.check_k(k, s.replies.max_k)
-    name = check_collection(collection)
+    name = v.check_collection(collection)
     prefix = check_path_prefix(path_prefix)
     ranked = await rank_chunks(rt, scope.projects_read, q, limit=k, collection=name, path_prefix=prefix)
     fitted, truncated = cut_to_budget(ranked, lambda hit: hit[0].text, per_item=s.documents.docs_result_chars,

@@ -9,16 +9,15 @@ whose dense cosine reaches a high bar (or whose text is the query's), and lists 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-import numpy as np
+import math
+from dataclasses import dataclass
 
 from memvault.policy.dedup import content_words
 from memvault.policy.text import content_hash, preview
 from memvault.policy.units import SECONDS_PER_DAY
 from memvault.service import validation as v
 from memvault.service.errors import InvalidArgument
-from memvault.service.indexing import embed_passages, embed_query, scope_filter, unindex_rows
+from memvault.service.indexing import best_window_cosine, embed_memories, embed_query, scope_filter, unindex_rows
 from memvault.service.models import ForgetResult, ForgottenItem, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.facts import MemoryRow
@@ -32,7 +31,7 @@ MAX_LISTED = 50  # the reply lists at most this many; count says how many were f
 class ForgetArgs:
     """Arguments of ``forget`` as the tool received them (validated here)."""
 
-    ids: list[str] = field(default_factory=list)
+    ids: list[str] | None = None
     key: str | None = None
     query: str | None = None
     kinds: list[str] | None = None
@@ -44,20 +43,19 @@ class ForgetArgs:
 
 async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
     """Forget the memories the selectors pick; ``dry_run`` only lists them. Raises InvalidArgument on bad input."""
-    ids = v.check_ids("ids", args.ids)
+    ids = v.check_ids("ids", args.ids, filter_=True)
     key = v.check_key(args.key)
     kinds = v.check_kinds(args.kinds)
-    tags = v.check_tags(args.tags)
+    tags = v.check_tag_filter(args.tags) or []
     query = v.check_query(args.query) if args.query is not None else None
-    if args.older_than_days is not None and not (args.older_than_days >= 0):
-        raise InvalidArgument(f"older_than_days is {args.older_than_days}; it must be 0 or more days")
-    if not (ids or key or query or kinds or tags or args.older_than_days is not None):
+    older_than_days = v.check_age("older_than_days", args.older_than_days)
+    if not (ids or key or query or kinds or tags or older_than_days is not None):
         raise InvalidArgument("forget needs at least one selector: ids, key, query, kinds, tags or older_than_days")
 
     await rt.started()
     now = rt.clock.now()
     statuses = ("active", "superseded", "deleted") if args.hard else ("active",)
-    created_before = now - args.older_than_days * SECONDS_PER_DAY if args.older_than_days is not None else None
+    created_before = now - older_than_days * SECONDS_PER_DAY if older_than_days is not None else None
     similarity: dict[str, float] = {}
 
     async with rt.write_lock:
@@ -100,12 +98,13 @@ async def _query_matches(rt: Runtime, scope: Scope, query: str, *, ids: list[str
     if ids:
         # Ids may name any memory of the user: score those (at most MAX_IDS) directly.
         named = await rt.facts.select(user, ids=ids, statuses=("active",), now=now)
-        dense = await embed_passages(rt, [r.content for r in named]) if named else np.zeros((0, qvec.shape[0]))
-        scores = {r.id: float(d @ qvec) for r, d in zip(named, dense, strict=True)}
+        windows = await embed_memories(rt, [r.content for r in named]) if named else []
+        scores = {r.id: best_window_cosine(w, qvec) for r, w in zip(named, windows, strict=True)}
     else:
         _, vectors = await rt.ready()
         flt = scope_filter(user, scope.projects_read, now, kinds=kinds, tags_any=tags or None,
-                           created_to=created_before, equals={"key": key} if key is not None else None)
+                           created_to=None if created_before is None else math.nextafter(created_before, -math.inf),
+                           equals={"key": key} if key is not None else None)
         hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, qvec.tolist(), flt, MAX_FORGET + 1)
         scores = {h.id: h.score for h in hits}
     similarity = {i: sc for i, sc in scores.items() if sc >= bar}

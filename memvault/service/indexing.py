@@ -1,7 +1,9 @@
 """Keeping the vector index in step with the fact store (SQLite is the truth).
 
-Only active, unexpired memories have a point. Every write marks its rows
-``pending`` inside the SQLite transaction; these helpers then upsert or delete the
+Only active, unexpired memories have points: one per window of their content (a
+content longer than the model reads, 512 tokens, is embedded in overlapping windows;
+see ``memory_points``), so that every part of a long memory can be found. Every write
+marks its rows ``pending`` inside the SQLite transaction; these helpers then upsert or delete the
 points and mark the rows indexed. ``reconcile`` repairs what a crash left between
 the two steps; ``sweep`` purges expired memories.
 """
@@ -9,6 +11,7 @@ the two steps; ``sweep`` purges expired memories.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,7 +20,7 @@ from memvault.policy.keywords import AVG_DOC_TERMS, keyword_terms, sparse_from_t
 from memvault.policy.ranking import rrf_fuse
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.facts import MemoryRow
-from memvault.storage.vectors.base import Point, SparseVector, VectorFilter
+from memvault.storage.vectors.base import PARENT, Point, SparseVector, VectorFilter
 
 log = logging.getLogger(__name__)
 
@@ -46,20 +49,61 @@ def memory_payload(row: MemoryRow) -> dict:
     }
 
 
-def memory_point(row: MemoryRow, dense: np.ndarray) -> Point:
-    """The index point of one memory row (dense passage embedding + keyword vector + payload)."""
-    return Point(
-        id=row.id,
-        dense=[float(x) for x in dense],
-        sparse=keyword_vector(row.content, query=False),
-        payload=memory_payload(row),
-    )
+def window_point_id(memory_id: str, window: int) -> str:
+    """Point id of window ``window`` (0-based) of a memory: the memory's own id for the first,
+    a UUID derived from it (UUID5) for the others, so a re-index writes the same ids."""
+    return memory_id if window == 0 else str(uuid.uuid5(uuid.UUID(memory_id), f"window:{window}"))
+
+
+def memory_points(row: MemoryRow, dense: np.ndarray) -> list[Point]:
+    """The index points of one memory row: one per window of its content.
+
+    dense: float32 (dim,) for a content read whole, or (windows, dim), one row per window
+    of ``Embedder.passage_windows``. The first point has the memory's id and the keyword
+    vector of the whole content; every point has the memory's payload, and the later ones
+    also ``parent`` (the memory's id), so that searches return the memory once and counts
+    (first points only) count memories.
+    """
+    vectors = np.atleast_2d(dense)
+    payload = memory_payload(row)
+    return [
+        Point(
+            id=window_point_id(row.id, i),
+            dense=[float(x) for x in vec],
+            sparse=keyword_vector(row.content, query=False) if i == 0 else SparseVector(indices=[], values=[]),
+            payload=dict(payload) if i == 0 else {**payload, PARENT: row.id},
+        )
+        for i, vec in enumerate(vectors)
+    ]
 
 
 async def embed_passages(rt: Runtime, texts: Sequence[str]) -> np.ndarray:
-    """Passage embeddings, float32 (n, dim), L2-normalised, computed in a worker thread."""
+    """Passage embeddings, float32 (n, dim), L2-normalised, computed in a worker thread.
+    A text longer than the model reads is cut (see ``embed_memories``)."""
     emb, _ = await rt.ready()
     return await rt.run_sync(emb.embed_passages, list(texts))
+
+
+async def embed_memories(rt: Runtime, contents: Sequence[str]) -> list[np.ndarray]:
+    """Every window of each content embedded (worker thread): one float32 (windows, dim)
+    array per content, L2-normalised rows; one row when the content fits the model."""
+    emb, _ = await rt.ready()
+
+    def work() -> list[np.ndarray]:
+        windows = [emb.passage_windows(c) for c in contents]
+        vectors = emb.embed_passages([w for ws in windows for w in ws])
+        out, at = [], 0
+        for ws in windows:
+            out.append(vectors[at: at + len(ws)])
+            at += len(ws)
+        return out
+
+    return await rt.run_sync(work)
+
+
+def best_window_cosine(windows: np.ndarray, query: np.ndarray) -> float:
+    """Cosine of ``query`` (dim,) to the closest of a memory's ``windows`` (k, dim); both L2-normalised."""
+    return float(np.max(np.atleast_2d(windows) @ query))
 
 
 async def embed_query(rt: Runtime, text: str) -> np.ndarray:
@@ -68,15 +112,20 @@ async def embed_query(rt: Runtime, text: str) -> np.ndarray:
     return (await rt.run_sync(emb.embed_queries, [text]))[0]
 
 
-async def index_rows(rt: Runtime, rows: Sequence[MemoryRow], dense: np.ndarray | None = None) -> None:
-    """Upsert points for ``rows`` (embedding them unless ``dense`` is given), then mark them indexed."""
+async def index_rows(rt: Runtime, rows: Sequence[MemoryRow],
+                     dense: Sequence[np.ndarray] | np.ndarray | None = None) -> None:
+    """Upsert the points of ``rows`` (every window of each content embedded, unless ``dense``
+    is given: per row a (windows, dim) array from ``embed_memories``, or one (dim,) vector
+    for a content read whole), then mark them indexed. A row's window ids are fixed by its
+    id, so indexing it again replaces its points."""
     if not rows:
         return
     _, vectors = await rt.ready()
     if dense is None:
-        dense = await embed_passages(rt, [r.content for r in rows])
+        dense = await embed_memories(rt, [r.content for r in rows])
+    given = list(dense)
     # keyword vectors: tens of milliseconds per long content, so in the worker thread too
-    points = await rt.run_sync(lambda: [memory_point(r, d) for r, d in zip(rows, dense, strict=True)])
+    points = await rt.run_sync(lambda: [p for r, d in zip(rows, given, strict=True) for p in memory_points(r, d)])
     await rt.run_sync(vectors.upsert, MEMORY_COLLECTION, points)
     await rt.facts.mark_indexed([r.id for r in rows])
 

@@ -97,8 +97,8 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     query = v.check_query(args.query)
     k = v.check_k(args.k, s.replies.max_k)
     kinds = v.check_kinds(args.kinds)
-    tags = v.check_tags(args.tags)
-    since, until = v.check_time("since", args.since), v.check_time("until", args.until)
+    tags = v.check_tag_filter(args.tags)
+    since, until = v.check_time("since", args.since), v.check_time("until", args.until, end=True)
     if since is not None and until is not None and since > until:
         raise InvalidArgument("since is after until; give a time range that runs forwards")
     query, query_note = await deictic_query(rt, scope, query)  # "continue" -> the current task

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from memvault.clock import to_iso
-from memvault.policy.dedup import is_near_duplicate
+from memvault.policy.dedup import content_words, is_near_duplicate
 from memvault.policy.importance import ImportanceScore, score_importance
 from memvault.policy.ranking import pick_evictions
 from memvault.policy.secrets import SecretFinding, find_secret
-from memvault.policy.text import content_hash, validate_content
+from memvault.policy.text import content_hash, preview, validate_content
 from memvault.policy.ttl import resolve_expiry
 from memvault.service import validation as v
 from memvault.service.errors import InvalidArgument
-from memvault.service.indexing import embed_passages, index_rows, memory_payload, scope_filter, unindex_rows
+from memvault.service.indexing import embed_memories, index_rows, memory_payload, scope_filter, unindex_rows
 from memvault.service.models import RememberResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.facts import MemoryRow
@@ -116,18 +116,21 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
                        replaces=old_rows)
 
         # 2. exact duplicate (same scope and kind, a compatible key, not named in supersedes)
+        # The hash folds case and spacing only; the same content words decide ("100 Mb" is not "100 MB").
         same = await rt.facts.active_by_hash(user, project, kind, chash, now)
+        if same:
+            same = await rt.run_sync(_restating, content, same)
         dup = _pick(same, key, set(supersedes))
         if dup is not None:
             return await _absorb(rt, scope, dup, write, now,
                                  why="the same memory already exists in this scope", hint="")
         elsewhere = sorted({r.key for r in same if r.key is not None and r.key != key})
 
-        dense = (await embed_passages(rt, [content]))[0]
+        windows = (await embed_memories(rt, [content]))[0]  # one row unless the content is long
 
         # 3. near duplicate (same scope and kind): calibrated cosine AND same content words
         flt = scope_filter(user, [project], now, kinds=[kind])
-        hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, dense.tolist(), flt, 3)
+        hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, windows[0].tolist(), flt, 3)
         close = {h.id: h.score for h in hits if h.score >= s.policies.dedup_threshold and h.id not in supersedes}
         rows = sorted((r for r in await rt.facts.get(close) if r.status == "active" and _compatible(r.key, key)),
                       key=lambda r: -close[r.id])
@@ -147,7 +150,7 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
             expires_at=expires_at, content_hash=chash, embedding_model=emb.model_id,
         )
         await rt.facts.add(row, supersede=old_rows, actor=source)
-        await index_rows(rt, [row], dense=dense[None, :])
+        await index_rows(rt, [row], dense=[windows])
         await unindex_rows(rt, old_rows)
 
         # 4. capacity: evict the lowest retention scores in this scope
@@ -192,6 +195,12 @@ def _pick(rows: list[MemoryRow], key: str | None, named: set[str]) -> MemoryRow 
     return next((r for r in rows if r.key == key), None) or next(iter(rows), None)
 
 
+def _restating(content: str, rows: list[MemoryRow]) -> list[MemoryRow]:
+    """Blocking (worker thread): the rows whose content has the content words of ``content``."""
+    words = content_words(content)
+    return [r for r in rows if content_words(r.content) == words]
+
+
 def _first_near_duplicate(content: str, rows: list[tuple[MemoryRow, float]], threshold: float
                           ) -> MemoryRow | None:
     """Blocking (worker thread): the first of ``rows`` (with their cosines) that ``content`` restates."""
@@ -229,7 +238,7 @@ async def _absorb(rt: Runtime, scope: Scope, row: MemoryRow, w: _Write, now: flo
     dropped = len(merged) - v.MAX_TAGS
     merged = merged[: v.MAX_TAGS]
     added_tags = [t for t in merged if t not in row.tags]
-    done = [why, "it was reinforced"]
+    done = [why, f"it was reinforced and keeps its wording ({preview(row.content)!r})"]
     if took_key:
         done.append(f"it now holds key {w.key!r}")
     if added_tags:

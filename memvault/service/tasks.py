@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +25,7 @@ from memvault.clock import to_iso
 from memvault.policy.budget import whole_within_budget
 from memvault.policy.merge_patch import merge_patch
 from memvault.policy.secrets import SecretFinding, find_secret
-from memvault.policy.tasks import episode_text, state_json, task_step
+from memvault.policy.tasks import MAX_STATE_DEPTH, episode_text, json_overflow, state_json, task_step
 from memvault.policy.units import SECONDS_PER_DAY
 from memvault.service import validation as v
 from memvault.service.errors import Conflict, InvalidArgument, NotFound
@@ -35,15 +34,12 @@ from memvault.service.remember import RememberArgs, remember
 from memvault.service.runtime import Runtime
 from memvault.service.task_models import GetTaskResult, SetTaskResult, TaskOut, TaskSummary, TaskVersionOut
 from memvault.storage.tasks import TaskRow, TaskStore, TaskVersion
-from memvault.vocabulary import FINISHED_TASK_STATUSES, TASK_STATUSES, TaskStatus, is_task_status
+from memvault.vocabulary import FINISHED_TASK_STATUSES, TaskStatus
 
 log = logging.getLogger(__name__)
 
-MAX_TASK_ID_CHARS = 128
 MAX_TITLE_CHARS = 200
 MAX_OUTCOME_CHARS = 2_000
-
-_TASK_ID_RE = re.compile(r"^[\w][\w.\-:/#]*$", re.UNICODE)
 
 
 @dataclass
@@ -62,16 +58,6 @@ class SetTaskArgs:
 
 
 # ---------------------------------------------------------------------- checks and views
-def _check_task_id(task_id: str) -> str:
-    t = (task_id or "").strip()
-    if not t or len(t) > MAX_TASK_ID_CHARS or not _TASK_ID_RE.match(t):
-        raise InvalidArgument(
-            f"task_id {task_id!r} is not allowed; use 1-{MAX_TASK_ID_CHARS} letters, digits and . _ - : / # "
-            "such as 'migrate-billing' or 'issue-42'"
-        )
-    return t
-
-
 def _check_text(name: str, value: str | None, limit: int, *, control_ok: bool = False) -> str | None:
     if value is None:
         return None
@@ -81,6 +67,27 @@ def _check_text(name: str, value: str | None, limit: int, *, control_ok: bool = 
     if len(t) > limit or (not control_ok and v.has_control_chars(t)):
         raise InvalidArgument(f"{name} is too long or has control characters; at most {limit} printable characters")
     return t
+
+
+def _too_big(what: str, size: int, limit: int, *, at_least: bool = False) -> str:
+    return (f"{what} {'more than ' if at_least else ''}{size} bytes; the limit is {limit} bytes (setting "
+            "MEMVAULT_TASK_STATE_MAX_BYTES). Keep bulky text in files or memories and store references "
+            "(paths, ids) in the state.")
+
+
+def _check_bounds(name: str, value: dict[str, Any], limit: int) -> None:
+    """Refuse a state or patch over the size limit or nested deeper than MAX_STATE_DEPTH, reading
+    no more of it than the limit (``json_overflow``)."""
+    over = json_overflow(value, max_bytes=limit, max_depth=MAX_STATE_DEPTH)
+    if over is None:
+        return
+    if over.what == "size":
+        raise InvalidArgument(_too_big(f"{name} is", over.at_least, limit, at_least=True) + " Nothing was written.")
+    raise InvalidArgument(
+        f"{name} is nested {over.at_least} levels deep at {over.where}; at most {MAX_STATE_DEPTH} levels of objects "
+        "and arrays are allowed (the state object itself is level 1), since deeper JSON cannot be read back by "
+        "every client. Flatten it (e.g. keep a list of steps rather than steps inside steps). Nothing was written."
+    )
 
 
 def _first_secret(fields: list[tuple[str, Any]]) -> tuple[str, SecretFinding] | None:
@@ -127,19 +134,16 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
     """Create or update one task in ``scope.project``; returns the task as stored.
 
     Raises InvalidArgument (nothing written) for bad arguments, a version conflict (the message
-    carries the current version), a state over ``task_state_max_bytes``, or when an
-    episode is due and the model is not loaded.
+    carries the current version), a state or patch over ``task_state_max_bytes`` or nested
+    deeper than MAX_STATE_DEPTH (checked before any scan, reading no more than the limit), or
+    when an episode is due and the model is not loaded.
     """
     s = rt.settings
-    task_id = _check_task_id(args.task_id)
+    task_id = v.check_task_id(args.task_id)
     title = _check_text("title", args.title, MAX_TITLE_CHARS)
     outcome = _check_text("outcome", args.outcome, MAX_OUTCOME_CHARS, control_ok=True)
     ttl_days = v.check_ttl(args.ttl_days)
-    status_arg: TaskStatus | None = None
-    if args.status is not None:
-        if not is_task_status(args.status):
-            raise InvalidArgument(f"status {args.status!r} is not known; use one of: {', '.join(TASK_STATUSES)}")
-        status_arg = args.status
+    status_arg = v.check_status(args.status)
     if args.state is not None and args.patch is not None:
         raise InvalidArgument("give either state (replaces the whole object) or patch (JSON Merge Patch), not both")
     for name, value in (("state", args.state), ("patch", args.patch)):
@@ -149,7 +153,11 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
         raise InvalidArgument("expected_version must be 0 (the task must not exist yet) or a version number")
     if outcome is not None and status_arg not in FINISHED_TASK_STATUSES:
         raise InvalidArgument("outcome is recorded when a task finishes; pass it with status='done' or 'abandoned'")
-    # The state may be tens of kilobytes: the scan runs in a worker thread.
+    # Size and nesting before any scan: a 20 MB state is refused after reading 64 kB of it.
+    for name, value in (("state", args.state), ("patch", args.patch)):
+        if value is not None:
+            _check_bounds(name, value, s.policies.task_state_max_bytes)
+    # Within bounds the state is at most a few hundred kilobytes: the scan runs in a worker thread.
     found = await rt.run_sync(_first_secret, [("task_id", task_id), ("title", title), ("outcome", outcome),
                                               ("state", args.state), ("patch", args.patch)])
     if found is not None:
@@ -185,11 +193,7 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
         except (ValueError, TypeError) as exc:
             raise InvalidArgument(f"state is not valid JSON: {exc}") from None
         if size > s.policies.task_state_max_bytes:
-            raise InvalidArgument(
-                f"task state would be {size} bytes; the limit is {s.policies.task_state_max_bytes} bytes "
-                "(setting MEMVAULT_TASK_STATE_MAX_BYTES). Keep bulky text in files or memories and store "
-                "references (paths, ids) in the state."
-            )
+            raise InvalidArgument(_too_big("task state would be", size, s.policies.task_state_max_bytes))
         status: TaskStatus = status_arg or (cur.status if cur is not None else "active")
         finished = status in FINISHED_TASK_STATUSES
         task_ttl = ttl_days if ttl_days is not None else (cur.ttl_days if cur is not None else None)
@@ -236,7 +240,7 @@ async def get_task_state(rt: Runtime, scope: Scope, task_id: str | None = None, 
                                              limit=s.replies.task_list_max)
         return GetTaskResult(scope=scope, tasks=[task_summary(r) for r in rows], total=total,
                              truncated=total > len(rows))
-    tid = _check_task_id(task_id)
+    tid = v.check_task_id(task_id)
     row = await store.get(scope.user_id, scope.projects_read, tid, now)
     if row is None:
         raise NotFound(

@@ -140,6 +140,22 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE doc_files ADD COLUMN keyword_scheme INTEGER NOT NULL DEFAULT 1;
         """,
     ),
+    (
+        5,
+        # Keys, tags and task ids are compared casefolded (service.validation). Stored
+        # ones are folded here as far as SQLite can (ASCII letters); memories whose key
+        # or tags changed are re-indexed (the engine filters on both). Two tasks that
+        # differ only in case keep the second one's spelling (it cannot take the id).
+        """
+        UPDATE memories SET key = lower(key), tags = lower(tags), index_state = 'pending'
+            WHERE (key IS NOT NULL AND key != lower(key)) OR tags != lower(tags);
+        UPDATE OR IGNORE tasks SET task_id = lower(task_id) WHERE task_id != lower(task_id);
+        UPDATE task_history SET task_id = lower(task_id)
+            WHERE task_id != lower(task_id) AND NOT EXISTS (
+                SELECT 1 FROM tasks t WHERE t.user_id = task_history.user_id AND t.project = task_history.project
+                AND t.task_id = task_history.task_id);
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -16,6 +16,15 @@ Payload fields the filters understand (all optional on a point):
 ``user_id``, ``project``, ``kind``, ``status``, ``collection``, ``path`` (strings),
 ``tags`` (list of strings), ``created_at``, ``expires_at`` (unix seconds, float; a null or
 absent ``expires_at`` means the point never expires).
+
+Items and points: an item (a memory, a document chunk) is one point, or several when
+its text is longer than the model reads at once (one point per window of the text).
+The first point of an item has the item's id as its own and no ``parent``; the later
+ones carry the item's id in payload ``parent`` (``PARENT``). Every method but
+``upsert`` and ``update_sparse`` speaks of items: a search returns at most one hit per
+item (its best point, with that point's score), ``ids`` lists item ids, ``count``
+counts first points, and ``delete`` / ``set_payload`` given an item id reach all its
+points.
 """
 
 from __future__ import annotations
@@ -32,7 +41,10 @@ DENSE = "dense"
 KEYWORDS = "keywords"
 """Name of the sparse (IDF-modified dot product) vector in every collection."""
 
-KEYWORD_FIELDS: tuple[str, ...] = ("user_id", "project", "kind", "tags", "status", "collection")
+PARENT = "parent"
+"""Payload field naming the item a point belongs to, when an item has several points."""
+
+KEYWORD_FIELDS: tuple[str, ...] = ("user_id", "project", "kind", "tags", "status", "collection", PARENT)
 """Payload fields given a keyword index."""
 FLOAT_FIELDS: tuple[str, ...] = ("created_at", "expires_at")
 """Payload fields given a float (range) index."""
@@ -72,7 +84,8 @@ class Point:
     id: UUID string (any case; engines return the canonical lowercase form).
     dense: the embedding, ``dim`` floats (list, tuple or 1-d numpy array).
     sparse: keyword weights (may be empty).
-    payload: JSON-able dict; see the module docstring for the fields filters read.
+    payload: JSON-able dict; see the module docstring for the fields filters read
+        (``parent``: the item's id, on every point of an item but its first).
     """
 
     id: str
@@ -83,8 +96,9 @@ class Point:
 
 @dataclass(frozen=True)
 class Hit:
-    """One search result: point id (canonical lowercase UUID string) and engine score
-    (cosine similarity in [-1, 1] for dense; IDF-weighted dot product >= 0 for sparse)."""
+    """One search result: item id (canonical lowercase UUID string: the point's ``parent``,
+    else its own id) and the score of the item's best point (cosine similarity in [-1, 1]
+    for dense; IDF-weighted dot product >= 0 for sparse)."""
 
     id: str
     score: float
@@ -113,6 +127,23 @@ def stored_point(point_id: Any, vectors: Any, payload: Any) -> StoredPoint:
     indices = getattr(named.get(KEYWORDS), "indices", None) or ()
     return StoredPoint(id=str(point_id), dense=values, terms=frozenset(int(i) for i in indices),
                        payload=dict(payload) if isinstance(payload, Mapping) else {})
+
+
+def item_id(point_id: object, payload: Mapping[str, Any] | None) -> str:
+    """The item a point belongs to: its payload's ``parent``, else the point's own id."""
+    parent = (payload or {}).get(PARENT)
+    return str(parent) if parent else str(point_id)
+
+
+def best_per_item(scored: Sequence[tuple[str, float]], limit: int) -> list[Hit]:
+    """Hits from (item id, score) pairs ordered best first: the first (best) of each item, at most ``limit``."""
+    out: dict[str, Hit] = {}
+    for item, score in scored:
+        if item not in out:
+            out[item] = Hit(item, score)
+            if len(out) >= limit:
+                break
+    return list(out.values())
 
 
 @dataclass
@@ -145,6 +176,8 @@ class VectorFilter:
     alive_at: float | None = None
     equals: dict[str, str] | None = None
     path_prefix: str | None = None
+    first_points: bool = False
+    """Only the first point of each item (the one without ``parent``): counts items, not points."""
 
     def matches_nothing(self) -> bool:
         """True when an any-of list is empty, so no point can match."""
@@ -171,6 +204,8 @@ class VectorFilter:
             out.append(Condition("eq", key, value))
         if self.path_prefix is not None:
             out.append(Condition("prefix", "path", self.path_prefix))
+        if self.first_points:
+            out.append(Condition("absent", PARENT))
         return out
 
 
@@ -180,10 +215,11 @@ class Condition:
 
     op: ``eq`` (value equals), ``any`` (value is / list contains any of ``value``),
     ``range`` (``gte`` <= value <= ``lte``, either bound optional),
-    ``alive`` (value is null/absent, or value > ``gt``), ``prefix`` (string starts with).
+    ``alive`` (value is null/absent, or value > ``gt``), ``prefix`` (string starts with),
+    ``absent`` (no value: absent, null or []).
     """
 
-    op: Literal["eq", "any", "range", "alive", "prefix"]
+    op: Literal["eq", "any", "range", "alive", "prefix", "absent"]
     key: str
     value: Any = None
     gte: float | None = None
@@ -305,12 +341,13 @@ class VectorIndex(ABC):
 
     @abstractmethod
     def set_payload(self, collection: str, ids: Sequence[str], payload: dict) -> None:
-        """Merge ``payload`` into the payload of points ``ids`` (given keys overwritten,
-        others kept). Ids without a point are skipped (the index may lag SQLite)."""
+        """Merge ``payload`` into the payload of items ``ids`` (every point of each; given keys
+        overwritten, others kept). Ids without a point are skipped (the index may lag SQLite)."""
 
     @abstractmethod
     def delete(self, collection: str, ids: Sequence[str]) -> None:
-        """Delete points ``ids``; ids without a point are ignored."""
+        """Delete items ``ids`` (the points with these ids and every point whose ``parent`` is
+        one of them); ids without a point are ignored."""
 
     @abstractmethod
     def delete_by_filter(self, collection: str, flt: VectorFilter) -> None:
@@ -321,16 +358,16 @@ class VectorIndex(ABC):
     def search_dense(
         self, collection: str, vector: Sequence[float], flt: VectorFilter, limit: int
     ) -> list[Hit]:
-        """Top ``limit`` points by cosine similarity to ``vector`` among those matching
-        ``flt``, best first."""
+        """Top ``limit`` items by cosine similarity of their best point to ``vector``, among
+        the points matching ``flt``, best first."""
 
     @abstractmethod
     def search_sparse(
         self, collection: str, sparse: SparseVector, flt: VectorFilter, limit: int
     ) -> list[Hit]:
-        """Top ``limit`` points by IDF-modified dot product with ``sparse`` among those
-        matching ``flt``, best first. Points sharing no term with the query are not
-        returned; an empty query returns []."""
+        """Top ``limit`` items by IDF-modified dot product of their best point with ``sparse``,
+        among the points matching ``flt``, best first. Points sharing no term with the
+        query are not returned; an empty query returns []."""
 
     @abstractmethod
     def retrieve(self, collection: str, ids: Sequence[str]) -> dict[str, StoredPoint]:
@@ -350,11 +387,13 @@ class VectorIndex(ABC):
 
     @abstractmethod
     def ids(self, collection: str) -> set[str]:
-        """Every point id in the collection (canonical lowercase UUID strings)."""
+        """Every item id in the collection (canonical lowercase UUID strings): each point's
+        ``parent``, else its own id."""
 
     @abstractmethod
     def count(self, collection: str, flt: VectorFilter | None = None) -> int:
-        """Exact number of points matching ``flt`` (all points if None)."""
+        """Exact number of items matching ``flt`` (every item if None): an item of several
+        points counts once, through its first point (the one without ``parent``)."""
 
     @abstractmethod
     def flush(self) -> None:

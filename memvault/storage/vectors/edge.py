@@ -45,7 +45,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import qdrant_edge as qe
@@ -60,6 +60,7 @@ from .base import (
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
     KEYWORDS,
+    PARENT,
     PREFIX_FIELDS,
     CollectionMismatch,
     DamagedCollection,
@@ -71,9 +72,11 @@ from .base import (
     UnknownCollection,
     VectorFilter,
     VectorIndex,
+    best_per_item,
     canonical_id,
     check_collection_name,
     dense_list,
+    item_id,
     stored_point,
 )
 
@@ -167,9 +170,18 @@ def edge_filter(flt: VectorFilter | None) -> qe.Filter | None:
             )
         elif c.op == "prefix":
             must.append(qe.FieldCondition(c.key, match=qe.MatchPrefix(c.value)))
+        elif c.op == "absent":
+            must.append(qe.IsEmptyCondition(c.key))
         else:  # pragma: no cover - Condition.op is a closed set
             raise ValueError(f"unknown condition {c.op!r}")
     return qe.Filter(must=must) if must else None
+
+
+def _items_filter(ids: Sequence[str]) -> qe.Filter:
+    """The points of items ``ids``: those ids themselves and the points whose ``parent`` is one."""
+    id_set: set[qe.PointId] = {canonical_id(i) for i in ids}  # qe.PointId: a stub-only alias
+    return qe.Filter(should=[qe.HasIdCondition(id_set),
+                             qe.FieldCondition(PARENT, match=qe.MatchAny(sorted(str(i) for i in id_set)))])
 
 
 class EdgeVectorIndex(VectorIndex):
@@ -315,16 +327,15 @@ class EdgeVectorIndex(VectorIndex):
     def set_payload(self, collection: str, ids: Sequence[str], payload: dict) -> None:
         if not ids:
             return
-        id_set: set[qe.PointId] = {canonical_id(i) for i in ids}  # qe.PointId: a stub-only alias
         # By filter, so that ids without a point are skipped instead of failing the batch.
-        op = qe.UpdateOperation.set_payload_by_filter(qe.Filter(must=[qe.HasIdCondition(id_set)]), payload)
+        op = qe.UpdateOperation.set_payload_by_filter(_items_filter(ids), payload)
         with self._lock:
             self._update(collection, op)
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
         if not ids:
             return
-        op = qe.UpdateOperation.delete_points([canonical_id(i) for i in ids])
+        op = qe.UpdateOperation.delete_points_by_filter(_items_filter(ids))
         with self._lock:
             self._update(collection, op)
 
@@ -372,9 +383,9 @@ class EdgeVectorIndex(VectorIndex):
             while True:
                 with self._engine(collection):
                     records, offset = cur.shard.scroll(
-                        qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=False, with_vector=False)
+                        qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=[PARENT], with_vector=False)
                     )
-                out.update(str(r.id) for r in records)
+                out.update(item_id(r.id, r.payload) for r in records)
                 if offset is None:
                     return out
 
@@ -384,7 +395,8 @@ class EdgeVectorIndex(VectorIndex):
             if flt is not None and flt.matches_nothing():
                 return 0
             with self._engine(collection):
-                return cur.shard.count(qe.CountRequest(exact=True, filter=edge_filter(flt)))
+                items = replace(flt or VectorFilter(status=None), first_points=True)
+                return cur.shard.count(qe.CountRequest(exact=True, filter=edge_filter(items)))
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -495,16 +507,22 @@ class EdgeVectorIndex(VectorIndex):
     def _query(self, cur: _Open, query: qe.Query, flt: VectorFilter, limit: int) -> list[Hit]:
         if limit <= 0 or flt.matches_nothing():
             return []
-        request = qe.QueryRequest(
-            limit=limit,
-            query=query,
-            filter=edge_filter(flt),
-            params=self._params,
-            with_payload=False,
-            with_vector=False,
-        )
-        with self._engine(cur.path.parent.name):
-            return [Hit(str(p.id), float(p.score)) for p in cur.shard.query(request)]
+        fetch = limit
+        while True:  # several points may be one item's: fetch more until ``limit`` items (or all)
+            request = qe.QueryRequest(
+                limit=fetch,
+                query=query,
+                filter=edge_filter(flt),
+                params=self._params,
+                with_payload=[PARENT],
+                with_vector=False,
+            )
+            with self._engine(cur.path.parent.name):
+                points = cur.shard.query(request)
+            hits = best_per_item([(item_id(p.id, p.payload), float(p.score)) for p in points], limit)
+            if len(hits) >= limit or len(points) < fetch:
+                return hits
+            fetch *= 4
 
     @staticmethod
     def _edge_point(p: Point, dim: int) -> qe.Point:

@@ -25,6 +25,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from qdrant_client import QdrantClient, models
@@ -34,6 +35,7 @@ from .base import (
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
     KEYWORDS,
+    PARENT,
     PREFIX_FIELDS,
     CollectionMismatch,
     Hit,
@@ -43,9 +45,11 @@ from .base import (
     UnknownCollection,
     VectorFilter,
     VectorIndex,
+    best_per_item,
     canonical_id,
     check_collection_name,
     dense_list,
+    item_id,
     stored_point,
 )
 
@@ -82,9 +86,18 @@ def client_filter(flt: VectorFilter | None) -> models.Filter | None:
             )
         elif c.op == "prefix":
             must.append(models.FieldCondition(key=c.key, match=models.MatchPrefix(prefix=c.value)))
+        elif c.op == "absent":
+            must.append(models.IsEmptyCondition(is_empty=models.PayloadField(key=c.key)))
         else:  # pragma: no cover - Condition.op is a closed set
             raise ValueError(f"unknown condition {c.op!r}")
     return models.Filter(must=must) if must else None
+
+
+def _items_filter(ids: Sequence[str]) -> models.Filter:
+    """The points of items ``ids``: those ids themselves and the points whose ``parent`` is one."""
+    canon = [canonical_id(i) for i in ids]
+    return models.Filter(should=[models.HasIdCondition(has_id=list(canon)),
+                                 models.FieldCondition(key=PARENT, match=models.MatchAny(any=canon))])
 
 
 def _is_local(client: QdrantClient) -> bool:
@@ -178,9 +191,7 @@ class RemoteVectorIndex(VectorIndex):
         self._dim(collection)
         if not ids:
             return
-        selector = models.FilterSelector(
-            filter=models.Filter(must=[models.HasIdCondition(has_id=[canonical_id(i) for i in ids])])
-        )
+        selector = models.FilterSelector(filter=_items_filter(ids))
         with self._lock:
             self.client.set_payload(collection, payload=payload, points=selector, wait=True)
 
@@ -188,7 +199,7 @@ class RemoteVectorIndex(VectorIndex):
         self._dim(collection)
         if not ids:
             return
-        selector = models.PointIdsList(points=[canonical_id(i) for i in ids])
+        selector = models.FilterSelector(filter=_items_filter(ids))
         with self._lock:
             self.client.delete(collection, points_selector=selector, wait=True)
 
@@ -231,9 +242,9 @@ class RemoteVectorIndex(VectorIndex):
         with self._lock:
             while True:
                 records, offset = self.client.scroll(
-                    collection, limit=SCROLL_PAGE, offset=offset, with_payload=False, with_vectors=False
+                    collection, limit=SCROLL_PAGE, offset=offset, with_payload=[PARENT], with_vectors=False
                 )
-                out.update(str(r.id) for r in records)
+                out.update(item_id(r.id, r.payload) for r in records)
                 if offset is None:
                     return out
 
@@ -242,7 +253,8 @@ class RemoteVectorIndex(VectorIndex):
         if flt is not None and flt.matches_nothing():
             return 0
         with self._lock:
-            return self.client.count(collection, count_filter=client_filter(flt), exact=True).count
+            items = replace(flt or VectorFilter(status=None), first_points=True)
+            return self.client.count(collection, count_filter=client_filter(items), exact=True).count
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -268,17 +280,22 @@ class RemoteVectorIndex(VectorIndex):
     def _query(self, collection: str, query: Any, using: str, flt: VectorFilter, limit: int) -> list[Hit]:
         if limit <= 0 or flt.matches_nothing():
             return []
-        with self._lock:
-            res = self.client.query_points(
-                collection,
-                query=query,
-                using=using,
-                query_filter=client_filter(flt),
-                limit=limit,
-                with_payload=False,
-                with_vectors=False,
-            )
-        return [Hit(str(p.id), float(p.score)) for p in res.points]
+        fetch = limit
+        while True:  # several points may be one item's: fetch more until ``limit`` items (or all)
+            with self._lock:
+                res = self.client.query_points(
+                    collection,
+                    query=query,
+                    using=using,
+                    query_filter=client_filter(flt),
+                    limit=fetch,
+                    with_payload=[PARENT],
+                    with_vectors=False,
+                )
+            hits = best_per_item([(item_id(p.id, p.payload), float(p.score)) for p in res.points], limit)
+            if len(hits) >= limit or len(res.points) < fetch:
+                return hits
+            fetch *= 4
 
     @staticmethod
     def _struct(p: Point, dim: int) -> models.PointStruct:
