@@ -1,33 +1,45 @@
 """Secret detection for memory writes: credentials must never be stored.
 
-Pure function :func:`find_secret`; no I/O, no network verification. Own patterns rather
-than a library: the one well-known pure-Python detector on PyPI, ``detect-secrets``
-(Yelp, last release 1.5.0 in May 2024), keeps plugin settings in process-global state,
-has no payment-card or Chinese-language rules, and its keyword/entropy plugins are tuned
-for source files, not prose. What it knows about token formats is reproduced below from
-the vendors' published formats.
+Pure function :func:`find_secret`; no I/O, no network verification. Own detectors for
+prose, Chinese, cards and assignments; vendor token formats from two sources: the shapes
+below, written from the vendors' published formats, and the long tail from gitleaks'
+maintained rule set (``secret_rules``: the rules vetted for Python's backtracking regex
+engine, about 110). The one well-known pure-Python detector on PyPI, ``detect-secrets``,
+keeps plugin settings in process-global state, has no payment-card or Chinese-language
+rules, and its keyword/entropy plugins are tuned for source files, not prose.
 
 Detectors run from the most specific to the most generic; the first hit is returned:
 
-1. private key blocks (PEM ``-----BEGIN … PRIVATE KEY-----``, OpenSSH, PGP, PuTTY);
-2. vendor tokens with a recognisable shape: AWS access key ids (AKIA/ASIA…) and
-   labelled AWS secret keys, GitHub (ghp_/gho_/ghu_/ghs_/ghr_/github_pat_), Anthropic
-   (sk-ant-), OpenAI (sk-, sk-proj-), Slack (xox?- tokens, webhook URLs), Google API
-   keys (AIza…), Stripe (sk_/rk_ live/test keys, whsec_), npm, PyPI, GitLab tokens;
-3. JSON Web Tokens (three base64url parts whose header decodes to JSON);
-4. credentials in an Authorization header (Bearer / Basic / Token);
-5. URLs and connection strings with an inline password (``postgres://u:p@h/db``);
-6. payment card numbers: 13-19 digits, optional single spaces/dashes between groups,
+1. private keys (``secret_blocks``): a PEM ``BEGIN``/``END … PRIVATE KEY`` line of any
+   kind (RSA, EC, DSA, OPENSSH, ENCRYPTED, PKCS#8, PGP, ssh.com SSH2), OpenVPN static
+   keys, PuTTY key files;
+2. vendor tokens with a recognisable shape: AWS access key ids and labelled AWS secret
+   keys, GitHub, GitLab, Anthropic, OpenAI, Slack tokens and webhooks, Discord webhooks,
+   Telegram bot tokens, Google API keys, Stripe, npm, PyPI, Hugging Face (``hf_``),
+   SendGrid (``SG.….…``), DigitalOcean (``dop_v1_``/``doo_v1_``/``dor_v1_``);
+3. the vetted gitleaks rules (Shopify, Databricks, Twilio, Doppler, Postman, age, Vault,
+   Atlassian, Alibaba ``LTAI``… : ``secret_rules``), each with its entropy floor;
+4. JSON Web Tokens (three base64url parts whose header decodes to JSON);
+5. credentials in an Authorization header (Bearer / Basic / Token);
+6. URLs and connection strings with an inline password (``postgres://u:p@h/db``);
+7. payment card numbers: 13-19 digits, optional single spaces/dashes between groups,
    a known card-network prefix and a valid Luhn check digit;
-7. assignments to password/secret/token/API-key names, in code (``DB_PASSWORD=…``,
-   ``"api_key": "…"``), English prose ("my password is hunter2", "password: x") and
-   Chinese ("密码是 abc123", "口令：…", "密钥为 …"); the value must look like a value,
+8. assignments to password/secret/token/API-key names, in code (``DB_PASSWORD=…``,
+   ``"api_key": "…"``, ``{"pass": "…"}``), on command lines (``-p…``, ``curl -u u:p``),
+   English prose ("my password is hunter2", "password: x"), Chinese ("密码是 abc123",
+   "口令：…", "密碼是 …", "支付密钥 578f…") and other languages (Passwort, mot de passe,
+   contraseña, senha, パスワード, 비밀번호, пароль…); the value must look like a value,
    not a word ("the password is required") or a placeholder (``${DB_PASSWORD}``,
-   ``<your key>``, ``****``, ``os.environ[…]``);
-8. long high-entropy strings assigned to other key-ish names (``SIGNING_KEY=…``).
+   ``<your key>``, ``****``, ``os.environ[…]``, ``!vault``);
+9. long high-entropy strings assigned to other key-ish names (``SIGNING_KEY=…``).
 
-Text that only mentions secrets ("we rotate the password monthly"), git SHAs, UUIDs,
-error codes, versions, phone numbers and ordinary identifiers are not flagged.
+Token-shaped placeholders are not secrets (``_token_placeholder``): documentation
+examples (``AKIAIOSFODNN7EXAMPLE``), ``xxxx``/``****``/``0000…``, one character six
+times in a row, runs up the alphabet (``1234567890abcdef…``), ``your``/``here``/``sample``
+words, under 3 bits of entropy per character. Passwords are held to none of these
+("abc12345" is a real, bad, password). Text that only mentions secrets ("we rotate the
+password monthly"), git SHAs, UUIDs, error codes, versions, phone numbers and ordinary
+identifiers are not flagged. docs/secrets.md has the measured precision and recall.
 """
 
 from __future__ import annotations
@@ -41,6 +53,9 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+from memvault.policy.secret_blocks import find_secret_blocks
+from memvault.policy.secret_rules import vendor_tokens
 
 __all__ = ["SecretFinding", "find_secret"]
 
@@ -72,12 +87,6 @@ _SHAPES: list[tuple[str, str, re.Pattern[str]]] = [
     (kind, what, re.compile(pat))
     for kind, what, pat in [
         (
-            "private_key",
-            "a private key block",
-            r"-----BEGIN[A-Z0-9 ]{0,30} PRIVATE KEY(?: BLOCK)?-----"
-            r"|PuTTY-User-Key-File-\d+:[^\n]*\n(?:.*\n){0,12}?Private-Lines:",
-        ),
-        (
             "aws_access_key_id",
             "an AWS access key id",
             _B + r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z2-7]{16}" + _E,
@@ -86,7 +95,7 @@ _SHAPES: list[tuple[str, str, re.Pattern[str]]] = [
             "aws_secret_access_key",
             "an AWS secret access key",
             r"(?i:(?<![A-Za-z])(?:aws[_\- ]?)?secret[_\- ]?access[_\- ]?key|(?<![A-Za-z])aws[_\- ]?secret[_\- ]?key)"
-            r"[\"']?\s*(?:[:=]|=>)\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+            r"[\"']?\s*(?:[:=]|=>)\s*[\"']?(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
         ),
         (
             "github_token",
@@ -105,11 +114,22 @@ _SHAPES: list[tuple[str, str, re.Pattern[str]]] = [
             "a Slack webhook URL",
             r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]{20,}",
         ),
+        (
+            "discord_webhook",
+            "a Discord webhook URL",
+            r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d{17,20}/[A-Za-z0-9_\-]{60,68}",
+        ),
+        # Telegram bot tokens: the bot's id, a colon, then 35 characters starting "AA".
+        ("telegram_bot_token", "a Telegram bot token", r"(?<![\w:])\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _E),
         ("google_api_key", "a Google API key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
         ("stripe_key", "a Stripe secret key", _B + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}" + _E),
         ("stripe_webhook_secret", "a Stripe webhook signing secret", _B + r"whsec_[A-Za-z0-9]{24,}" + _E),
         ("npm_token", "an npm access token", _B + r"npm_[A-Za-z0-9]{36}" + _E),
         ("pypi_token", "a PyPI API token", _B + r"pypi-AgE[A-Za-z0-9_\-]{50,}"),
+        # Hugging Face user tokens: hf_ and 34 letters (digits accepted too).
+        ("huggingface_token", "a Hugging Face access token", _B + r"hf_[A-Za-z0-9]{30,40}" + _E),
+        ("sendgrid_api_key", "a SendGrid API key", _B + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E),
+        ("digitalocean_token", "a DigitalOcean token", _B + r"do[opr]_v1_[a-f0-9]{64}" + _E),
     ]
 ]
 
@@ -121,11 +141,58 @@ def _mixed_body(s: str) -> bool:
 def _shape_hits(text: str) -> SecretFinding | None:
     for kind, what, pat in _SHAPES:
         for m in pat.finditer(text):
-            if kind == "openai_api_key":
-                body = m.group(0).split("-", 1)[1]
-                if not (_mixed_body(body) and any(c.isupper() for c in body)):
+            token = m.group("v") if "v" in pat.groupindex else m.group(0)
+            if _token_placeholder(token):
+                continue
+            if kind in ("openai_api_key", "huggingface_token"):
+                body = token.split("-" if kind == "openai_api_key" else "_", 1)[1]
+                if not (any(c.isupper() for c in body) and any(c.islower() for c in body)
+                        and (kind == "huggingface_token" or _mixed_body(body))):
                     continue
             return _finding(kind, what)
+    return None
+
+
+# Words and runs that mark a token-shaped string as a stand-in ("ghp_xxxx…",
+# "AKIAIOSFODNN7EXAMPLE", "sk-your-key-here", "dop_v1_000…"). A random token of 16 or more
+# characters holds none of these but by a chance of about one in a million.
+_PLACEHOLDER_WORDS = ("example", "sample", "xxxx", "your", "here", "placeholder", "dummy", "fake", "redacted",
+                      "changeme", "...", "***", "<", ">", "{", "$")
+_REPEAT_RUN = re.compile(r"(.)\1{5}")
+
+
+def _sequential(token: str) -> bool:
+    """Half or more of the neighbouring characters run up the alphabet or the digits
+    ("1234567890abcdef…"): typed, not generated."""
+    steps = sum(ord(b) - ord(a) == 1 for a, b in zip(token, token[1:], strict=False))
+    return len(token) >= 12 and steps * 2 >= len(token) - 1
+
+
+def _token_placeholder(token: str) -> bool:
+    """A token-shaped stand-in rather than a credential: a placeholder word in it, one
+    character six times in a row, a run up the alphabet, or (16 characters or more) under
+    3 bits of entropy per character, where random tokens have 3.5 to 6."""
+    low = token.lower()
+    return (
+        any(w in low for w in _PLACEHOLDER_WORDS)
+        or _REPEAT_RUN.search(token) is not None
+        or _sequential(token)
+        or (len(token) >= 16 and _entropy(token) < 3.0)
+    )
+
+
+def _vendor_rules(text: str) -> SecretFinding | None:
+    """Tokens of the vetted gitleaks rules (``secret_rules``), placeholders left out."""
+    for hit in vendor_tokens(text):
+        if not _token_placeholder(hit.secret):
+            name = hit.rule.id.replace("-", " ")
+            return _finding(hit.rule.id.replace("-", "_"), f"what looks like a {name} (a known credential format)")
+    return None
+
+
+def _private_key(text: str) -> SecretFinding | None:
+    if find_secret_blocks(text):
+        return _finding("private_key", "a private key block")
     return None
 
 
@@ -161,7 +228,7 @@ def _auth_header(text: str) -> SecretFinding | None:
     for m in _AUTH.finditer(text):
         token = m.group(2) or m.group(3) or ""
         scheme = (m.group(1) or "bearer").lower()
-        if len(token) < (8 if scheme == "basic" else 16) or _is_placeholder(token):
+        if len(token) < (8 if scheme == "basic" else 16) or _is_placeholder(token) or _token_placeholder(token):
             continue
         if token.isalpha() and token.islower():
             continue  # a word, not a credential
@@ -244,13 +311,21 @@ _SECRET_NAMES = (
     r"(?:api|access|secret|private|signing|encryption|client|master|auth|app|license|account|service)"
     r"[ _.\-]?key|apikey|client[ _.\-]?secret"
 )
-_ZH_PASSWORD_NAMES = r"密码|口令|登录密码|支付密码|密钥|秘钥|私钥|令牌|访问令牌|验证码|授权码"
+_ZH_PASSWORD_NAMES = r"密码|密碼|口令|登录密码|支付密码|密钥|密鑰|秘钥|私钥|私鑰|金鑰|令牌|访问令牌|權杖|验证码|驗證碼|授权码|授權碼"
+# Other languages. Scripts without spaces between words, or whose passwords are written in
+# ASCII anyway (Japanese, Korean, Russian...): as Chinese, any ASCII value counts. Latin
+# scripts: the value must look like a password ("Mein Passwort ist sicher" is prose).
+_SCRIPT_PASSWORD_NAMES = r"パスワード|暗証番号|비밀번호|암호|пароль|пароля|парол|κωδικός|סיסמה|كلمة المرور|รหัสผ่าน"
+_LATIN_PASSWORD_NAMES = (
+    r"passwort|kennwort|mot de passe|mdp|contraseña|contrasena|senha|wachtwoord|hasło|haslo|şifre|sifre|"
+    r"lösenord|losenord|adgangskode|passord|salasana|jelszó|jelszo|heslo|parolă|parola|mật khẩu|kata sandi"
+)
 
 # Case-sensitive boundaries so that camelCase names count (accessToken, dbPassword) while
 # longer words do not (passwords, tokenizer, dbPasswordHash).
 _NAME_EN = re.compile(
     r"(?:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=(?:PASSWORD|PASSWD|TOKEN|SECRET)(?![A-Za-z])))"
-    rf"(?i:(?P<pw>{_PASSWORD_NAMES})|(?P<sec>{_SECRET_NAMES}))(?![A-Za-z])"
+    rf"(?i:(?P<pw>{_PASSWORD_NAMES})|(?P<sec>{_SECRET_NAMES})|(?P<weak>pass|pw))(?![A-Za-z])"
 )
 # After the name: an optional closing quote, an optional short "for X" phrase (prose),
 # then a connector. Matched right after a name (whose last character is a letter); the
@@ -266,8 +341,17 @@ _AFTER_NAME = re.compile(
 )
 _ZH_ASSIGN = re.compile(
     rf"(?:{_ZH_PASSWORD_NAMES}|(?<![A-Za-z])(?P<en>password|token|api\s?key|secret)(?![A-Za-z]))"
-    r"\s*(?:(?:就是|是|为|為|设为|設為|改为|改成)\s*[:：]?|[:：=])\s*"
+    r"(?:\s*(?P<conn>(?:就是|是|为|為|设为|設為|改为|改成)\s*[:：]?|[:：=])\s*|[ \t]*)"
     r"(?P<value>[\x21-\x7e]+)(?P<rest>\s*\S?)",
+    re.IGNORECASE,
+)
+
+_INTL_ASSIGN = re.compile(
+    rf"(?:(?P<script>{_SCRIPT_PASSWORD_NAMES})|(?<![^\W\d_])(?P<latin>{_LATIN_PASSWORD_NAMES})(?![^\W\d_]))"
+    r"[ \t]*(?:(?:は|が|는|은|이|가|—|–)[ \t]*[:：]?"
+    r"|(?:ist|lautet|war|est|était|etait|es|era|é|è|is|jest|je|är|er|on|это)(?![^\W\d_])[ \t]*[:：]?"
+    r"|[:：=])[ \t]*"
+    r"(?P<value>[\x21-\x7e]+)(?P<rest>[ \t]*\S?)",
     re.IGNORECASE,
 )
 
@@ -283,6 +367,7 @@ _PLACEHOLDER = re.compile(
       | (?:~|\.{1,2})?/[\w.\-/]* | [A-Za-z]:\\.*
       | (?:os\.)?(?:environ|getenv)\b.* | process\.env\b.* | env\(.* | ENV\[.* | System\.getenv.*
       | secrets?\.[A-Za-z_].*
+      | !(?:vault|Ref|Sub|GetAtt|ImportValue|Secret|env|include)\b.*
       | (?:your|the)[_\-\s]?(?:api[_\-\s]?)?(?:key|token|password|passwd|pass|secret|pwd)\w*
       | example\w* | changeme | redacted | hidden | none | null | nil | undefined
       | n/?a | tbd | todo | empty | unset | required | optional | true | false | yes | no
@@ -308,7 +393,7 @@ _UNITS = re.compile(
     r"hours?|minutes?|mins?|seconds?|secs?|times?|attempts?|tries|long|max|min|or|and|to)\b",
     re.IGNORECASE,
 )
-_ZH_UNITS = re.compile(r"^(?:位|个|字符|天|小时|分钟|秒|次|月|年|周)")
+_ZH_UNITS = re.compile(r"^(?:位|个|個|字符|天|小时|分钟|秒|次|月|年|周|文字|桁|자|글자|символ|знак|caract|Zeichen|car)", re.IGNORECASE)
 
 
 def _is_placeholder(value: str) -> bool:
@@ -378,6 +463,7 @@ def _clean_value(raw: str) -> tuple[str, bool]:
 _BARE_VALUE = re.compile(r"(?<![ \t])[ \t]+(?P<value>[^\s,;]+)")  # right after a name, as _AFTER_NAME
 _CLI_PASSWORD = re.compile(r"(?<!\S)-p(?:[ \t]+)?(?P<value>[^\s-][^\s]*)")
 _CLI_USER = re.compile(r"(?<!\S)(?:-u|--user(?:name)?)(?:[ \t=]+)?\S")
+_CLI_USER_PASSWORD = re.compile(r"(?<!\S)(?:-u|--user)(?:[ \t]+|=)[\"']?[^\s:\"']{1,64}:(?P<value>[^\s\"']+)")
 
 
 def _strong_password(value: str) -> bool:
@@ -409,6 +495,14 @@ def _english_assignment(text: str) -> SecretFinding | None:
             continue  # "password is 12 characters long"
         is_password = nm.group("pw") is not None
         symbolic = m.group("sym") is not None and not m.group("phrase")
+        if nm.group("weak") is not None:
+            # "pass"/"pw" name a password only as a key ("pass": "…", pw=…) or, for "pw",
+            # in prose ("the root pw is …"), and the value must look like one: "pass: 3 of
+            # 5 tests" is a count.
+            named = symbolic or (nm.group("weak").lower() == "pw" and m.group("word") is not None)
+            if named and _looks_secret(value, quoted, password=True):
+                return _finding("password", "a password")
+            continue
         if is_password and symbolic:
             # "password: x", DB_PASSWORD=hunter2 -- any value, unless it opens a phrase
             # ("password: changed yesterday").
@@ -419,7 +513,7 @@ def _english_assignment(text: str) -> SecretFinding | None:
             # Prose: "my password is hunter2" / "... is 483920".
             ok = _looks_secret(value, quoted, password=True) or (value.isdigit() and len(value) >= 4)
         else:
-            ok = _looks_secret(value, quoted, password=False)
+            ok = _looks_secret(value, quoted, password=False) and not _token_placeholder(value)
         if ok:
             if is_password:
                 return _finding("password", "a password")
@@ -430,6 +524,10 @@ def _english_assignment(text: str) -> SecretFinding | None:
 def _cli_password(text: str) -> SecretFinding | None:
     """``mysql -u root -pHunter22``, ``docker login -u bob -p S3cret``: a -p value on a
     line that also names a user (elsewhere -p is often a port or a flag)."""
+    for m in _CLI_USER_PASSWORD.finditer(text):  # curl -u user:password
+        value = m.group("value")
+        if not _is_placeholder(value) and _looks_secret(value, False, password=True):
+            return _finding("password", "a password on a command line")
     for line in text.splitlines():
         if not _CLI_USER.search(line):
             continue
@@ -447,18 +545,41 @@ def _chinese_assignment(text: str) -> SecretFinding | None:
         if value.isdigit() and _ZH_UNITS.match(m.group("rest").strip()):
             continue  # "密码是 12 位"
         en = m.group("en")
+        if m.group("conn") is None:
+            # No connector ("微信支付密钥 578f…"): only a Chinese name followed by a long
+            # machine-made value.
+            if not en and len(value) >= 8 and _looks_secret(value, quoted, password=False) \
+                    and not _token_placeholder(value):
+                return _finding("password", "a password or secret value (密码/口令/密钥)")
+            continue
         if en and not _looks_secret(value, quoted, password=en.lower() == "password"):
             continue  # an English name in Chinese text: "token 是 v2"
+        if en and en.lower() != "password" and _token_placeholder(value):
+            continue
         if en and en.lower() != "password":
             return _finding("secret_assignment", "a secret or token value assigned to a credential name")
         return _finding("password", "a password or secret value (密码/口令/密钥)")
     return None
 
 
+def _other_languages(text: str) -> SecretFinding | None:
+    """Passwords named in Japanese, Korean, Russian, German, French, Spanish, Portuguese..."""
+    for m in _INTL_ASSIGN.finditer(text):
+        value, quoted = _clean_value(m.group("value").rstrip("。，,；;！!？?）)"))
+        if not value or _is_placeholder(value) or value.casefold() in _NON_VALUES:
+            continue
+        if value.isdigit() and (len(value) < 4 or _ZH_UNITS.match(m.group("rest").strip())):
+            continue  # "パスワードは 8 文字以上"
+        if m.group("latin") and not (_looks_secret(value, quoted, password=True) or value.isdigit()):
+            continue  # "Mein Passwort ist sicher"
+        return _finding("password", "a password")
+    return None
+
+
 def _keyish_high_entropy(text: str) -> SecretFinding | None:
     for m in _KEYISH_NAME.finditer(text):
         value = m.group("value")
-        if _is_placeholder(value):
+        if _is_placeholder(value) or _token_placeholder(value):
             continue
         classes = sum(
             (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value))
@@ -471,7 +592,9 @@ def _keyish_high_entropy(text: str) -> SecretFinding | None:
 
 
 _DETECTORS: tuple[Callable[[str], SecretFinding | None], ...] = (
+    _private_key,
     _shape_hits,
+    _vendor_rules,
     _jwt,
     _auth_header,
     _url_password,
@@ -479,6 +602,7 @@ _DETECTORS: tuple[Callable[[str], SecretFinding | None], ...] = (
     _english_assignment,
     _cli_password,
     _chinese_assignment,
+    _other_languages,
     _keyish_high_entropy,
 )
 
@@ -498,11 +622,13 @@ def find_secret(text: str) -> SecretFinding | None:
     ``text``: any string (a memory's content, a tag, a key). Returns
     ``SecretFinding(kind, reason)``; ``kind`` is one of private_key, aws_access_key_id,
     aws_secret_access_key, github_token, gitlab_token, anthropic_api_key,
-    openai_api_key, slack_token, slack_webhook, google_api_key, stripe_key,
-    stripe_webhook_secret, npm_token, pypi_token, jwt, bearer_token, basic_auth,
-    connection_string_password, card_number, password, secret_assignment,
-    high_entropy_secret. ``reason`` never contains the secret. Linear-time regexes; a
-    20,000-character input is checked in milliseconds.
+    openai_api_key, slack_token, slack_webhook, discord_webhook, telegram_bot_token,
+    google_api_key, stripe_key, stripe_webhook_secret, npm_token, pypi_token,
+    huggingface_token, sendgrid_api_key, digitalocean_token, jwt, bearer_token,
+    basic_auth, connection_string_password, card_number, password, secret_assignment,
+    high_entropy_secret, or a vetted gitleaks rule's id with ``_`` for ``-``
+    (``shopify_access_token``). ``reason`` never contains the secret. Linear-time
+    regexes; a 20,000-character input is checked in milliseconds.
     """
     for view in _views(text):
         for detect in _DETECTORS:
