@@ -297,6 +297,8 @@ NEGATIVES: list[str] = [
     '{"password": null, "user": "admin"}',
     'password: "{{ vault_db_password }}"',
     "pass: 3 of 5 tests, fail: 2",
+    "* Train commute:\n\t+ Monthly pass: $100/month",
+    "boarding pass: 12B-4471x",
     "bypass: true",
     "pip install hf_transfer huggingface_hub",
     "SG.com is the domain; see SG.section.three",

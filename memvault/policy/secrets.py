@@ -134,12 +134,39 @@ _SHAPES: list[tuple[str, str, re.Pattern[str]]] = [
 ]
 
 
+# Lower-case strings one of which every match of a shape contains: a shape runs only when
+# one is in the text (most memories run none).
+_SHAPE_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "aws_access_key_id": ("akia", "asia", "abia", "acca", "agpa", "aida", "aipa", "anpa", "anva", "aroa", "apka"),
+    "aws_secret_access_key": ("secret",),
+    "github_token": ("gh", "github_pat_"),
+    "gitlab_token": ("glpat-",),
+    "anthropic_api_key": ("sk-ant-",),
+    "openai_api_key": ("sk-",),
+    "slack_token": ("xox",),
+    "slack_webhook": ("hooks.slack.com",),
+    "discord_webhook": ("discord",),
+    "telegram_bot_token": (":aa",),
+    "google_api_key": ("aiza",),
+    "stripe_key": ("_live_", "_test_"),
+    "stripe_webhook_secret": ("whsec_",),
+    "npm_token": ("npm_",),
+    "pypi_token": ("pypi-age",),
+    "huggingface_token": ("hf_",),
+    "sendgrid_api_key": ("sg.",),
+    "digitalocean_token": ("_v1_",),
+}
+
+
 def _mixed_body(s: str) -> bool:
     return any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
 
 
 def _shape_hits(text: str) -> SecretFinding | None:
+    low = text.lower()
     for kind, what, pat in _SHAPES:
+        if not any(k in low for k in _SHAPE_KEYWORDS[kind]):
+            continue
         for m in pat.finditer(text):
             token = m.group("v") if "v" in pat.groupindex else m.group(0)
             if _token_placeholder(token):
@@ -478,6 +505,24 @@ def _strong_password(value: str) -> bool:
     )
 
 
+_MONEY = re.compile(r"[$€£¥]\d")
+
+
+def _key_position(text: str, start: int) -> bool:
+    """Whether the name at ``start`` stands where a key does: first on its line (YAML,
+    .env), after ``{ , ( [`` (JSON, call arguments), or joined to a word (``DB_PASS``,
+    ``userPass``), not after a word in prose ("Monthly pass: $100")."""
+    if start > 0 and text[start - 1] in "\"'":
+        start -= 1
+    before = text[text.rfind("\n", 0, start) + 1 : start]
+    stripped = before.rstrip()
+    if not stripped:
+        return True
+    if before[-1] in "_.-" or before[-1].isalnum():
+        return True
+    return stripped[-1] in "{,(["
+
+
 def _english_assignment(text: str) -> SecretFinding | None:
     for nm in _NAME_EN.finditer(text):
         m = _AFTER_NAME.match(text, nm.end())
@@ -499,8 +544,9 @@ def _english_assignment(text: str) -> SecretFinding | None:
             # "pass"/"pw" name a password only as a key ("pass": "…", pw=…) or, for "pw",
             # in prose ("the root pw is …"), and the value must look like one: "pass: 3 of
             # 5 tests" is a count.
-            named = symbolic or (nm.group("weak").lower() == "pw" and m.group("word") is not None)
-            if named and _looks_secret(value, quoted, password=True):
+            named = (symbolic and _key_position(text, nm.start())) or (
+                nm.group("weak").lower() == "pw" and m.group("word") is not None)
+            if named and not _MONEY.match(value) and _looks_secret(value, quoted, password=True):
                 return _finding("password", "a password")
             continue
         if is_password and symbolic:
@@ -538,6 +584,9 @@ def _cli_password(text: str) -> SecretFinding | None:
 
 
 def _chinese_assignment(text: str) -> SecretFinding | None:
+    low = text.lower()
+    if not (any(n in text for n in _ZH_NAMES) or any(n in low for n in ("password", "token", "api", "secret"))):
+        return None
     for m in _ZH_ASSIGN.finditer(text):
         value, quoted = _clean_value(m.group("value").rstrip("。，,；;！!？?）)"))
         if not value or _is_placeholder(value) or value.casefold() in _NON_VALUES:
@@ -562,8 +611,16 @@ def _chinese_assignment(text: str) -> SecretFinding | None:
     return None
 
 
+_INTL_NAMES = tuple(n.lower() for n in f"{_SCRIPT_PASSWORD_NAMES}|{_LATIN_PASSWORD_NAMES}".split("|"))
+_ZH_NAMES = tuple(_ZH_PASSWORD_NAMES.split("|"))
+_KEYISH_WORDS = ("key", "salt", "signature", "seed", "hmac", "auth", "cookie", "session", "nonce", "pepper")
+
+
 def _other_languages(text: str) -> SecretFinding | None:
     """Passwords named in Japanese, Korean, Russian, German, French, Spanish, Portuguese..."""
+    low = text.lower()
+    if not any(n in low for n in _INTL_NAMES):
+        return None
     for m in _INTL_ASSIGN.finditer(text):
         value, quoted = _clean_value(m.group("value").rstrip("。，,；;！!？?）)"))
         if not value or _is_placeholder(value) or value.casefold() in _NON_VALUES:
@@ -577,6 +634,9 @@ def _other_languages(text: str) -> SecretFinding | None:
 
 
 def _keyish_high_entropy(text: str) -> SecretFinding | None:
+    low = text.lower()
+    if not (("=" in text or ":" in text) and any(w in low for w in _KEYISH_WORDS)):
+        return None
     for m in _KEYISH_NAME.finditer(text):
         value = m.group("value")
         if _is_placeholder(value) or _token_placeholder(value):
