@@ -29,11 +29,12 @@ STRIPE_LIVE = "s" + "k_live_" + B62[:24]
 STRIPE_RK = "r" + "k_live_" + B62[:24]
 GITLAB = "gl" + "pat-" + B62[:20]
 NPM = "np" + "m_" + B62 + "1234"
-JWT = (
+JWT_HEAD = (
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
     + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
-    + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 )
+JWT = JWT_HEAD + ".q3Vb7Zx2LmN9pRt4sWy8KcH1fGj6DaE0uTo5iYwQeXr"
+JWT_IO_EXAMPLE = JWT_HEAD + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"  # jwt.io's, in every tutorial
 PEM = "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEowIBAAKCAQEA7x\n-----END RSA PRIVATE KEY-----"
 OPENSSH = "-----BEGIN OPENSSH " + "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"
 PGP = "-----BEGIN PGP " + "PRIVATE KEY BLOCK-----\n\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----"
@@ -163,6 +164,14 @@ POSITIVES: list[tuple[str, str]] = [
     ("비밀번호는 vs.JI~O8bEL* 입니다", "password"),
     ("пароль: k+_VD6DXt0Ne", "password"),
     ("senha: n55bZ.c!K7+_", "password"),
+    # XML, .NET settings, kubeconfig, wifi keys, PINs
+    ("<password>Xk29!mq7v</password>", "password"),
+    ('<add key="DbPassword" value="Xk29!mq7v" />', "password"),
+    ("<apiKey>Zq7Hk2Lm9Np4Rs6Tv8Wx</apiKey>", "secret_assignment"),
+    ("client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVBN3gK", "private_key"),
+    ("the wifi key is Xk29mq7v!", "password"),
+    ("PIN: 4829", "password"),
+    ("my PIN is 4829", "password"),
 ]
 
 NEGATIVES: list[str] = [
@@ -310,6 +319,22 @@ NEGATIVES: list[str] = [
     "パスワードは 8 文字以上",
     "비밀번호는 안전하게 보관하세요",
     "我的密碼是什麼？",
+    # more documentation examples and template stand-ins
+    "s" + "k_test_4eC39HqLyjWDarjtT1zdp7dc is the key in Stripe's API reference",
+    f"the jwt.io example {JWT_IO_EXAMPLE}",
+    "password: %DB_PASSWORD%",
+    "password: REPLACE_ME",
+    "password: changeit",
+    "password: password",
+    "password = getpass.getpass()",
+    "password = config.db_password",
+    "<password></password>",
+    "<password>${DB_PASSWORD}</password>",
+    "<PasswordPolicy>strict</PasswordPolicy>",
+    "client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM1ekNDQWMrZ0F3SUJBZ0lCQURBTkJna3Foa2lHOXcwQkFRc0ZBREFWTVJNd0VRWURWUVFERXdwcmRXSmwK",
+    "pin: 1.2.3",
+    "pin: true",
+    "PIN codes have 4 digits",
 ]
 
 

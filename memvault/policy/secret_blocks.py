@@ -15,6 +15,8 @@ Blocks (kind ``private_key``):
   a string literal (one line per literal, or one line with ``\\n`` escapes as in a
   service-account JSON file).
 * PuTTY key files: the ``PuTTY-User-Key-File-N:`` line to the ``Private-MAC:`` line.
+* A whole key base64-encoded on one line (``client-key-data: LS0tLS1CRUdJTi…`` in a
+  kubeconfig or Helm values): that line.
 
 A BEGIN without its END (a truncated paste) reaches over the key material that follows
 it: lines of base64 once their quotes, indentation, list markers, ``\\n`` escapes and
@@ -28,6 +30,7 @@ walked once.
 
 from __future__ import annotations
 
+import base64
 import re
 from dataclasses import dataclass
 
@@ -59,11 +62,23 @@ _END = re.compile(
 _WRAPPING = " \t\r\"'`>*-+,;()[]{}"
 _BODY = re.compile(r"[A-Za-z0-9+/=]{16,}|[A-Za-z][A-Za-z0-9-]{1,30}: ?[^\n]{0,200}")
 _ESCAPED_NEWLINE = re.compile(r"\\[rn]")
+# A whole PEM key base64-encoded on one line (kubeconfig client-key-data, Helm values):
+# "LS0tLS1CRUdJTi" is base64 for "-----BEGIN ".
+_B64_PEM = re.compile(r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{16,}")
 
 
 def _is_body(line: str) -> bool:
     s = _ESCAPED_NEWLINE.sub("", line).strip(_WRAPPING)
     return bool(_BODY.fullmatch(s))
+
+
+def _encoded_key(b64: str) -> bool:
+    """Whether base64 text starting "-----BEGIN " decodes to a private key's BEGIN line."""
+    head = b64[:120]
+    try:
+        return b"PRIVATE KEY" in base64.b64decode(head[: len(head) // 4 * 4])
+    except ValueError:
+        return False
 
 
 def _line_start(text: str, at: int) -> int:
@@ -108,13 +123,15 @@ def find_secret_blocks(text: str) -> list[SecretBlock]:
     ``text``: any string, ``\\n``, ``\\r\\n`` or ``\\r\\n``-escaped line ends. Returns
     ``SecretBlock(start, end, "private_key")`` spans of whole lines; ``[]`` when there is none.
     """
-    if "----" not in text and "PuTTY-" not in text and "Private-" not in text:
+    if "----" not in text and "PuTTY-" not in text and "Private-" not in text and "LS0tLS1CRUdJT" not in text:
         return []  # every marker holds one of these
     begins = list(_BEGIN.finditer(text))
     ends = list(_END.finditer(text))
-    if not begins and not ends:
+    spans: list[tuple[int, int]] = [
+        (_line_start(text, m.start()), _line_end(text, m.end())) for m in _B64_PEM.finditer(text) if _encoded_key(m.group(0))
+    ]
+    if not begins and not ends and not spans:
         return []
-    spans: list[tuple[int, int]] = []
     j = 0  # ends[j]: the first END not used yet
     unpaired: list[re.Match[str]] = []
     for k, b in enumerate(begins):

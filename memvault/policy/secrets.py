@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import math
 import re
@@ -188,6 +189,22 @@ _PLACEHOLDER_WORDS = ("example", "sample", "xxxx", "your", "here", "placeholder"
 _REPEAT_RUN = re.compile(r"(.)\1{5}")
 
 
+# Tokens published in vendors' documentation as examples (sha256 of the token, so that
+# this file does not hold them): Stripe's API reference test keys, the jwt.io example's
+# signature, Slack's API docs bot token. AWS's (AKIAIOSFODNN7EXAMPLE, …EXAMPLEKEY) say
+# EXAMPLE themselves.
+_DOCUMENTED_EXAMPLES = frozenset({
+    "2cafc0970149a84f3b9e62eaf169f36f59907a3b3e31f7b82e68c69cd27f7326",
+    "f2d6ca16515033e5dce14eba840b979d27b5cbae24bb3e5bf484339667f86397",
+    "051d093c4bdedbf23f905ad01d9c6111414d54e2170e1d7f76657c4e76e3e65b",
+    "2ddc147f3a3b5a1722b8ed6be3c45c49a7156b17fca5d11410137a6d04def6eb",
+})
+
+
+def _documented_example(token: str) -> bool:
+    return hashlib.sha256(token.encode()).hexdigest() in _DOCUMENTED_EXAMPLES
+
+
 def _sequential(token: str) -> bool:
     """Half or more of the neighbouring characters run up the alphabet or the digits
     ("1234567890abcdef…"): typed, not generated."""
@@ -196,12 +213,13 @@ def _sequential(token: str) -> bool:
 
 
 def _token_placeholder(token: str) -> bool:
-    """A token-shaped stand-in rather than a credential: a placeholder word in it, one
-    character six times in a row, a run up the alphabet, or (16 characters or more) under
+    """A token-shaped stand-in rather than a credential: a documented example, a
+    placeholder word in it, one character six times in a row, a run up the alphabet, or (16 characters or more) under
     3 bits of entropy per character, where random tokens have 3.5 to 6."""
     low = token.lower()
     return (
-        any(w in low for w in _PLACEHOLDER_WORDS)
+        _documented_example(token)
+        or any(w in low for w in _PLACEHOLDER_WORDS)
         or _REPEAT_RUN.search(token) is not None
         or _sequential(token)
         or (len(token) >= 16 and _entropy(token) < 3.0)
@@ -238,7 +256,7 @@ def _b64url_json(part: str) -> bool:
 
 def _jwt(text: str) -> SecretFinding | None:
     for m in _JWT.finditer(text):
-        if _b64url_json(m.group(1)):
+        if _b64url_json(m.group(1)) and not _documented_example(m.group(3)):
             return _finding("jwt", "a JSON Web Token")
     return None
 
@@ -331,7 +349,7 @@ def _card_number(text: str) -> SecretFinding | None:
 # --- 7-8. assignments -------------------------------------------------------------
 
 # Names whose value is a password: any non-placeholder value counts after ":"/"=".
-_PASSWORD_NAMES = r"pass(?:word|wd|phrase|code)|pwd"
+_PASSWORD_NAMES = r"pass(?:word|wd|phrase|code)|pwd|(?:wi-?fi|wpa2?|wlan)[ _\-]?key"
 # Names whose value is a secret only if it looks like one.
 _SECRET_NAMES = (
     r"secret|token|credentials?|"
@@ -352,7 +370,7 @@ _LATIN_PASSWORD_NAMES = (
 # longer words do not (passwords, tokenizer, dbPasswordHash).
 _NAME_EN = re.compile(
     r"(?:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=(?:PASSWORD|PASSWD|TOKEN|SECRET)(?![A-Za-z])))"
-    rf"(?i:(?P<pw>{_PASSWORD_NAMES})|(?P<sec>{_SECRET_NAMES})|(?P<weak>pass|pw))(?![A-Za-z])"
+    rf"(?i:(?P<pw>{_PASSWORD_NAMES})|(?P<sec>{_SECRET_NAMES})|(?P<weak>pass|pw|pin))(?![A-Za-z])"
 )
 # After the name: an optional closing quote, an optional short "for X" phrase (prose),
 # then a connector. Matched right after a name (whose last character is a letter); the
@@ -392,19 +410,25 @@ _PLACEHOLDER = re.compile(
         \*+ | x{3,} | X{3,} | \.{3,} | … | -+ | _+ | \?+ | \#+
       | <.* | \[.* | \{.* | \$\{.* | \$\(.* | \$[A-Za-z_][A-Za-z0-9_]* | %[sd] | %\([^)]*\)s
       | (?:~|\.{1,2})?/[\w.\-/]* | [A-Za-z]:\\.*
+      | %[A-Za-z_][A-Za-z0-9_]*% | \$\$\{.* | @[A-Za-z_][A-Za-z0-9_]*@
+      | [A-Za-z_][\w.]{0,60}\(.{0,200}\)
+      | (?:self|this|config|conf|cfg|settings|env|options|opts|args|params|creds|credentials|vault|props|app)
+        \.[A-Za-z_][\w.]{0,60}
       | (?:os\.)?(?:environ|getenv)\b.* | process\.env\b.* | env\(.* | ENV\[.* | System\.getenv.*
       | secrets?\.[A-Za-z_].*
       | !(?:vault|Ref|Sub|GetAtt|ImportValue|Secret|env|include)\b.*
       | (?:your|the)[_\-\s]?(?:api[_\-\s]?)?(?:key|token|password|passwd|pass|secret|pwd)\w*
-      | example\w* | changeme | redacted | hidden | none | null | nil | undefined
+      | example\w* | changeme | change_me | changeit | replace_?me | redacted | hidden | none | null | nil | undefined
       | n/?a | tbd | todo | empty | unset | required | optional | true | false | yes | no
     )$""",
     re.IGNORECASE | re.VERBOSE,
 )
 
-# English words that follow "password is"/"password:" in prose without being a value.
+# English words that follow "password is"/"password:" in prose without being a value
+# (a credential word as its own value, "password: password", is a template's stand-in).
 _NON_VALUES = frozenset(
     """
+    password passwd pass pwd secret token
     a an the this that it its my our your their his her required optional needed missing
     wrong incorrect invalid valid correct expired expiring stored saved kept set changed
     reset rotated updated hashed encrypted salted same different secure insecure weak
@@ -544,9 +568,14 @@ def _english_assignment(text: str) -> SecretFinding | None:
             # "pass"/"pw" name a password only as a key ("pass": "…", pw=…) or, for "pw",
             # in prose ("the root pw is …"), and the value must look like one: "pass: 3 of
             # 5 tests" is a count.
+            weak = nm.group("weak").lower()
             named = (symbolic and _key_position(text, nm.start())) or (
-                nm.group("weak").lower() == "pw" and m.group("word") is not None)
-            if named and not _MONEY.match(value) and _looks_secret(value, quoted, password=True):
+                weak in ("pw", "pin") and m.group("word") is not None)
+            if weak == "pin":
+                # a PIN is 4 to 8 digits ("PIN: 4829", "my PIN is 4829")
+                if named and value.isdigit() and 4 <= len(value) <= 8 and not _UNITS.match(rest):
+                    return _finding("password", "a PIN")
+            elif named and not _MONEY.match(value) and _looks_secret(value, quoted, password=True):
                 return _finding("password", "a password")
             continue
         if is_password and symbolic:
@@ -564,6 +593,29 @@ def _english_assignment(text: str) -> SecretFinding | None:
             if is_password:
                 return _finding("password", "a password")
             return _finding("secret_assignment", "a secret or token value assigned to a credential name")
+    return None
+
+
+# <password>…</password>, <add key="DbPassword" value="…" /> (.NET, NuGet): the name is
+# the element's tag or the key attribute.
+_XML_ELEMENT = re.compile(r"<(?P<tag>[A-Za-z_][\w.:\-]{0,40})(?:[ \t][^<>\n]{0,200})?>(?P<value>[^<>\n]{1,200})</(?P=tag)>")
+_XML_KEY_VALUE = re.compile(r"\bkey[ \t]*=[ \t]*\"(?P<tag>[^\"\n]{1,60})\"[ \t]+value[ \t]*=[ \t]*\"(?P<value>[^\"\n]{1,200})\"",
+                            re.IGNORECASE)
+
+
+def _xml_assignment(text: str) -> SecretFinding | None:
+    if "<" not in text:
+        return None
+    for pat in (_XML_ELEMENT, _XML_KEY_VALUE):
+        for m in pat.finditer(text):
+            nm = _NAME_EN.search(m.group("tag"))
+            value = m.group("value").strip()
+            if nm is None or nm.group("weak") is not None or not value or _is_placeholder(value):
+                continue
+            if nm.group("pw") is not None:
+                return _finding("password", "a password")
+            if _looks_secret(value, True, password=False) and not _token_placeholder(value):
+                return _finding("secret_assignment", "a secret or token value assigned to a credential name")
     return None
 
 
@@ -660,6 +712,7 @@ _DETECTORS: tuple[Callable[[str], SecretFinding | None], ...] = (
     _url_password,
     _card_number,
     _english_assignment,
+    _xml_assignment,
     _cli_password,
     _chinese_assignment,
     _other_languages,
