@@ -150,8 +150,8 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
     if outcome is not None and status_arg not in FINISHED_TASK_STATUSES:
         raise InvalidArgument("outcome is recorded when a task finishes; pass it with status='done' or 'abandoned'")
     # The state may be tens of kilobytes: the scan runs in a worker thread.
-    found = await rt.run_sync(_first_secret, [("task_id", task_id), ("title", title), ("outcome", outcome),
-                                              ("state", args.state), ("patch", args.patch)])
+    found = await rt.run_sync(_first_secret, [("task_id", task_id), ("task_id", args.task_id), ("title", title),
+                                              ("outcome", outcome), ("state", args.state), ("patch", args.patch)])
     if found is not None:
         name, finding = found
         raise InvalidArgument(f"{name}: {finding.reason} Task state is stored and versioned; keep secrets out of it.")
