@@ -172,6 +172,7 @@ POSITIVES: list[tuple[str, str]] = [
     ("the wifi key is Xk29mq7v!", "password"),
     ("PIN: 4829", "password"),
     ("my PIN is 4829", "password"),
+    ("jira: ATATT3" + (B62 * 6)[:186], "atlassian_api_token"),
 ]
 
 NEGATIVES: list[str] = [
@@ -335,6 +336,23 @@ NEGATIVES: list[str] = [
     "pin: 1.2.3",
     "pin: true",
     "PIN codes have 4 digits",
+    # assistant replies in the benchmark data that were flagged (prose, code that reads a password)
+    "6. **Use a password manager**: If you have many shopping accounts, consider a password manager like 1Password",
+    "3. **Password Generation:** LastPass generates strong, unique passwords for each of your accounts.",
+    "1. Username and password: You can authenticate with Snowflake by providing your username and password.",
+    "**Password Managers:**",
+    '* 1Password: Another password manager that offers a "Travel" section',
+    "7. **Use a password manager's built-in security features, like password sharing and alerts**.",
+    'email_subject = "Password reset"',
+    "password = request.form['password']",
+    "password: str",
+    "hashed_password = Column(String, nullable=False)",
+    'new_password = prompt("Please enter your new password")',
+    "GOOGLE_CLOUD_SPEECH_CREDENTIALS = r'C:\\Users\\dan\\keys\\speech-379922-9d9af53bf1a0.json'",
+    "$sql = \"SELECT * FROM users WHERE username = '$user' AND password = '$pass'\";",
+    '$sql = "SELECT * FROM users WHERE username = ? AND password = ?";',
+    "The `PRIVATE_KEY` field holds your key file (including the `-----BEGIN PRIVATE"
+    " KEY-----` and `-----END PRIVATE KEY-----` lines).",
 ]
 
 

@@ -18,8 +18,9 @@ Blocks (kind ``private_key``):
 * A whole key base64-encoded on one line (``client-key-data: LS0tLS1CRUdJTi…`` in a
   kubeconfig or Helm values): that line.
 
-A BEGIN without its END (a truncated paste) reaches over the key material that follows
-it: lines of base64 once their quotes, indentation, list markers, ``\\n`` escapes and
+A block must hold key material besides its markers (a line of base64 that is not a
+word: ``_is_material``): prose that names the marker lines is not a key. A BEGIN without its END (a
+truncated paste) reaches over the key material that follows it: lines of base64 once their quotes, indentation, list markers, ``\\n`` escapes and
 trailing commas or ``+`` are set aside, header lines (``Proc-Type: …``), and single blank
 lines. An END without a BEGIN (the tail of a key) reaches back over the same. A span
 always covers whole lines.
@@ -69,7 +70,7 @@ _B64_PEM = re.compile(r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{16,}")
 
 def _is_body(line: str) -> bool:
     s = _ESCAPED_NEWLINE.sub("", line).strip(_WRAPPING)
-    return bool(_BODY.fullmatch(s))
+    return bool(_BODY.fullmatch(s)) or _is_material(s)
 
 
 def _encoded_key(b64: str) -> bool:
@@ -79,6 +80,30 @@ def _encoded_key(b64: str) -> bool:
         return b"PRIVATE KEY" in base64.b64decode(head[: len(head) // 4 * 4])
     except ValueError:
         return False
+
+
+_MATERIAL = re.compile(r"[A-Za-z0-9+/=]{6,}")
+_PIECE_BREAK = re.compile(r"\n|\\[rn]")
+
+
+def _is_material(piece: str) -> bool:
+    """A piece of base64 alone on its line that is not a word: 16 characters or more, or 6
+    or more with a digit, ``+ / =``, or mixed case past its first letter ("MIIFHzBJ", not
+    "README")."""
+    return bool(_MATERIAL.fullmatch(piece)) and (
+        len(piece) >= 16
+        or any(c.isdigit() or c in "+/=" for c in piece)
+        or (any(c.islower() for c in piece) and any(c.isupper() for c in piece[1:]))
+    )
+
+
+def _has_material(block: str) -> bool:
+    """Whether a block holds key material besides its markers (prose that names the
+    markers, "include the -----BEGIN PRIVATE KEY----- and -----END … lines", holds none)."""
+    if _B64_PEM.search(block):
+        return True
+    bare = _END.sub("\n", _BEGIN.sub("\n", block))
+    return any(_is_material(p.strip(_WRAPPING)) for p in _PIECE_BREAK.split(bare))
 
 
 def _line_start(text: str, at: int) -> int:
@@ -157,4 +182,4 @@ def find_secret_blocks(text: str) -> list[SecretBlock]:
             merged[-1] = (merged[-1][0], max(merged[-1][1], t))
         else:
             merged.append((s, t))
-    return [SecretBlock(s, t, "private_key") for s, t in merged]
+    return [SecretBlock(s, t, "private_key") for s, t in merged if _has_material(text[s:t])]

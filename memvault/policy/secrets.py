@@ -16,7 +16,8 @@ Detectors run from the most specific to the most generic; the first hit is retur
 2. vendor tokens with a recognisable shape: AWS access key ids and labelled AWS secret
    keys, GitHub, GitLab, Anthropic, OpenAI, Slack tokens and webhooks, Discord webhooks,
    Telegram bot tokens, Google API keys, Stripe, npm, PyPI, Hugging Face (``hf_``),
-   SendGrid (``SG.….…``), DigitalOcean (``dop_v1_``/``doo_v1_``/``dor_v1_``);
+   SendGrid (``SG.….…``), DigitalOcean (``dop_v1_``/``doo_v1_``/``dor_v1_``), Atlassian
+   (``ATATT3…``);
 3. the vetted gitleaks rules (Shopify, Databricks, Twilio, Doppler, Postman, age, Vault,
    Atlassian, Alibaba ``LTAI``… : ``secret_rules``), each with its entropy floor;
 4. JSON Web Tokens (three base64url parts whose header decodes to JSON);
@@ -131,6 +132,8 @@ _SHAPES: list[tuple[str, str, re.Pattern[str]]] = [
         ("huggingface_token", "a Hugging Face access token", _B + r"hf_[A-Za-z0-9]{30,40}" + _E),
         ("sendgrid_api_key", "a SendGrid API key", _B + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E),
         ("digitalocean_token", "a DigitalOcean token", _B + r"do[opr]_v1_[a-f0-9]{64}" + _E),
+        # Atlassian API tokens (gitleaks has this shape only inside a rule left out as a whole).
+        ("atlassian_api_token", "an Atlassian API token", _B + r"ATATT3[A-Za-z0-9_\-=]{150,250}" + _E),
     ]
 ]
 
@@ -156,6 +159,7 @@ _SHAPE_KEYWORDS: dict[str, tuple[str, ...]] = {
     "huggingface_token": ("hf_",),
     "sendgrid_api_key": ("sg.",),
     "digitalocean_token": ("_v1_",),
+    "atlassian_api_token": ("atatt3",),
 }
 
 
@@ -411,7 +415,9 @@ _PLACEHOLDER = re.compile(
       | <.* | \[.* | \{.* | \$\{.* | \$\(.* | \$[A-Za-z_][A-Za-z0-9_]* | %[sd] | %\([^)]*\)s
       | (?:~|\.{1,2})?/[\w.\-/]* | [A-Za-z]:\\.*
       | %[A-Za-z_][A-Za-z0-9_]*% | \$\$\{.* | @[A-Za-z_][A-Za-z0-9_]*@
-      | [A-Za-z_][\w.]{0,60}\(.{0,200}\)
+      | [A-Za-z_][\w.]{0,60}[(\[].*
+      | (?:str|string|int|bytes|bool|text|varchar|char|SecretStr|Optional|Column|Field)\b.*
+      | [\w.\-/\\:]{0,200}\.(?:json|pem|key|crt|cer|p12|pfx|txt|ya?ml|env|ini|cfg|conf|toml|kdbx|gpg|asc)
       | (?:self|this|config|conf|cfg|settings|env|options|opts|args|params|creds|credentials|vault|props|app)
         \.[A-Za-z_][\w.]{0,60}
       | (?:os\.)?(?:environ|getenv)\b.* | process\.env\b.* | env\(.* | ENV\[.* | System\.getenv.*
@@ -499,12 +505,20 @@ def _looks_secret(value: str, quoted: bool, password: bool) -> bool:
     return (n >= 8 and has_digit and has_alpha) or (n >= 8 and has_symbol and has_alpha)
 
 
+_STRING_PREFIX = re.compile(r"[rbfuRBFU]{1,2}[\"']")
+
+
 def _clean_value(raw: str) -> tuple[str, bool]:
     """Value without its quotes or trailing sentence punctuation / unbalanced brackets."""
+    prefix = _STRING_PREFIX.match(raw)  # r'…', b"…": a Python string literal's prefix
+    if prefix and len(raw) > prefix.end() and raw[-1] == raw[prefix.end() - 1]:
+        raw = raw[prefix.end() - 1 :]
     quoted = len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'`"
     if quoted:
         return raw[1:-1], True
-    value = raw.rstrip(".!?:")
+    value = raw.rstrip(".!?:;")
+    while value and value[-1] in "\"'`" and value.count(value[-1]) % 2:  # a quote closing the line's string
+        value = value[:-1].rstrip(".!?:;")
     for open_, close in ("()", "[]", "{}"):
         while value.endswith(close) and value.count(close) > value.count(open_):
             value = value[:-1].rstrip(".!?:")
@@ -519,17 +533,20 @@ _CLI_USER_PASSWORD = re.compile(r"(?<!\S)(?:-u|--user)(?:[ \t]+|=)[\"']?[^\s:\"'
 
 def _strong_password(value: str) -> bool:
     """Without a connector ("password admin123"), only a value mixing letters with
-    digits or symbols counts: "password manager", "password policy" do not."""
+    digits or symbols counts: "password manager", "password policy" do not, nor a word
+    in Markdown or punctuation ("**Password Managers:**")."""
+    value = value.strip(_PROSE_MARKS)
     return (
         not _identifier_like(value)
         and len(value) >= 6
         and any(c.isalpha() for c in value)
-        and any(not c.isalpha() for c in value)
+        and any(not c.isalpha() and c not in "'’-" for c in value)
         and not _is_placeholder(value)
     )
 
 
 _MONEY = re.compile(r"[$€£¥]\d")
+_PROSE_MARKS = "*_:;,.!?()[]\"'`"
 
 
 def _key_position(text: str, start: int) -> bool:
@@ -581,7 +598,7 @@ def _english_assignment(text: str) -> SecretFinding | None:
         if is_password and symbolic:
             # "password: x", DB_PASSWORD=hunter2 -- any value, unless it opens a phrase
             # ("password: changed yesterday").
-            if not quoted and value.isalpha() and value.islower() and rest:
+            if not quoted and value.isalpha() and rest:
                 continue
             ok = True
         elif is_password:
@@ -640,7 +657,9 @@ def _chinese_assignment(text: str) -> SecretFinding | None:
     if not (any(n in text for n in _ZH_NAMES) or any(n in low for n in ("password", "token", "api", "secret"))):
         return None
     for m in _ZH_ASSIGN.finditer(text):
-        value, quoted = _clean_value(m.group("value").rstrip("。，,；;！!？?）)"))
+        value, quoted = _clean_value(m.group("value").rstrip("。，,；;！!？?）)\"'"))
+        if not quoted and value[:1] in "\"'":
+            value, quoted = value[1:], True  # '$pass'"; in code: the quotes are not the value
         if not value or _is_placeholder(value) or value.casefold() in _NON_VALUES:
             continue
         if value.isdigit() and _ZH_UNITS.match(m.group("rest").strip()):
@@ -737,7 +756,7 @@ def find_secret(text: str) -> SecretFinding | None:
     aws_secret_access_key, github_token, gitlab_token, anthropic_api_key,
     openai_api_key, slack_token, slack_webhook, discord_webhook, telegram_bot_token,
     google_api_key, stripe_key, stripe_webhook_secret, npm_token, pypi_token,
-    huggingface_token, sendgrid_api_key, digitalocean_token, jwt, bearer_token,
+    huggingface_token, sendgrid_api_key, digitalocean_token, atlassian_api_token, jwt, bearer_token,
     basic_auth, connection_string_password, card_number, password, secret_assignment,
     high_entropy_secret, or a vetted gitleaks rule's id with ``_`` for ``-``
     (``shopify_access_token``). ``reason`` never contains the secret. Linear-time
