@@ -105,9 +105,11 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def _summary(res: dict) -> None:
-    """The skipped files on stderr and the one summary line on stdout."""
+    """The skipped files and the parts withheld as secrets on stderr, and the one summary line on stdout."""
     for line in res["failed"]:
         sys.stderr.write(f"skipped {line}\n")
+    for line in res.get("withheld", []):
+        sys.stderr.write(f"not indexed (holds a secret) {line}\n")
     where = res["scope"]["project"] or "(global)"
     sys.stdout.write(
         f"{res['added']} added, {res['changed']} changed, {res['unchanged']} unchanged, {res['removed']} removed; "

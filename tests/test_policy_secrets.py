@@ -29,15 +29,22 @@ STRIPE_LIVE = "s" + "k_live_" + B62[:24]
 STRIPE_RK = "r" + "k_live_" + B62[:24]
 GITLAB = "gl" + "pat-" + B62[:20]
 NPM = "np" + "m_" + B62 + "1234"
-JWT = (
+JWT_HEAD = (
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
     + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
-    + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 )
+JWT = JWT_HEAD + ".q3Vb7Zx2LmN9pRt4sWy8KcH1fGj6DaE0uTo5iYwQeXr"
+JWT_IO_EXAMPLE = JWT_HEAD + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"  # jwt.io's, in every tutorial
 PEM = "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEowIBAAKCAQEA7x\n-----END RSA PRIVATE KEY-----"
 OPENSSH = "-----BEGIN OPENSSH " + "PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"
 PGP = "-----BEGIN PGP " + "PRIVATE KEY BLOCK-----\n\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----"
 PKCS8 = "here:\n-----BEGIN ENCRYPTED " + "PRIVATE KEY-----\nMIIFHzBJ\n"
+HF = "h" + "f_" + "QlwomFyypQKlSGyOXFElwdYEWJTdfeMnfP"  # hf_ + 34 letters
+HF_DIGITS = "h" + "f_" + B62[:34]
+SENDGRID = "S" + "G." + "4cW4skHa5Qy1_-gkUfd1W4" + "." + "OS8VD3hTXktDjQsreg04J3S57PVQzHlVScMfEDOMvKF"
+DO_HEX = "3dc1654fa1a3c5400c31fb640e2937cc2c3f48aed75ce13496a73ba763ac648d"
+DO_PAT, DO_OAUTH, DO_REFRESH = ("do" + k + "_v1_" + DO_HEX for k in "por")
+PLACEHOLDER_X36 = "x" * 36
 
 POSITIVES: list[tuple[str, str]] = [
     # private keys
@@ -66,7 +73,7 @@ POSITIVES: list[tuple[str, str]] = [
     (f"session cookie was {JWT}", "jwt"),
     (f"Authorization: Bearer {JWT}", "jwt"),
     ("curl -H 'Authorization: Bearer 4f9c2a7e1b8d3f6a0c5e9b2d7a4f1c8e' https://api", "bearer_token"),
-    ('headers = {"Authorization": "Bearer abcDEF123ghiJKL456mnoPQR"}', "bearer_token"),
+    ('headers = {"Authorization": "Bearer q8WfK2mZ7xLp4RtY9sVb3NcJ"}', "bearer_token"),
     ("Authorization: Basic dXNlcjpodW50ZXIy", "basic_auth"),
     ("call it with bearer Zq7Hk2Lm9Np4Rs6Tv8Wx1Yb3", "bearer_token"),
     # connection strings
@@ -104,7 +111,7 @@ POSITIVES: list[tuple[str, str]] = [
     ("密钥是：9f8e7d6c5b4a3210", "password"),
     ("wifi密码 = qwerty2024", "password"),
     # secret/token/API-key assignments
-    ("api_key = 'abcd1234efgh5678'", "secret_assignment"),
+    ("api_key = 'k3v9Qa7Lm2Xw8Rt4'", "secret_assignment"),
     ("The API key is a9F3kQ72mZ", "secret_assignment"),
     ("client_secret: 9sd8f7g6h5j4k3l2", "secret_assignment"),
     ("X-Api-Key: 7f3kQ9zLm2Np4Rs6", "secret_assignment"),
@@ -124,6 +131,48 @@ POSITIVES: list[tuple[str, str]] = [
     ("webhook_signature = Zq7Hk2Lm9Np4Rs6Tv8Wx1Yb3Cd5", "high_entropy_secret"),
     ("HMAC_SEED: 'q9W2e8R3t7Y4u6I5o1P0aSdF'", "high_entropy_secret"),
     ("session_salt: q9W2e8R3t7Y4u6I5o1P0aSdF", "high_entropy_secret"),
+    # Hugging Face, SendGrid, DigitalOcean: bare, in prose, at a sentence end, in Chinese
+    (f"HF_TOKEN={HF}", "huggingface_token"),
+    (f"my hugging face token is {HF}.", "huggingface_token"),
+    (f"huggingface-cli login --token {HF}", "huggingface_token"),
+    (f"({HF_DIGITS})", "huggingface_token"),
+    (f"我的 HF 令牌是{HF}，别外传", "huggingface_token"),
+    (f"SENDGRID_API_KEY={SENDGRID}", "sendgrid_api_key"),
+    (f"send mail with {SENDGRID} (transactional)", "sendgrid_api_key"),
+    (f'{{"sendgrid": "{SENDGRID}"}}', "sendgrid_api_key"),
+    (f"DIGITALOCEAN_TOKEN={DO_PAT}", "digitalocean_token"),
+    (f"doctl auth init -t {DO_PAT}", "digitalocean_token"),
+    (f"oauth token {DO_OAUTH}.", "digitalocean_token"),
+    (f"refresh with {DO_REFRESH}", "digitalocean_token"),
+    # passwords in JSON, YAML and URLs
+    ('{"user": "admin", "pass": "Xk29!mq7"}', "password"),
+    ('{"user":"admin","pass":"fzgPGhG~Z4K7"}', "password"),
+    ("pass: hunter22", "password"),
+    ('{"username": "deploy", "password": "Tq8~mZ2x"}', "password"),
+    ('{"name": "billing", "secret": "Zq7Hk2Lm9Np4Rs6T"}', "secret_assignment"),
+    ('{"api_key": "Zq7Hk2Lm9Np4Rs6Tv8Wx", "region": "eu"}', "secret_assignment"),
+    ("db:\n  host: db.internal\n  password: Tq8~mZ2x\n", "password"),
+    ("https://user:pass@host", "connection_string_password"),
+    ("mirror: https://deploy:Zq7Hk2Lm@git.example.org/repo.git", "connection_string_password"),
+    ("curl -u admin:Zq7Hk2Lm9 https://api.example.com", "password"),
+    # passwords named in other languages
+    ("我的密碼是 g793_6~RzFso", "password"),
+    ("Mein Passwort ist bu*4A1PPVr~4", "password"),
+    ("le mot de passe est eJLG5P-49+pd", "password"),
+    ("la contraseña es lJR9fYW.Z-a7", "password"),
+    ("パスワードは at!CML0PRh-a です", "password"),
+    ("비밀번호는 vs.JI~O8bEL* 입니다", "password"),
+    ("пароль: k+_VD6DXt0Ne", "password"),
+    ("senha: n55bZ.c!K7+_", "password"),
+    # XML, .NET settings, kubeconfig, wifi keys, PINs
+    ("<password>Xk29!mq7v</password>", "password"),
+    ('<add key="DbPassword" value="Xk29!mq7v" />', "password"),
+    ("<apiKey>Zq7Hk2Lm9Np4Rs6Tv8Wx</apiKey>", "secret_assignment"),
+    ("client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVBN3gK", "private_key"),
+    ("the wifi key is Xk29mq7v!", "password"),
+    ("PIN: 4829", "password"),
+    ("my PIN is 4829", "password"),
+    ("jira: ATATT3" + (B62 * 6)[:186], "atlassian_api_token"),
 ]
 
 NEGATIVES: list[str] = [
@@ -235,6 +284,75 @@ NEGATIVES: list[str] = [
     "secret=${{ secrets.DEPLOY_KEY }}",
     "密码：＊＊＊＊",
     "",
+    # documentation examples and placeholders
+    "The AWS docs use AKIAIOSFODNN7EXAMPLE as the example access key id",
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "AKIA" + "X" * 16,
+    "GITHUB_TOKEN=gh" + "p_" + PLACEHOLDER_X36,
+    "GITHUB_TOKEN=gh" + "p_" + "0" * 36,
+    "GITHUB_TOKEN=gh" + "p_" + "*" * 36,
+    "GITHUB_TOKEN=gh" + "p_" + "ab" * 18,  # low entropy
+    "GITHUB_TOKEN=gh" + "p_" + "1234567890abcdefghijklmnopqrstuvwxyz",  # typed sequence
+    "export GITHUB_TOKEN=<your-token>",
+    "GITHUB_TOKEN=${GITHUB_TOKEN}",
+    "HF_TOKEN=h" + "f_" + "x" * 34,
+    "SENDGRID_API_KEY=S" + "G." + "x" * 22 + "." + "x" * 43,
+    "DIGITALOCEAN_TOKEN=do" + "p_v1_" + "0" * 64,
+    "stripe: s" + "k_live_" + "X" * 24,
+    "OPENAI_API_KEY=s" + "k-your-key-here",
+    "api_key = 'abcd1234efgh5678'",  # a typed stand-in
+    'headers = {"Authorization": "Bearer abcDEF123ghiJKL456mnoPQR"}',
+    # neighbours of the new forms that are not secrets
+    '{"user": "admin", "pass": ""}',
+    '{"password": null, "user": "admin"}',
+    'password: "{{ vault_db_password }}"',
+    "pass: 3 of 5 tests, fail: 2",
+    "* Train commute:\n\t+ Monthly pass: $100/month",
+    "boarding pass: 12B-4471x",
+    "bypass: true",
+    "pip install hf_transfer huggingface_hub",
+    "SG.com is the domain; see SG.section.three",
+    "dop_v1_ is the prefix of DigitalOcean personal access tokens",
+    "curl -u user:$TOKEN https://api.example.com",
+    "https://user:<password>@host/db",
+    "Mein Passwort ist sicher im Tresor",
+    "le mot de passe est trop court",
+    "パスワードは 8 文字以上",
+    "비밀번호는 안전하게 보관하세요",
+    "我的密碼是什麼？",
+    # more documentation examples and template stand-ins
+    "s" + "k_test_4eC39HqLyjWDarjtT1zdp7dc is the key in Stripe's API reference",
+    f"the jwt.io example {JWT_IO_EXAMPLE}",
+    "password: %DB_PASSWORD%",
+    "password: REPLACE_ME",
+    "password: changeit",
+    "password: password",
+    "password = getpass.getpass()",
+    "password = config.db_password",
+    "<password></password>",
+    "<password>${DB_PASSWORD}</password>",
+    "<PasswordPolicy>strict</PasswordPolicy>",
+    "client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM1ekNDQWMrZ0F3SUJBZ0lCQURBTkJna3Foa2lHOXcwQkFRc0ZBREFWTVJNd0VRWURWUVFERXdwcmRXSmwK",
+    "pin: 1.2.3",
+    "pin: true",
+    "PIN codes have 4 digits",
+    # assistant replies in the benchmark data that were flagged (prose, code that reads a password)
+    "6. **Use a password manager**: If you have many shopping accounts, consider a password manager like 1Password",
+    "3. **Password Generation:** LastPass generates strong, unique passwords for each of your accounts.",
+    "1. Username and password: You can authenticate with Snowflake by providing your username and password.",
+    "**Password Managers:**",
+    '* 1Password: Another password manager that offers a "Travel" section',
+    "7. **Use a password manager's built-in security features, like password sharing and alerts**.",
+    'email_subject = "Password reset"',
+    "password = request.form['password']",
+    "password: str",
+    "hashed_password = Column(String, nullable=False)",
+    'new_password = prompt("Please enter your new password")',
+    "GOOGLE_CLOUD_SPEECH_CREDENTIALS = r'C:\\Users\\dan\\keys\\speech-379922-9d9af53bf1a0.json'",
+    "$sql = \"SELECT * FROM users WHERE username = '$user' AND password = '$pass'\";",
+    '$sql = "SELECT * FROM users WHERE username = ? AND password = ?";',
+    "The `PRIVATE_KEY` field holds your key file (including the `-----BEGIN PRIVATE"
+    " KEY-----` and `-----END PRIVATE KEY-----` lines).",
 ]
 
 

@@ -6,13 +6,15 @@ the fixture folder offered as the client's MCP root, as an editor would.
 
 from __future__ import annotations
 
+import base64
 import os
+import random
 from pathlib import Path
 
 import pytest
 
 from memvault.service.project import project_of_folder
-from tests.conftest import call, call_error
+from tests.conftest import call, call_error, db_rows
 from tests.docs_fixtures import write_tree
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -161,7 +163,7 @@ async def test_credentials_are_never_indexed(tmp_path, mcp_client):
                                      "-----END OPENSSH PRIVATE KEY-----\n")
     (root / "conf" / "deploy.md").write_text("# Deploy\n\nDeploys go through the blue-green pipeline on Fridays.\n")
     (root / "conf" / "settings.ini").write_text(
-        "[aws]\nregion = eu-west-1\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY9\n")
+        "[aws]\nregion = eu-west-1\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ4xKv8Lm2Np9\n")
     d = tmp_path / "d"
     async with mcp_client(d, roots=[root.as_uri()]) as c:
         await call(c, "index_docs", paths=["."])
@@ -171,3 +173,70 @@ async def test_credentials_are_never_indexed(tmp_path, mcp_client):
         assert all("wJalrXUtnFEMI" not in r["text"] and "PRIVATE KEY" not in r["text"] for r in leaked["results"])
     blob = b"".join(p.read_bytes() for p in d.rglob("*") if p.is_file())
     assert b"wJalrXUtnFEMI" not in blob and key_body.encode() not in blob
+
+
+def rsa_4096_lines(seed: int) -> list[str]:
+    """The lines of a PEM block shaped like a 4096-bit RSA key: BEGIN, 50 lines of 64
+    base64 characters and a shorter one, END (random bytes, not a key)."""
+    rng = random.Random(seed)
+    b64 = base64.b64encode(bytes(rng.randrange(256) for _ in range(2_374))).decode()
+    label = "RSA " + "PRIVATE KEY"
+    return [f"-----BEGIN {label}-----", *(b64[i : i + 64] for i in range(0, len(b64), 64)), f"-----END {label}-----"]
+
+
+def _sections(topic: str, words: str) -> str:
+    """A Markdown section of distinct prose (so that each file has something findable)."""
+    return f"## {topic}\n\n" + "\n".join(f"Step {i}: {words} number {i}, checked twice before release."
+                                          for i in range(1, 9)) + "\n"
+
+
+KEY_WRAPPINGS = {
+    # file: (wrap the key lines, the prose that must stay searchable, how the file's lines end)
+    "docs/crlf.md": (lambda ls: "\n".join(ls), "walrus lighthouse inventory", "\r\n"),
+    "docs/fence.md": (lambda ls: "```\n" + "\n".join("    " + x for x in ls) + "\n```", "pelican orchard audit", "\n"),
+    "docs/list.md": (lambda ls: "- the deploy key:\n" + "\n".join("  " + x for x in ls), "marmot glacier survey", "\n"),
+    "src/keys.py": (lambda ls: "KEY = (\n" + "\n".join(f'    "{x}\\n"' for x in ls) + "\n)\n", "heron quarry ledger", "\n"),
+}
+
+
+async def test_private_key_in_a_document_is_never_indexed_in_any_wrapping(tmp_path, mcp_client):
+    """A 4096-bit-shaped RSA key pasted into a file is split across several chunks; every
+    one of its lines stays out of SQLite and the vector store, in every wrapping, while
+    the rest of the file is found, and index_docs says which lines it left out."""
+    root = tmp_path / "ws"
+    keys: dict[str, list[str]] = {}
+    key_span: dict[str, tuple[int, int]] = {}
+    for seed, (rel, (wrap, words, eol)) in enumerate(KEY_WRAPPINGS.items()):
+        keys[rel] = rsa_4096_lines(seed)
+        before = _sections("Before", words) + "\n## Key\n\n"
+        after = "\n\n" + _sections("After", words.replace(" ", " and "))
+        if rel.endswith(".py"):
+            before = f'"""{words}: the key module."""\n\n\ndef first():\n    return "{words} first"\n\n\n'
+            after = f'\n\ndef last():\n    return "{words} last"\n'
+        wrapped = wrap(keys[rel])
+        text = before + wrapped + after
+        first = before.count("\n") + 1
+        key_span[rel] = (first, first + wrapped.rstrip("\n").count("\n"))
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.replace("\n", eol).encode())
+    d = tmp_path / "d"
+    async with mcp_client(d, roots=[root.as_uri()]) as c:
+        res = await call(c, "index_docs", paths=["."])
+        assert res["added"] == len(KEY_WRAPPINGS) and res["failed"] == [], res
+        for rel, (lo, hi) in key_span.items():
+            said = [w for w in res["withheld"] if w.startswith(f"{rel}: lines ")]
+            assert len(said) == 1 and said[0].endswith("a private key block"), res["withheld"]
+            a, b = map(int, said[0].split("lines ")[1].split(":")[0].split("-"))
+            assert a <= lo and b >= hi, (rel, said, key_span[rel])
+        for rel, (_wrap, words, _eol) in KEY_WRAPPINGS.items():
+            got = await call(c, "search_docs", query=words, k=5)
+            assert rel in [r["path"] for r in got["results"]], (rel, got)
+            for line in (keys[rel][1], keys[rel][25], keys[rel][-2]):
+                got = await call(c, "search_docs", query=line, k=10)
+                assert all(line not in r["text"] for r in got["results"])
+    texts = [t for (t,) in db_rows(d, "SELECT text FROM doc_chunks")]
+    assert texts and not [x for t in texts for ls in keys.values() for x in ls[1:-1] if x in t]
+    blob = b"".join(p.read_bytes() for p in d.rglob("*") if p.is_file())
+    leaked = [x for ls in keys.values() for x in ls if x.encode() in blob]
+    assert not leaked, f"{len(leaked)} key lines reached the data dir"

@@ -250,6 +250,36 @@ async def test_secret_declined_and_never_on_disk(tmp_path, mcp_client):
     assert token.encode() not in blob and b"hunter2-Blue-Falcon" not in blob
 
 
+HF_TOKEN = "h" + "f_" + "QlwomFyypQKlSGyOXFElwdYEWJTdfeMnfP"
+SENDGRID_KEY = "S" + "G." + "4cW4skHa5Qy1_-gkUfd1W4" + "." + "OS8VD3hTXktDjQsreg04J3S57PVQzHlVScMfEDOMvKF"
+DO_TOKEN = "do" + "p_v1_" + "3dc1654fa1a3c5400c31fb640e2937cc2c3f48aed75ce13496a73ba763ac648d"
+
+
+async def test_new_secret_forms_declined_in_every_field_and_placeholders_stored(tmp_path, mcp_client):
+    """Hugging Face, SendGrid and DigitalOcean tokens, a password in JSON or in Chinese: declined
+    as content, tag, key or source; documentation examples and placeholders are stored."""
+    d = tmp_path / "d"
+    json_pass = '{"user": "admin", "pass": "Xk29!mq7"}'
+    async with mcp_client(d) as c:
+        for text in (f"the inference token is {HF_TOKEN}.", f"mail goes through {SENDGRID_KEY}",
+                     f"doctl auth init -t {DO_TOKEN}", f"staging login {json_pass}", "数据库的密码是 Zh8!pq72，别外传"):
+            r = await call(c, "remember", content=text, force=True)
+            assert r["status"] == "declined" and r["id"] is None, text
+        for where in ({"tags": [HF_TOKEN]}, {"key": "mail:" + SENDGRID_KEY}, {"source": DO_TOKEN},
+                      {"tags": ["pass=Xk29!mq7"]}):
+            r = await call(c, "remember", content="The mail relay needs an API key to send alerts", force=True,
+                           **where)
+            assert r["status"] == "declined", where
+        for text in ("The AWS docs use AKIAIOSFODNN7EXAMPLE as the example access key id",
+                     "The CI template sets GITHUB_TOKEN=gh" + "p_" + "x" * 36 + " as a placeholder",
+                     "Deploy config reads password=${DB_PASSWORD} from the environment"):
+            r = await call(c, "remember", content=text, force=True)
+            assert r["status"] == "stored", (text, r["reason"])
+    blob = file_bytes(d)
+    for secret in (HF_TOKEN, SENDGRID_KEY, DO_TOKEN, "Xk29!mq7", "Zh8!pq72"):
+        assert secret.encode() not in blob, secret
+
+
 async def test_low_importance_declined_unless_forced(tmp_path, mcp_client):
     async with mcp_client(tmp_path / "d") as c:
         r = await call(c, "remember", content="thanks!", kind="note")

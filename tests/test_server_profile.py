@@ -223,3 +223,10 @@ async def test_task_state_refuses_secrets(tmp_path, mcp_client):
         assert "no task 'deploy'" in await call_error(c, "get_task_state", task_id="deploy")  # nothing written
         ok = await call(c, "set_task_state", task_id="deploy", state={"step": 1}, title="Deploy the API")
         assert ok["version"] == 1 and ok["created"] is True
+        hf = "h" + "f_" + "QlwomFyypQKlSGyOXFElwdYEWJTdfeMnfP"
+        for bad in ({"state": {"db": {"user": "admin", "pass": "Xk29!mq7"}}}, {"patch": {"hf": hf}},
+                    {"title": "rotate " + hf}, {"patch": {"note": "数据库密码：Zh8!pq72"}}):
+            err = await call_error(c, "set_task_state", task_id="deploy", **bad)
+            assert "keep secrets out" in err and "Xk29" not in err and hf not in err, (bad, err)
+        same = await call(c, "get_task_state", task_id="deploy")
+        assert same["task"]["version"] == 1 and same["task"]["state"] == {"step": 1}

@@ -28,7 +28,9 @@ Searching lives in ``docs_search``; the tools' result models in ``docs_models``.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import logging
 import os
 import time
@@ -45,6 +47,7 @@ from memvault.ingest.discovery import DiscoveredFile, discover
 from memvault.ingest.pathguard import PathNotAllowed, check_allowed
 from memvault.ingest.readers import UnreadableDocument, read_document
 from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
+from memvault.policy.secret_blocks import find_secret_blocks
 from memvault.policy.secrets import find_secret
 from memvault.service import validation as v
 from memvault.service.docs_models import IndexDocsResult
@@ -321,24 +324,80 @@ def _cite(path: Path, cite_bases: Sequence[Path]) -> str:
 
 
 def _read_and_chunk(path: Path, cite: str, count_tokens: Callable[[str], int], budget: int,
-                    known_hash: str | None = None) -> tuple[str, str | None, list[Chunk]]:
-    """(sha256 hex, format, chunks) of one file, read once; blocking (worker thread).
+                    known_hash: str | None = None) -> tuple[str, str | None, list[Chunk], list[str]]:
+    """(sha256 hex, format, chunks, withheld) of one file, read once; blocking (worker thread).
 
-    When the bytes hash to ``known_hash`` (the file is unchanged), returns (hash, None, [])
-    without parsing or chunking.
+    Chunks that hold a secret are left out (``withhold_secrets``); ``withheld`` says which
+    lines and why, for the reply. When the bytes hash to ``known_hash`` (the file is
+    unchanged), returns (hash, None, [], []) without parsing or chunking.
     """
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest == known_hash:
-        return digest, None, []
+        return digest, None, [], []
     doc = read_document(path, data)
     chunks = chunk_document(doc, cite, count_tokens=count_tokens, max_tokens=budget)
-    # Never index credentials (private keys, tokens, passwords in config files): the
-    # chunks holding one are left out, the rest of the file stays searchable.
-    kept = [c for c in chunks if find_secret(c.text) is None]
-    if len(kept) < len(chunks):
-        log.warning("%s: %d chunk(s) hold a secret and were not indexed", cite, len(chunks) - len(kept))
-    return digest, doc.format, kept
+    kept, withheld = withhold_secrets(doc.text, chunks)
+    if withheld:
+        log.warning("%s: %d chunk(s) hold a secret and were not indexed (%s)", cite, len(chunks) - len(kept),
+                    "; ".join(withheld))
+    return digest, doc.format, kept, [f"{cite}: {w}" for w in withheld]
+
+
+def withhold_secrets(text: str, chunks: Sequence[Chunk]) -> tuple[list[Chunk], list[str]]:
+    """The chunks of a document that may be indexed, and what was left out and why.
+
+    ``text``: the document's text (``Document.text``; chunk lines index its lines);
+    ``chunks``: its chunks. Never index credentials: a chunk is left out when it overlaps
+    a multi-line secret block found on the whole text (a private key split across chunks,
+    indented, in a list or a string literal: ``find_secret_blocks``), or when its whole
+    lines or its heading path hold a secret (``find_secret``; whole lines, so that a
+    token on a long line cut between two chunks is still seen). The rest of the file
+    stays searchable. Returns (kept chunks in order, ["lines 12-61: a private key block",
+    ...] with merged ranges). Linear in the text: each distinct line range and heading is
+    checked once.
+    """
+    lines = text.split("\n")
+    starts = [0, *itertools.accumulate(len(line) + 1 for line in lines)]  # offset of each line
+
+    def line_of(offset: int) -> int:  # 1-based line holding character ``offset``
+        return bisect.bisect_right(starts, offset)
+
+    # Merged, sorted, non-overlapping: the last block starting at or before a chunk's end
+    # is the only one that can overlap it.
+    blocks = [(line_of(b.start), line_of(max(b.start, b.end - 1)), b.kind) for b in find_secret_blocks(text)]
+    block_starts = [lo for lo, _, _ in blocks]
+    checked: dict[object, str | None] = {}
+
+    def secret_in(key: object, piece: str) -> str | None:
+        if key not in checked:
+            hit = find_secret(piece)
+            checked[key] = hit.kind if hit is not None else None
+        return checked[key]
+
+    kept: list[Chunk] = []
+    dropped: list[tuple[int, int, str]] = []
+    for c in chunks:
+        why = None
+        at = bisect.bisect_right(block_starts, c.end_line) - 1
+        if at >= 0 and blocks[at][1] >= c.start_line:
+            why = blocks[at][2]
+        if why is None:
+            why = secret_in((c.start_line, c.end_line), "\n".join(lines[c.start_line - 1 : c.end_line]))
+        if why is None and c.heading:
+            why = secret_in(c.heading, c.heading)
+        if why is None:
+            kept.append(c)
+        else:
+            dropped.append((c.start_line, c.end_line, why))
+    merged: list[tuple[int, int, str]] = []
+    for lo, hi, why in dropped:
+        if merged and lo <= merged[-1][1] + 1 and merged[-1][2] == why:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]), why)
+        else:
+            merged.append((lo, hi, why))
+    what = {"private_key": "a private key block"}
+    return kept, [f"lines {lo}-{hi}: {what.get(why, why.replace('_', ' '))}" for lo, hi, why in merged]
 
 
 @dataclass
@@ -349,6 +408,7 @@ class _Run:
     removed: int = 0
     embedded: int = 0
     failed: list[str] = field(default_factory=list)
+    withheld: list[str] = field(default_factory=list)
 
 
 def _resolve_paths(
@@ -473,8 +533,9 @@ async def index_docs(
                     continue
                 try:
                     # One read: hashed, and parsed and chunked only when the bytes are new.
-                    digest, fmt, chunks = await rt.run_sync(_read_and_chunk, f.path, cite, emb.count_tokens, budget,
-                                                            same_index.content_hash if same_index is not None else None)
+                    digest, fmt, chunks, withheld = await rt.run_sync(
+                        _read_and_chunk, f.path, cite, emb.count_tokens, budget,
+                        same_index.content_hash if same_index is not None else None)
                 except (OSError, UnreadableDocument) as exc:
                     log.warning("index_docs: skipping %s: %s", f.path, exc)
                     run.failed.append(f"{cite}: {exc}")
@@ -489,6 +550,7 @@ async def index_docs(
                     done += 1
                     continue
                 assert fmt is not None  # None only when the bytes matched same_index, handled just above
+                run.withheld += withheld
                 doc = DocFile(project=project, collection=name, abs_path=str(f.path), path=cite, size=f.size,
                               mtime=f.mtime, content_hash=digest, format=fmt, embedding_model=emb.model_id,
                               keyword_scheme=DOC_KEYWORD_SCHEME, indexed_at=rt.clock.now(),
@@ -503,5 +565,6 @@ async def index_docs(
              run.added, run.changed, run.unchanged, run.removed, run.embedded, seconds)
     return IndexDocsResult(scope=scope, collection=name, added=run.added, changed=run.changed,
                            unchanged=run.unchanged, removed=run.removed, chunks_embedded=run.embedded,
-                           chunks_total=total, failed=run.failed[:50], seconds=round(seconds, 3))
+                           chunks_total=total, failed=run.failed[:50], withheld=run.withheld[:50],
+                           seconds=round(seconds, 3))
 

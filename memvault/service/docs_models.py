@@ -23,6 +23,11 @@ class IndexDocsResult(BaseModel):
     chunks_embedded: int = Field(description="Chunks embedded in this run.")
     chunks_total: int = Field(description="Chunks of this collection and project after the run.")
     failed: list[str] = Field(default_factory=list, description="Files that could not be read, with the reason.")
+    withheld: list[str] = Field(
+        default_factory=list,
+        description="Parts of files left out of the index because they hold a secret (private key, token, "
+                    "password): 'path: lines 12-61: a private key block'. The rest of each file is indexed; "
+                    "remove the secret from the file (keep it in a vault) and index again.")
     seconds: float
 
 

@@ -70,10 +70,13 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     def declined(reason: str, importance: float | None = None) -> RememberResult:
         return RememberResult(id=None, status="declined", reason=reason, importance=importance, scope=scope)
 
-    # Every text that would reach the disk is checked, not only the content. Both scans
-    # cost tens of milliseconds on a long content: worker thread.
-    secret, scored = await rt.run_sync(_screen, [content, key or "", source or "", scope.project, *tags],
-                                       content, kind, key, importance_arg is None)
+    # Every text that would reach the disk is checked, not only the content, and each
+    # argument as given too: checking may fold case or drop characters that a token's
+    # shape needs (hf_…, SG.…, AKIA…). Both scans cost tens of milliseconds on a long
+    # content: worker thread.
+    texts = [content, key or "", source or "", scope.project, *tags]
+    texts += [t for t in (args.key, args.source, *args.tags) if isinstance(t, str) and t not in texts]
+    secret, scored = await rt.run_sync(_screen, texts, content, kind, key, importance_arg is None)
     if secret is not None:
         return declined(f"{secret.reason} memvault never stores secrets; store where to find it instead "
                         "(e.g. 'the API key is in 1Password under billing').")

@@ -158,8 +158,8 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
         if value is not None:
             _check_bounds(name, value, s.policies.task_state_max_bytes)
     # Within bounds the state is at most a few hundred kilobytes: the scan runs in a worker thread.
-    found = await rt.run_sync(_first_secret, [("task_id", task_id), ("title", title), ("outcome", outcome),
-                                              ("state", args.state), ("patch", args.patch)])
+    found = await rt.run_sync(_first_secret, [("task_id", task_id), ("task_id", args.task_id), ("title", title),
+                                              ("outcome", outcome), ("state", args.state), ("patch", args.patch)])
     if found is not None:
         name, finding = found
         raise InvalidArgument(f"{name}: {finding.reason} Task state is stored and versioned; keep secrets out of it.")

@@ -1,0 +1,132 @@
+"""The labelled set of secrets and look-alikes (``tests/data/secrets_labelled.jsonl``).
+
+One JSON object a line: ``text``, ``secret`` (true: a credential that must be refused;
+false: a look-alike that must pass), ``note`` (what it is), and ``exact: true`` for the
+cases that must always be right. Random parts of a text are written as ``$[class:n]``
+and filled here from a generator seeded with the text itself, so the file holds no
+real-shaped credential (secret scanners and push protection leave it alone) and every
+run sees the same strings. Classes: ``b62`` (letters and digits), ``b64``, ``b64url``,
+``hex``, ``upper`` (A-Z, 0-9), ``alpha``, ``digits``, ``a2z7`` (AWS key ids), ``age``
+(bech32, upper case), ``pw`` (a password: upper and lower case, a digit and a symbol).
+
+Run ``python -m tests.secrets_labelled`` for the precision / recall table and the
+misclassified texts; ``tests/test_secrets_labelled.py`` holds the floors.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import string
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data" / "secrets_labelled.jsonl"
+
+_CLASSES = {
+    "b62": string.ascii_letters + string.digits,
+    "b64": string.ascii_letters + string.digits + "+/",
+    "b64url": string.ascii_letters + string.digits + "_-",
+    "hex": "0123456789abcdef",
+    "upper": string.ascii_uppercase + string.digits,
+    "alpha": string.ascii_letters,
+    "digits": string.digits,
+    "a2z7": string.ascii_uppercase + "234567",
+    "age": "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L",
+}
+_PW_SYMBOLS = "!*+-_.~"
+_SLOT = re.compile(r"\$\[(\w+):(\d+)\]")
+
+
+def _password(rng: random.Random, n: int) -> str:
+    chars = [rng.choice(string.ascii_letters + string.digits + _PW_SYMBOLS) for _ in range(n - 3)]
+    for c in (rng.choice(string.ascii_uppercase), rng.choice(string.digits), rng.choice(_PW_SYMBOLS)):
+        chars.insert(rng.randrange(1, len(chars) + 1), c)
+    return rng.choice(string.ascii_lowercase) + "".join(chars)[: n - 1]
+
+
+def expand(template: str) -> str:
+    """``template`` with each ``$[class:n]`` filled (same template, same result)."""
+    rng = random.Random(template)
+
+    def fill(m: re.Match[str]) -> str:
+        cls, n = m.group(1), int(m.group(2))
+        if cls == "pw":
+            return _password(rng, n)
+        return "".join(rng.choice(_CLASSES[cls]) for _ in range(n))
+
+    return _SLOT.sub(fill, template)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One labelled text (expanded), whether it is a secret, what it is, and whether it is an exact case."""
+
+    text: str
+    secret: bool
+    note: str
+    exact: bool = False
+
+
+def load(path: Path = DATA) -> list[Case]:
+    """Every case of the labelled set, expanded."""
+    cases = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            cases.append(Case(expand(row["text"]), bool(row["secret"]), row["note"], bool(row.get("exact"))))
+    return cases
+
+
+@dataclass(frozen=True)
+class Score:
+    """Counts and rates of a detector on the labelled set; ``missed`` and ``false_alarms`` are the cases it got wrong."""
+
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    missed: list[Case]
+    false_alarms: list[Case]
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+
+
+def evaluate(flags: Callable[[str], bool], cases: list[Case] | None = None) -> Score:
+    """Score ``flags(text) -> is a secret`` on ``cases`` (the whole set by default)."""
+    cases = load() if cases is None else cases
+    missed = [c for c in cases if c.secret and not flags(c.text)]
+    false_alarms = [c for c in cases if not c.secret and flags(c.text)]
+    positives = sum(c.secret for c in cases)
+    negatives = len(cases) - positives
+    return Score(positives - len(missed), len(false_alarms), len(missed), negatives - len(false_alarms),
+                 missed, false_alarms)
+
+
+def main() -> None:
+    from memvault.policy.secrets import find_secret
+
+    cases = load()
+    s = evaluate(lambda t: find_secret(t) is not None, cases)
+    out = sys.stdout
+    out.write(f"labelled set: {s.tp + s.fn} secrets, {s.fp + s.tn} look-alikes\n\n")
+    out.write("| precision | recall | TP | FP | FN | TN |\n| --- | --- | --- | --- | --- | --- |\n")
+    out.write(f"| {s.precision:.3f} | {s.recall:.3f} | {s.tp} | {s.fp} | {s.fn} | {s.tn} |\n")
+    for title, rows in (("missed", s.missed), ("false alarms", s.false_alarms)):
+        if rows:
+            out.write(f"\n{title}:\n")
+            for c in rows:
+                out.write(f"  - {c.note}: {c.text[:100]!r}\n")
+
+
+if __name__ == "__main__":
+    main()
