@@ -164,13 +164,19 @@ def all_cases(tools: list[dict[str, Any]], prompts: list[dict[str, Any]], resour
 
 
 def pick(cases: list[Case], limit: int | None) -> list[Case]:
-    """``limit`` cases spread evenly over the list (every group keeps some), or all of them."""
+    """``limit`` cases spread evenly over the list (every group keeps some), or all of them.
+
+    A lone surrogate in ``remember``'s content, the 100k-deep params line and the FIFO are
+    kept whenever they are in ``cases`` (each found a fault once).
+    """
     if not limit or limit >= len(cases):
         return cases
-    must = [c for c in cases if c.name in ("content: lone high surrogate", "100k-deep params", "FIFO")]
-    step = len(cases) / max(1, limit - len(must))
-    chosen = {id(cases[int(i * step)]) for i in range(limit - len(must))} | {id(c) for c in must}
-    return [c for c in cases if id(c) in chosen]
+    must = [i for i, c in enumerate(cases) if c.name in ("content: lone high surrogate", "100k-deep params", "FIFO")]
+    chosen = set(must[:limit])
+    rest = [i for i in range(len(cases)) if i not in chosen]
+    want = limit - len(chosen)
+    chosen |= {rest[int(k * len(rest) / want)] for k in range(want)} if want > 0 else set()
+    return [cases[i] for i in sorted(chosen)]
 
 
 async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
