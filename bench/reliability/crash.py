@@ -38,11 +38,13 @@ import argparse
 import random
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from bench import synth
 from bench.common import md_table
@@ -209,6 +211,8 @@ async def run_cycle(c: Cycle, all_acked: dict[str, str]) -> dict[str, Any]:
     row.update({"attempts": w.attempts, "acked": len(w.acked), "statuses": w.statuses, "refused": len(w.refused),
                 "refused_texts": sorted(set(w.refused))[:5], "unanswered": w.unanswered,
                 "acked_after_kill": w.acked_after_kill, "rows": len(rows), "lost": lost,
+                # in-flight writes that were committed although no reply said so (cumulative)
+                "applied_unacknowledged": len(set(rows) - set(all_acked)),
                 "duplicates": len(contents) - len(set(contents)),
                 "after_kill_index": {"pending": len(raw["pending"]), "rows_without_point": len(raw["missing"]),
                                      "points_without_row": len(raw["orphans"])}})
@@ -217,7 +221,9 @@ async def run_cycle(c: Cycle, all_acked: dict[str, str]) -> dict[str, Any]:
     try:
         with anyio.fail_after(300):
             async with c.client() as cl:
-                await cl.send_ping()
+                with warnings.catch_warnings():  # ping exists under mode="legacy", which this client uses
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await cl.send_ping()
                 row["not_found_by_recall"] = await recall_finds(cl, w.acked)
                 row["earlier_not_found_by_recall"] = await recall_finds(cl, sample)
                 row["earlier_checked"] = len(sample)
@@ -262,6 +268,7 @@ def summarize(rows: list[dict[str, Any]], total_acked: int) -> dict[str, Any]:
     # lost is cumulative (every acked write so far is checked each cycle): the last cycle's count is the total
     out["all"]["writes_lost"] = len(rows[-1]["lost"]) if rows else 0
     out["all"]["writes_acknowledged_total"] = total_acked
+    out["all"]["applied_unacknowledged"] = rows[-1]["applied_unacknowledged"] if rows else 0
     return out
 
 

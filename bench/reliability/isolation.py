@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from bench.common import md_table
 from bench.reliability import spawn, store
 from bench.reliability.words import codewords
@@ -252,9 +254,16 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     pattern = re.compile("|".join(sorted(owner_of, key=len, reverse=True)))
     users = sorted({c.user for c in cells})
 
+    tokens = {user: f"token-{user}-{rng.randrange(1 << 62):x}" for user in users}
+    url = ""
+    http_proc: Any = None
+
     def session(user: str, repo: Path | None) -> Any:
+        roots = [repo] if repo else None
+        if args.transport == "http":
+            return spawn.http_client(url, tokens[user], roots=roots, client_name=f"iso-{user}")
         env = spawn.server_env(data_dir, args.model_cache, user=user, owner=True)
-        return spawn.sdk_client(env, cwd=work, roots=[repo] if repo else None, client_name=f"iso-{user}")
+        return spawn.sdk_client(env, cwd=work, roots=roots, client_name=f"iso-{user}")
 
     t0 = time.perf_counter()
     leaks: list[dict[str, Any]] = []
@@ -263,6 +272,19 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     errors: list[dict[str, str]] = []
     probes_run = 0
     try:
+        if args.transport == "http":
+            # one `memvault serve --http` on loopback; each user is a bearer token in the tokens file
+            tokens_file = tmp / "tokens.json"
+            tokens_file.write_text(json.dumps({tok: user for user, tok in tokens.items()}))
+            tokens_file.chmod(0o600)
+            port = spawn.free_port()
+            env = spawn.server_env(data_dir, args.model_cache, user="nobody", owner=True,
+                                   http_tokens_file=str(tokens_file))
+            http_proc = await anyio.open_process(
+                [spawn.MEMVAULT, "serve", "--http", "--port", str(port), "--log-level", "WARNING"], env=env, cwd=work,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            await spawn.wait_port(port)
+            url = f"http://127.0.0.1:{port}/mcp"
         print(f"# isolation: writing {len(cells)} cells ({len(users)} users x {len(repos)} projects + global)",
               file=sys.stderr, flush=True)
         for user in users:
@@ -335,8 +357,11 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                          for u, p, tid in hijacked]
     finally:
         await spawn.stop_store(data_dir)
+        if http_proc is not None and http_proc.returncode is None:
+            http_proc.kill()
+            await http_proc.wait()
     probes_total = probes_run + write_probes
-    summary = {"users": len(users), "projects": len(repos), "cells": len(cells), "probes": probes_total,
+    summary = {"transport": args.transport, "users": len(users), "projects": len(repos), "cells": len(cells), "probes": probes_total,
                "read_probes": probes_run, "write_probes": write_probes, "leaks": len(leaks) + len(cross_writes),
                "read_leaks": len(leaks), "cross_scope_writes": len(cross_writes),
                "controls_run": controls["run"], "controls_found": controls["found"],
@@ -345,7 +370,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     rows_t.append(["cross-scope write attempts", write_probes, len(cross_writes), ""])
     rows_t.append(["**all**", probes_total, len(leaks) + len(cross_writes), ""])
     ok = not leaks and not cross_writes and controls["found"] == controls["run"] and not errors
-    notes = [f"\n{len(users)} users x {len(repos)} projects (+ {len(users)} global cells), {probes_total} probes, "
+    notes = [f"\n{args.transport}: {len(users)} users x {len(repos)} projects (+ {len(users)} global cells), {probes_total} probes, "
              f"{len(leaks) + len(cross_writes)} leaks; controls (own data found by its handle): "
              f"{controls['found']}/{controls['run']}"]
     return {"protocol": __doc__.strip(), "seed": args.seed, "summary": summary, "ok": ok,
@@ -359,6 +384,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
     """Flags of the isolation run."""
     p.add_argument("--users", type=int, help="users (default 5; --quick: 2)")
     p.add_argument("--projects", type=int, help="projects (git repositories; default 4; --quick: 2)")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio",
+                   help="stdio: each user a MEMVAULT_USER_ID of its forwarders (default); http: one "
+                        "`memvault serve --http` on 127.0.0.1, each user a bearer token")
 
 
 def defaults(args: argparse.Namespace) -> None:

@@ -51,20 +51,65 @@ def sdk_client(env: dict[str, str], *, cwd: Path, no_owner: bool = False, roots:
     """
     from mcp.client.client import Client
     from mcp.client.stdio import StdioServerParameters
-    from mcp_types import Implementation, ListRootsResult, Root
+    from mcp_types import Implementation
 
     args = ["serve", *(["--no-owner"] if no_owner else []), "--log-level", "WARNING"]
     params = StdioServerParameters(command=MEMVAULT, args=args, env=env, cwd=str(cwd))
     kwargs: dict[str, Any] = {"read_timeout_seconds": timeout_s, "mode": CONNECT_MODE,
                               "client_info": Implementation(name=client_name, version="0")}
     if roots is not None:
-        uris = [p.resolve().as_uri() for p in roots]
-
-        async def list_roots(_ctx: Any) -> ListRootsResult:
-            return ListRootsResult(roots=[Root(uri=u) for u in uris])
-
-        kwargs["list_roots_callback"] = list_roots
+        kwargs["list_roots_callback"] = _roots_callback(roots)
     return Client(params, **kwargs)
+
+
+def _roots_callback(roots: Sequence[Path]) -> Any:
+    from mcp_types import ListRootsResult, Root
+
+    uris = [p.resolve().as_uri() for p in roots]
+
+    async def list_roots(_ctx: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=u) for u in uris])
+
+    return list_roots
+
+
+def http_client(url: str, token: str, *, roots: Sequence[Path] | None = None, client_name: str = "memvault-reliability",
+                timeout_s: float = 300.0) -> Any:
+    """The MCP SDK's streamable-HTTP client of ``memvault serve --http`` at ``url``, sending
+    ``Authorization: Bearer <token>`` (not entered: ``async with`` connects)."""
+    import httpx2
+    from mcp.client.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp_types import Implementation
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s)
+    kwargs: dict[str, Any] = {"read_timeout_seconds": timeout_s, "client_info": Implementation(name=client_name,
+                                                                                               version="0")}
+    if roots is not None:
+        kwargs["list_roots_callback"] = _roots_callback(roots)
+    return Client(streamable_http_client(url, http_client=http), **kwargs)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on right now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def wait_port(port: int, timeout_s: float = 120.0) -> None:
+    """Wait until 127.0.0.1:``port`` accepts a connection; raises TimeoutError after ``timeout_s``."""
+    with anyio.fail_after(timeout_s):
+        while True:
+            try:
+                s = await anyio.connect_tcp("127.0.0.1", port)
+            except OSError:
+                await anyio.sleep(0.1)
+                continue
+            await s.aclose()
+            return
 
 
 def result_text(res: Any) -> str:
