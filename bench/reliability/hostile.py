@@ -13,7 +13,9 @@ and unknown arguments, the prompts' and resource templates' parameters, unlisted
 and protocol-level lines (not JSON, invalid UTF-8, odd ids, a batch, a 20 MB line).
 
 For each case, in order:
-- *answered*: a request whose id the server can read gets a reply within ``--timeout``:
+- *answered*: a request whose id the server can read gets a reply within ``--timeout``
+  (a ping follows each case; once it is answered and the server's processes then use
+  no CPU for ``--idle-s`` seconds, the case's line was dropped and waiting stops):
   a result, or an error with a reason. A *fault* is: no reply; an error text that is
   empty or only the SDK's generic wrapper (``Error executing tool remember``, i.e. an
   unexpected exception whose reason stayed on the server); a generic JSON-RPC
@@ -129,6 +131,43 @@ class Server:
     def owner_pid(self) -> int | None:
         return spawn.owner_pid_now(self.data_dir) if self.owner else None
 
+    def cpu_ticks(self) -> int:
+        """CPU time (clock ticks) used so far by the server processes of the data dir."""
+        return sum(spawn.cpu_ticks(p) for p in spawn.store_processes(self.data_dir))
+
+    async def send_case(self, line: bytes, rid: int, timeout_s: float, idle_s: float) -> tuple[dict | None, str]:
+        """Send a case's request and wait for its reply: (reply or None, why none).
+
+        Gives up after ``timeout_s``, or earlier once the server has answered a ping sent
+        right after the case and then used no CPU for ``idle_s`` (it dropped the line: a
+        reply would need work).
+        """
+        assert self.c is not None
+        ev = self.c.expect(rid)
+        pid_ = self.c.next_id()
+        pev = self.c.expect(pid_)
+        if not await self.c.send_line(line):
+            self.c.take(rid), self.c.take(pid_)
+            return None, "the server no longer reads"
+        await self.c.send_line(json.dumps({"jsonrpc": "2.0", "id": pid_, "method": "ping"}).encode())
+        t0 = time.monotonic()
+        last, still = self.cpu_ticks(), time.monotonic()
+        why = f"no reply within {timeout_s:g} s"
+        while time.monotonic() - t0 < timeout_s:
+            with anyio.move_on_after(0.5):
+                await ev.wait()
+            if ev.is_set():
+                break
+            ticks = self.cpu_ticks()
+            if ticks != last:
+                last, still = ticks, time.monotonic()
+            elif pev.is_set() and time.monotonic() - still >= idle_s:
+                why = f"no reply; the server answered the ping sent after it and then stayed idle for {idle_s:g} s"
+                break
+        self.c.take(pid_)
+        reply = self.c.take(rid)
+        return reply, "" if reply else why
+
     async def alive(self) -> tuple[bool, str]:
         """A ping and a recall answered (with a result, not an error) on the current connection."""
         assert self.c is not None
@@ -226,14 +265,17 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             rid = srv.c.next_id()
             line = case.line(rid)
             tc = time.perf_counter()
+            why = ""
             if case.expect_reply:
-                reply = await srv.c.exchange(line, rid, args.timeout)
+                reply, why = await srv.send_case(line, rid, args.timeout, args.idle_s)
             else:
                 await srv.c.send_line(line)
                 await anyio.sleep(0.2)
                 reply = None
             seconds = time.perf_counter() - tc
             outcome, fault, text = classify(case, reply)
+            if why and outcome == "fault":
+                fault = why
             after = store.table_counts(data_dir)
             partial = outcome != "accepted" and after != before
             alive, why = await srv.alive() if srv.c.alive else (False, "the server's stdout closed")
@@ -300,6 +342,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hostile-match", help="only the cases whose 'target / case' matches this regular expression")
     p.add_argument("--no-owner", action="store_true", help="hostile: one memvault serve --no-owner process")
     p.add_argument("--timeout", type=float, help="seconds to wait for each reply (default 120; --quick 60)")
+    p.add_argument("--idle-s", type=float, default=5.0,
+                   help="stop waiting for a reply once the server answered a later ping and stayed idle this long")
 
 
 def defaults(args: argparse.Namespace) -> None:

@@ -127,6 +127,18 @@ class RawClient:
         """A fresh request id."""
         return next(self._ids) + 1_000_000
 
+    def expect(self, rid: Any) -> anyio.Event:
+        """Register interest in the reply with id ``rid``; the event is set when it (or the end) comes."""
+        key = json.dumps(rid)
+        ev = self._waiting[key] = anyio.Event()
+        return ev
+
+    def take(self, rid: Any) -> dict[str, Any] | None:
+        """The reply with id ``rid`` if it came (and stop waiting for it)."""
+        key = json.dumps(rid)
+        self._waiting.pop(key, None)
+        return self._replies.pop(key, None)
+
     async def exchange(self, line: bytes, rid: Any, timeout_s: float) -> dict[str, Any] | None:
         """Send the raw ``line`` (a request whose id is ``rid``) and wait for the reply with that id.
 

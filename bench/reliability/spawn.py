@@ -138,6 +138,15 @@ def running(pid: int) -> bool:
     return bool(stat) and stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def cpu_ticks(pid: int) -> int:
+    """User + system CPU time of ``pid`` in clock ticks (0 when it is gone)."""
+    stat = _read(Path(f"/proc/{pid}/stat")).decode(errors="replace")
+    if not stat:
+        return 0
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 def cmdline(pid: int) -> list[str]:
     """The command line of ``pid`` (empty when it is gone)."""
     return [a.decode(errors="replace") for a in _read(Path(f"/proc/{pid}/cmdline")).split(b"\0") if a]
