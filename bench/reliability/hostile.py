@@ -166,6 +166,8 @@ class Server:
                 break
         self.c.take(pid_)
         reply = self.c.take(rid)
+        if reply is None and self.c.eof.is_set():
+            why = "no reply; the server's stdout closed (it died)"
         return reply, "" if reply else why
 
     async def alive(self) -> tuple[bool, str]:
