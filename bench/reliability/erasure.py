@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,11 @@ def grep(data_dir: Path, markers: dict[str, str]) -> list[dict[str, Any]]:
                 hits.append({"file": str(path.relative_to(data_dir)), "role": role, "marker": word, "encoding": enc,
                              "offset": at, "count": data.count(needle)})
     return hits
+
+
+def _short(path: str) -> str:
+    """``path`` with the vector index's segment ids and page numbers left out (one name per kind of file)."""
+    return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?<=/)[a-z0-9]{24}(?=-)", "*", path)
 
 
 def files_of(data_dir: Path) -> list[str]:
@@ -130,7 +136,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             traces = r[f"traces_{phase}"]
             roles = sorted({t["role"] for t in traces})
             rows.append([r["stop"], "server running" if phase == "running" else f"after {r['stop']}",
-                         len(traces), ", ".join(f"{t['role']} in {t['file']} ({t['encoding']})" for t in traces)
+                         len(traces), "; ".join(f"{t['role']} in {_short(t['file'])} ({t['encoding']})" for t in traces)
                          or "-", len(r[f"modes_{phase}"]), roles])
     content_traces = sum(1 for r in runs for ph in ("running", "stopped") for t in r[f"traces_{ph}"]
                          if t["role"] in ("content only", "content"))
