@@ -68,11 +68,15 @@ def environment() -> dict[str, Any]:
     }
 
 
-def write_result(name: str, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` (plus environment) to ``bench/results/<name>-<timestamp>.json``; returns the path."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
+def write_result(name: str, payload: dict[str, Any], folder: Path | None = None) -> Path:
+    """Write ``payload`` (plus environment) to ``<folder>/<name>-<timestamp>.json``; returns the path.
+
+    ``folder`` defaults to ``bench/results``.
+    """
+    folder = RESULTS if folder is None else folder
+    folder.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    path = RESULTS / f"{name}-{stamp}.json"
+    path = folder / f"{name}-{stamp}.json"
     path.write_text(json.dumps({"bench": name, "env": environment(), **payload}, indent=2, ensure_ascii=False))
     return path
 
