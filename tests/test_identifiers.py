@@ -178,8 +178,6 @@ async def test_task_ids_and_projects_refuse_look_alikes(mcp_client):
 @pytest.mark.anyio
 async def test_stored_keys_tags_and_task_ids_are_folded_on_upgrade(tmp_path, mcp_client):
     """A database written before folding: migration 5 lowercases them, and the index follows."""
-    from memvault.storage.migrations import MIGRATIONS
-
     d = tmp_path / "d"
     async with mcp_client(d) as c:
         m = await call(c, "remember", content="The user writes in English", kind="preference", key="pref.language",
@@ -189,7 +187,7 @@ async def test_stored_keys_tags_and_task_ids_are_folded_on_upgrade(tmp_path, mcp
     con.execute("UPDATE memories SET key='pref.Language', tags='[\"Ops\"]'")
     con.execute("UPDATE tasks SET task_id='Migrate-Billing'")
     con.execute("UPDATE task_history SET task_id='Migrate-Billing'")
-    con.execute(f"PRAGMA user_version = {MIGRATIONS[-1][0] - 1}")
+    con.execute("PRAGMA user_version = 4")  # the version before the folding migration
     con.commit()
     con.close()
     async with mcp_client(d) as c:

@@ -104,7 +104,7 @@ async def _query_matches(rt: Runtime, scope: Scope, query: str, *, ids: list[str
         _, vectors = await rt.ready()
         flt = scope_filter(user, scope.projects_read, now, kinds=kinds, tags_any=tags or None,
                            created_to=None if created_before is None else math.nextafter(created_before, -math.inf),
-                           equals={"key": key} if key is not None else None)
+                           key=key)
         hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, qvec.tolist(), flt, MAX_FORGET + 1)
         scores = {h.id: h.score for h in hits}
     similarity = {i: sc for i, sc in scores.items() if sc >= bar}

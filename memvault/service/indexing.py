@@ -6,10 +6,15 @@ see ``memory_points``), so that every part of a long memory can be found. Every 
 marks its rows ``pending`` inside the SQLite transaction; these helpers then upsert or delete the
 points and mark the rows indexed. ``reconcile`` repairs what a crash left between
 the two steps; ``sweep`` purges expired memories.
+
+Keys and tags reach the index only as digests (``label_digest``): the engine filters on
+them, but deleting a point only marks it deleted in the engine's files, so a label that
+names something personal would outlive a hard forget there. SQLite holds the text.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from collections.abc import Sequence
@@ -35,17 +40,25 @@ def keyword_vector(text: str, *, query: bool, avgdl: float = AVG_DOC_TERMS) -> S
     return SparseVector(indices=indices, values=values)
 
 
+def label_digest(label: str) -> str:
+    """What the index holds for a key or a tag: 32 hex characters, BLAKE2b-128 of the label
+    as stored (already normalised and casefolded by validation). One-way: the index files
+    never hold the label's text."""
+    return hashlib.blake2b(label.encode("utf-8"), digest_size=16, person=b"memvault.label").hexdigest()
+
+
 def memory_payload(row: MemoryRow) -> dict:
-    """Payload stored beside a memory's vectors: everything the engine filters on."""
+    """Payload stored beside a memory's vectors: everything the engine filters on (key and
+    tags as ``label_digest``s)."""
     return {
         "user_id": row.user_id,
         "project": row.project,
         "kind": row.kind,
-        "tags": list(row.tags),
+        "tags": [label_digest(t) for t in row.tags],
         "status": row.status,
         "created_at": row.created_at,
         "expires_at": row.expires_at,
-        "key": row.key,
+        "key": None if row.key is None else label_digest(row.key),
     }
 
 
@@ -226,6 +239,11 @@ async def hybrid_search(rt: Runtime, collection: str, query: str, flt: VectorFil
     return fused, {h.id: h.score for h in dense_hits}
 
 
-def scope_filter(user_id: str, projects: Sequence[str], now: float, **kw) -> VectorFilter:
-    """Engine filter for active, unexpired memories of one user over ``projects``."""
-    return VectorFilter(user_id=user_id, projects=list(projects), status="active", alive_at=now, **kw)
+def scope_filter(user_id: str, projects: Sequence[str], now: float, *, tags_any: Sequence[str] | None = None,
+                 key: str | None = None, **kw) -> VectorFilter:
+    """Engine filter for active, unexpired memories of one user over ``projects``; ``tags_any``
+    and ``key`` are given as stored (text) and matched through their ``label_digest``; other
+    keywords are ``VectorFilter`` fields."""
+    return VectorFilter(user_id=user_id, projects=list(projects), status="active", alive_at=now,
+                        tags_any=None if tags_any is None else [label_digest(t) for t in tags_any],
+                        equals=None if key is None else {"key": label_digest(key)}, **kw)

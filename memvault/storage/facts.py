@@ -557,7 +557,9 @@ class FactStore:
 
     async def purge(self, rows: Sequence[MemoryRow], *, action: str, now: float, actor: str | None,
                     reason: str | None = None) -> None:
-        """Hard delete: the rows go, and every history snapshot of them loses its content.
+        """Hard delete: the rows go, and every history entry of them loses its content and
+        who made it (``old``, ``new``, ``actor`` and ``reason``: a source or a reason may name
+        what the memory said).
 
         One ``action`` entry per id stays, with no content, so that the erasure itself is
         on record. The caller removes the vectors.
@@ -567,7 +569,7 @@ class FactStore:
         async with self._db.transaction() as tx:
             for row in rows:
                 await tx.execute("DELETE FROM memories WHERE id=?", [row.id])
-                await tx.execute("UPDATE memory_history SET old=NULL, new=NULL WHERE memory_id=?", [row.id])
+                await tx.execute("UPDATE memory_history SET old=NULL, new=NULL, actor=NULL, reason=NULL WHERE memory_id=?", [row.id])
                 await self._history(tx, row, action, actor, now, None, None, reason)
         # Move the erased pages out of the WAL into the (secure-deleted) main file.
         await self._db.checkpoint()

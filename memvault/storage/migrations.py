@@ -156,6 +156,19 @@ MIGRATIONS: list[tuple[int, str]] = [
                 AND t.task_id = task_history.task_id);
         """,
     ),
+    (
+        6,
+        # The index holds keys and tags as digests (service.indexing.label_digest): memories
+        # with a key or tags are re-indexed. The history of memories erased before keeps
+        # no actor or reason either, as an erasure now does (FactStore.purge).
+        """
+        UPDATE memories SET index_state = 'pending'
+            WHERE status = 'active' AND (key IS NOT NULL OR tags != '[]');
+        UPDATE memory_history SET actor = NULL, reason = NULL
+            WHERE memory_id NOT IN (SELECT id FROM memories)
+            AND seq < (SELECT max(h.seq) FROM memory_history h WHERE h.memory_id = memory_history.memory_id);
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
