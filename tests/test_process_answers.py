@@ -180,8 +180,8 @@ async def test_every_request_is_answered(tmp_path, model_cache, shared_embedder,
         swept = 0
         for tool in tools:
             props = tool["inputSchema"].get("properties", {})
-            strings = [p for p, s in props.items()
-                       if s.get("type") == "string" or any(a.get("type") == "string" for a in s.get("anyOf", []))]
+            strings = [p for p, s in props.items()  # "string", or ["string", "null"] for an optional one
+                       if "string" in (s.get("type") if isinstance(s.get("type"), list) else [s.get("type")])]
             for prop in strings:
                 msg_id += 1
                 await c.send(_raw_call(msg_id, tool["name"], f'{{"{prop}":"abc\\ud800def"}}'))

@@ -474,9 +474,13 @@ async def index_docs(
     if len(paths) > MAX_PATHS:
         raise InvalidArgument(f"paths has {len(paths)} entries; at most {MAX_PATHS} per call")
     for p in paths:
-        if len(str(p)) > MAX_PATH_CHARS or v.has_control_chars(str(p)):
-            raise InvalidArgument(f"path {v.shown(str(p))} is not allowed; a path is at most {MAX_PATH_CHARS} "
-                                  "printable characters")
+        if len(str(p)) > MAX_PATH_CHARS:
+            raise InvalidArgument(f"path {v.shown(str(p))} has {len(str(p)):,} characters; a path is at most "
+                                  f"{MAX_PATH_CHARS}")
+        if v.has_control_chars(str(p)):
+            bad = next(c for c in str(p) if v.has_control_chars(c))
+            what = "a NUL byte (U+0000)" if bad == "\0" else f"a control character (U+{ord(bad):04X})"
+            raise InvalidArgument(f"path {v.shown(str(p))} holds {what}; give a path of printable characters")
     # Resolving follows symlinks (file system calls): done in a worker thread.
     roots, bases = await anyio.to_thread.run_sync(_resolve_paths, paths, allowed_roots, cite_bases)
     emb, _ = await rt.started()  # after start-up's check and rebuild of the index
