@@ -280,8 +280,13 @@ BAD_SETTINGS = [
 ]
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize(("settings", "said"), BAD_SETTINGS, ids=[next(iter(s)) for s, _ in BAD_SETTINGS])
+# Every case through an owner (the default); the first also with --no-owner (the same
+# unavailable server, served in the process itself).
+BAD_SETTINGS_CASES = [pytest.param(s, said, "owner", id=f"{next(iter(s))}-owner") for s, said in BAD_SETTINGS]
+BAD_SETTINGS_CASES.append(pytest.param(*BAD_SETTINGS[0], "no-owner", id=f"{next(iter(BAD_SETTINGS[0][0]))}-no-owner"))
+
+
+@pytest.mark.parametrize(("settings", "said", "mode"), BAD_SETTINGS_CASES)
 async def test_bad_settings_are_told_to_the_client(tmp_path, model_cache, mode, settings, said):
     """The server starts, answers initialize and tools/list, and every call, prompt and read says
     which variable is wrong, its value and what is allowed; stderr has that one line, no traceback."""
@@ -333,8 +338,8 @@ def _unwritable_dir(tmp_path: Path) -> Path:
     pytest.skip("no folder here that root cannot write")
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case", ["a file", "not writable", "not sqlite"])
+@pytest.mark.parametrize(("case", "mode"), [("a file", "owner"), ("not writable", "owner"), ("not sqlite", "owner"),
+                                            ("not sqlite", "no-owner")])
 async def test_an_unusable_store_is_told_to_the_client(tmp_path, model_cache, shared_embedder, mode, case):
     """The server answers initialize; every call says what is wrong and what to do; it exits when
     stdin closes (in owner mode the owner that served the problem exits too)."""
@@ -387,8 +392,9 @@ def test_doctor_and_the_other_commands_name_an_unreadable_database(tmp_path, mod
 
 # --------------------------------------------------------------------------- signals
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize(("signum", "mode"), [(signal.SIGINT, "owner"), (signal.SIGTERM, "owner"),
+                                              (signal.SIGINT, "no-owner")], ids=["SIGINT-owner", "SIGTERM-owner",
+                                                                                 "SIGINT-no-owner"])
 async def test_a_signal_stops_the_server(tmp_path, model_cache, shared_embedder, mode, signum):
     """The process exits soon after SIGINT or SIGTERM, although its client keeps stdin open (the
     model may still be loading: nothing waits for it)."""
