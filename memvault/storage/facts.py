@@ -569,7 +569,8 @@ class FactStore:
         async with self._db.transaction() as tx:
             for row in rows:
                 await tx.execute("DELETE FROM memories WHERE id=?", [row.id])
-                await tx.execute("UPDATE memory_history SET old=NULL, new=NULL, actor=NULL, reason=NULL WHERE memory_id=?", [row.id])
+                await tx.execute("UPDATE memory_history SET old=NULL, new=NULL, actor=NULL, reason=NULL"
+                                 " WHERE memory_id=?", [row.id])
                 await self._history(tx, row, action, actor, now, None, None, reason)
         # Move the erased pages out of the WAL into the (secure-deleted) main file.
         await self._db.checkpoint()
