@@ -295,3 +295,57 @@ async def test_memvault_index_goes_through_a_running_owner(data_dir, model_cache
     assert res.structured_content is not None
     hit = res.structured_content["results"][0]
     assert hit["path"] == "docs/ops.md" and "03:00" in hit["text"]
+
+
+def _raw_lines(*messages: dict[str, Any]) -> bytes:
+    return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "leaver", "version": "0"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+@pytest.mark.parametrize("how", ["stdin closed", "kill -9"])
+async def test_a_client_leaving_with_requests_in_flight_does_not_end_the_owner(data_dir, model_cache, tmp_path, how):
+    """Another client's forwarder goes away while its calls run (its stdin closed at once, or
+    the forwarder killed): the owner drops those replies and keeps serving everyone else."""
+    async with forwarded_client(data_dir, model_cache) as a:
+        kept = await remember(a, "The staging database runs on port 5433.")
+        pid = owner_pid(data_dir)
+        assert pid is not None
+        docs = tmp_path / "docs"
+        docs.mkdir()
+        for i in range(20):
+            (docs / f"n{i}.md").write_text(f"# Note {i}\n\nThe build step {i} compiles the assets.\n" * 20)
+        calls = [{"jsonrpc": "2.0", "id": 2 + i, "method": "tools/call",
+                  "params": {"name": name, "arguments": args}}
+                 for i, (name, args) in enumerate([("recall", {"query": "staging database port"}),
+                                                    ("index_docs", {"paths": [str(docs)]}),
+                                                    ("recall", {"query": "build step"})] * 3)]
+        env = _env(data_dir, model_cache, docs_allowed_dirs=json.dumps([str(tmp_path)]))
+        proc = await anyio.open_process([MEMVAULT, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env=env)
+        assert proc.stdin is not None and proc.stdout is not None
+        if how == "stdin closed":  # everything at once, then gone without reading a reply
+            await proc.stdin.send(_raw_lines(INIT, INITIALIZED, *calls))
+            await proc.stdin.aclose()
+        else:  # initialized, calls running, then killed
+            await proc.stdin.send(_raw_lines(INIT))
+            first = b""
+            with anyio.fail_after(120):
+                while b"\n" not in first:
+                    first += await proc.stdout.receive()
+            assert b'"id":1' in first.replace(b" ", b"")
+            await proc.stdin.send(_raw_lines(INITIALIZED, *calls))
+            await anyio.sleep(0.5)  # the calls reach the owner
+            proc.kill()
+        with anyio.fail_after(60):
+            await proc.wait()
+        await anyio.sleep(3)  # the owner finishes (or drops) the calls it was running
+        got = await recall(a, "staging database port")
+        assert kept["id"] in [m["id"] for m in got["memories"]]
+        assert owner_pid(data_dir) == pid and alive(pid), "the owner was replaced"
+    assert owners_started(data_dir) == 1
+    log = owner_files(data_dir).log.read_text()
+    assert "Traceback" not in log, log[-3000:]

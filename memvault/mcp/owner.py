@@ -194,6 +194,8 @@ class Owner:
                         await self.server.serve_streams(read_stream, write_stream, self.runtime)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass  # the forwarder went away mid-message
+            except Exception:  # one connection's failure never ends the owner, which serves every client
+                log.exception("a connection ended with an error; the owner goes on serving the others")
             finally:
                 self.connections -= 1
                 if self.connections == 0:

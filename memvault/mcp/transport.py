@@ -41,14 +41,29 @@ async def line_streams(lines: AsyncIterable[str], write: Callable[[str], Awaitab
     ``lines``: the client's messages, one per item, without the newline. ``write``: sends
     one line (the newline included) to the client; called by one task at a time. The
     block ends when the server is done; reading stops at the end of ``lines``.
+
+    A client that went away (``write`` raises OSError or anyio's broken / closed stream
+    errors) ends nothing but its own connection: its remaining replies are dropped, with
+    one INFO line, and the server sees its input end.
     """
     read_send, read_recv = create_context_streams[SessionMessage | Exception](0)
     write_send, write_recv = create_context_streams[SessionMessage](0)
     out_lock = anyio.Lock()
+    gone = False
+    reading = anyio.CancelScope()
 
     async def send_line(text: str) -> None:
+        nonlocal gone
         async with out_lock:
-            await write(text + "\n")
+            if gone:
+                return
+            try:
+                await write(text + "\n")
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                gone = True
+                reading.cancel()
+                log.info("the client went away before its reply was sent (%s); its remaining replies are dropped",
+                         type(exc).__name__)
 
     async def reader() -> None:
         async with read_send:
@@ -74,7 +89,6 @@ async def line_streams(lines: AsyncIterable[str], write: Callable[[str], Awaitab
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer)
-        reading = anyio.CancelScope()
         tg.start_soon(_run_in, reading, reader)
         try:
             yield read_recv, write_send
