@@ -49,10 +49,19 @@ async def test_index_docs_on_a_missing_path_is_an_error_naming_it(tmp_path, mcp_
         assert "no-such-folder" in err and "does not exist" in err and str(tree.root) in err, err
         err = await call_error(c, "index_docs", paths=["docs", str(tree.root / "gone.md")])
         assert err.split("nothing indexed: ")[1].startswith(f"{tree.root / 'gone.md'} does not exist;"), err
+        # a glob is not a path, and a URL is not a local file
+        for pattern in (str(tree.root / "docs" / "*.md"), "docs/guide-?.md", "docs/[a-z]*"):
+            err = await call_error(c, "index_docs", paths=[pattern])
+            assert "not patterns" in err and "give the folder" in err, err
+        err = await call_error(c, "index_docs", paths=["https://example.com/docs"])
+        assert "is a URL" in err and "file://" in err, err
         listed = await call(c, "search_docs", query="deploy")
         assert listed["results"] == []  # nothing half-indexed
-        ok = await call(c, "index_docs", paths=["docs"])
+        # a file:// URI, as roots are given, is the folder it names
+        ok = await call(c, "index_docs", paths=[(tree.root / "docs").as_uri()])
         assert ok["added"] > 0
+        again = await call(c, "index_docs", paths=["docs"])
+        assert again["added"] == 0 and again["unchanged"] == ok["added"]  # the same files
     assert db_rows(d, "SELECT count(*) FROM doc_files WHERE path LIKE '%gone%'")[0][0] == 0
 
 

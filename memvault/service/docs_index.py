@@ -33,7 +33,10 @@ import hashlib
 import itertools
 import logging
 import os
+import re
 import time
+import urllib.parse
+import urllib.request
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -411,6 +414,21 @@ class _Run:
     withheld: list[str] = field(default_factory=list)
 
 
+_GLOB = re.compile(r"[*?\[]")
+
+
+def _local_path(p: str) -> str:
+    """A ``file://`` URI (as MCP roots are given) as the local path it names; any other URL
+    is refused (InvalidArgument); a plain path is returned unchanged."""
+    url = urllib.parse.urlsplit(p)
+    if url.scheme == "file" and url.netloc in ("", "localhost"):
+        return urllib.request.url2pathname(url.path)
+    if url.scheme and url.netloc:
+        raise InvalidArgument(f"{v.shown(p)} is a URL; index_docs reads local folders and files (a path, or a "
+                              "file:// URI)")
+    return p
+
+
 def _resolve_paths(
     paths: Sequence[str | Path], allowed_roots: Sequence[Path], cite_bases: Sequence[Path]
 ) -> tuple[list[Path], list[Path]]:
@@ -423,7 +441,7 @@ def _resolve_paths(
     roots: list[Path] = []
     missing: list[str] = []
     for p in paths:
-        raw = Path(os.path.expanduser(str(p)))
+        raw = Path(os.path.expanduser(_local_path(str(p))))
         if not raw.is_absolute():
             if not allowed:
                 raise InvalidArgument(f"{p} is a relative path and there is no root to take it from; give an absolute path")
@@ -434,6 +452,9 @@ def _resolve_paths(
             raise InvalidArgument(f"refused: {exc}. index_docs reads only inside the client's workspace roots "
                                   "and the folders in MEMVAULT_DOCS_ALLOWED_DIRS.") from None
         if not resolved.exists():
+            if _GLOB.search(str(p)):
+                raise InvalidArgument(f"{p} does not exist, and index_docs takes folders or files, not patterns: give "
+                                      "the folder (every file under it is read, .gitignore respected)")
             missing.append(str(p) if str(p) == str(resolved) else f"{p} (resolved to {resolved})")
         roots.append(resolved)
     if missing:

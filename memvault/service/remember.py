@@ -78,8 +78,8 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     texts += [t for t in (args.key, args.source, *args.tags) if isinstance(t, str) and t not in texts]
     secret, scored = await rt.run_sync(_screen, texts, content, kind, key, importance_arg is None)
     if secret is not None:
-        return declined(f"{secret.reason} memvault never stores secrets; store where to find it instead "
-                        "(e.g. 'the API key is in 1Password under billing').")
+        return declined(f"{secret.reason} memvault never stores secrets, not even with force "
+                        "(e.g. remember 'the API key is in 1Password under billing').")
 
     if importance_arg is not None:
         importance = importance_arg
