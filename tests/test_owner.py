@@ -349,3 +349,4 @@ async def test_a_client_leaving_with_requests_in_flight_does_not_end_the_owner(d
     assert owners_started(data_dir) == 1
     log = owner_files(data_dir).log.read_text()
     assert "Traceback" not in log, log[-3000:]
+

@@ -65,7 +65,8 @@ class Link:
 async def connect(files: OwnerFiles, hello: Hello) -> Link:
     """Connect to the running owner and shake hands.
 
-    Raises OSError when nothing listens, OwnerUnavailable when the owner closes at once,
+    Raises OSError when nothing listens, OwnerUnavailable when the owner closes at once
+    (also while the hello is being sent),
     HandshakeError when it refuses (e.g. another memvault version).
     """
     stream = await anyio.connect_unix(files.socket)
@@ -80,6 +81,10 @@ async def connect(files: OwnerFiles, hello: Hello) -> Link:
         if not reply.get("ok"):
             raise HandshakeError(str(reply.get("error") or "the owner refused the connection"))
         return Link(stream=stream, reader=reader, owner_pid=int(reply.get("pid") or 0))
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream) as exc:
+        # an owner that is exiting (killed, or the loser of a start race) accepted and closed
+        await stream.aclose()
+        raise OwnerUnavailable("the owner closed the connection during the handshake") from exc
     except BaseException:
         await stream.aclose()
         raise
