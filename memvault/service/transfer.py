@@ -229,10 +229,18 @@ def _texts(rec: Record) -> list[str]:
 
 
 def find_secrets(records: Iterable[Record]) -> dict[int, SecretFinding]:
-    """Blocking: the first secret of each record that holds one, by line number."""
-    out = {}
+    """Blocking: the first secret of each record that holds one, by line number. Each distinct
+    text is scanned once (a memory's history repeats its content)."""
+    out: dict[int, SecretFinding] = {}
+    seen: dict[str, SecretFinding | None] = {}
+
+    def scan(text: str) -> SecretFinding | None:
+        if text not in seen:
+            seen[text] = find_secret(text)
+        return seen[text]
+
     for rec in records:
-        found = next((s for s in map(find_secret, _texts(rec)) if s), None)
+        found = next((s for s in map(scan, _texts(rec)) if s), None)
         if found is not None:
             out[rec.line] = found
     return out
