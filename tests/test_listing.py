@@ -141,6 +141,9 @@ async def test_real_replies_validate_against_the_lean_output_schemas(mcp_client:
             "search_docs": await call(c, "search_docs", query="deploy"),
             "forget": await call(c, "forget", key="where.deploy", dry_run=True),
         }
+        await call(c, "forget", key="where.deploy")
+        replies["restore"] = await call(c, "restore", id=replies["remember"]["id"])
+        replies["history"] = await call(c, "history", key="where.deploy")
     for name, reply in replies.items():
         schema = schemas[name]
         assert schema is not None, name
