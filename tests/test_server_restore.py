@@ -65,6 +65,7 @@ async def test_restoring_a_superseded_value_takes_its_key_back(tmp_path, mcp_cli
         assert steps == [(new["id"], "superseded"), (old["id"], "restored"), (old["id"], "superseded"),
                          (new["id"], "added"), (old["id"], "added")]
         assert {e["actor"] for e in h["entries"]} == {CLIENT_NAME}
+        assert {e["project"] for e in h["entries"]} == {"shop"}
         assert h["entries"][0]["superseded_by"] == old["id"] and h["entries"][2]["superseded_by"] == new["id"]
         # each memory's text once, on its newest entry
         assert "pnpm" in h["entries"][0]["content"] and "npm" in h["entries"][1]["content"]
@@ -75,7 +76,7 @@ async def test_restoring_a_superseded_value_takes_its_key_back(tmp_path, mcp_cli
 
 async def test_erased_memories_cannot_be_restored(tmp_path, mcp_client):
     d = tmp_path / "d"
-    async with mcp_client(d) as c:
+    async with mcp_client(d, project="home") as c:
         r = await call(c, "remember", content="The user's old home address is 12 Rue Oberkampf, Paris", force=True)
         await call(c, "forget", ids=[r["id"]], hard=True)
         text = await call_error(c, "restore", id=r["id"])
@@ -85,6 +86,7 @@ async def test_erased_memories_cannot_be_restored(tmp_path, mcp_client):
         # only the erasure is on record: no text, and the earlier entry lost who made it
         assert all(e["content"] is None and e["status"] is None for e in h["entries"])
         assert h["entries"][0]["actor"] == "forget" and h["entries"][1]["actor"] is None
+        assert {e["project"] for e in h["entries"]} == {"home"} and h["scope"]["project"] == "home"
 
         short = await call(c, "remember", content="The staging database is down for maintenance today", ttl_days=1)
         await call(c, "forget", ids=[short["id"]])

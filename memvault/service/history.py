@@ -67,8 +67,7 @@ async def history(rt: Runtime, scope: Scope, args: HistoryArgs) -> HistoryResult
         found, total = await store.entries(user, memory_id=mid, limit=args.limit)
         if not found:
             raise NotFound(f"no memory with id {mid} for this user (ids are the ones remember and recall return)")
-        project = await store.project_of(user, mid) or ""
-        scope = make_scope(user, project, "argument", include_global=False)
+        scope = make_scope(user, found[0][1], "argument", include_global=False)
     else:
         key = v.check_key(args.key)
         assert key is not None
@@ -80,13 +79,13 @@ async def history(rt: Runtime, scope: Scope, args: HistoryArgs) -> HistoryResult
     return HistoryResult(entries=items, total=total, truncated=cut or len(items) < total, scope=scope)
 
 
-def _items(entries: list[HistoryEntry], per_item: int, budget: int) -> tuple[list[HistoryItem], bool]:
+def _items(entries: list[tuple[HistoryEntry, str]], per_item: int, budget: int) -> tuple[list[HistoryItem], bool]:
     """Reply items of ``entries`` (newest first) within the content budgets; (items, whether a
     content was cut). Entries whose content would pass ``budget`` are left out, with the rest."""
     items: list[HistoryItem] = []
     shown: set[str] = set()
     used, cut = 0, False
-    for e in entries:
+    for e, project in entries:
         snap = e.new or e.old or {}
         text = snap.get("content") if isinstance(snap.get("content"), str) else None
         repeated = text is not None and e.memory_id in shown
@@ -100,7 +99,7 @@ def _items(entries: list[HistoryEntry], per_item: int, budget: int) -> tuple[lis
             shown.add(e.memory_id)
         items.append(HistoryItem(
             memory_id=e.memory_id, action=ACTION_WORDS.get(e.action, e.action), at=to_iso(e.at), actor=e.actor,
-            reason=e.reason, project=str(snap.get("project", "")), status=_text(snap.get("status")),
+            reason=e.reason, project=project, status=_text(snap.get("status")),
             key=_text(snap.get("key")), superseded_by=_text(snap.get("superseded_by")), content=content,
             content_truncated=content is not None and content != text, content_repeated=repeated,
         ))

@@ -102,7 +102,7 @@ async def _refuse_duplicate(rt: Runtime, row: MemoryRow, now: float) -> None:
 
 def _reason(row: MemoryRow, holders: list[MemoryRow], replaced_by: str | None) -> str:
     """The reply's (and the history's) sentence for a restore of ``row``."""
-    was = "forgotten" if row.status == "deleted" else "superseded"
+    was = "forgotten or evicted" if row.status == "deleted" else "superseded"
     parts = [f"restored (it was {was}); it is recalled again"]
     if holders:
         ids = ", ".join(h.id for h in holders)

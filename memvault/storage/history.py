@@ -17,7 +17,11 @@ from memvault.storage import rows as col
 from memvault.storage.database import Database
 from memvault.storage.facts import FactStore, HistoryEntry, history_entry
 
-_COLUMNS = "seq, memory_id, action, actor, at, old, new, reason"
+_COLUMNS = "seq, memory_id, action, actor, at, old, new, reason, project"
+
+
+def _entry(r: Sequence[Any]) -> tuple[HistoryEntry, str]:
+    return history_entry(r[:8]), col.text(r[8], "project")
 
 
 def _marks(n: int) -> str:
@@ -49,8 +53,9 @@ class HistoryStore:
         return f"user_id = ? AND memory_id IN (SELECT id FROM memories WHERE {inner})", [user_id, *params]
 
     async def entries(self, user_id: str, *, memory_id: str | None = None, key: str | None = None,
-                      projects: Sequence[str] | None = None, limit: int) -> tuple[list[HistoryEntry], int]:
-        """The newest ``limit`` history entries of one memory (``memory_id``) or of the memories
+                      projects: Sequence[str] | None = None, limit: int
+                      ) -> tuple[list[tuple[HistoryEntry, str]], int]:
+        """The newest ``limit`` history entries, each with the project it was recorded in, of one memory (``memory_id``) or of the memories
         holding ``key`` in ``projects`` (None: any project), newest first, and how many entries
         there are in all. Unreadable entries are left out (one log line each). Raises
         ValueError unless exactly one of ``memory_id`` and ``key`` is given."""
@@ -60,17 +65,10 @@ class HistoryStore:
         )
         total = await self._db.fetchone(f"SELECT COUNT(*) FROM memory_history WHERE {where}", params)
         assert total is not None  # an aggregate without GROUP BY always returns one row
-        return col.readable(found, history_entry, "memory_history", lambda r: f"seq {r[0]!r}"), int(total[0])
+        got = col.readable(found, _entry, "memory_history", lambda r: f"seq {r[0]!r}")
+        return got, int(total[0])
 
     async def last(self, user_id: str, memory_id: str) -> HistoryEntry | None:
         """The newest history entry of one memory of ``user_id``; None when it has none."""
         got, _ = await self.entries(user_id, memory_id=memory_id, limit=1)
-        return got[0] if got else None
-
-    async def project_of(self, user_id: str, memory_id: str) -> str | None:
-        """The project a memory of ``user_id`` was recorded in (kept after an erasure); None if unknown."""
-        row = await self._db.fetchone(
-            "SELECT project FROM memory_history WHERE user_id = ? AND memory_id = ? ORDER BY seq DESC LIMIT 1",
-            [user_id, memory_id],
-        )
-        return None if row is None else col.text(row[0], "project")
+        return got[0][0] if got else None
