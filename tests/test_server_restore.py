@@ -142,3 +142,16 @@ async def test_history_is_bounded_and_checks_its_arguments(tmp_path, mcp_client)
         assert "exactly one of id" in both and "both" in both
         assert "limit must be an integer from 1 to 100" in await call_error(c, "history", id=r["id"], limit=0)
         assert "project applies to key only" in await call_error(c, "history", id=r["id"], project="x")
+
+
+async def test_restore_refuses_when_the_scope_is_full(tmp_path, mcp_client):
+    async with mcp_client(project="shop", capacity_per_scope=10) as c:
+        first = await call(c, "remember", content="Memory number 0 of the capacity test is about apples", force=True)
+        await call(c, "forget", ids=[first["id"]])
+        for i in range(1, 11):
+            await call(c, "remember", content=f"Memory number {i} of the capacity test is about topic {i * 7}",
+                       force=True)
+        text = await call_error(c, "restore", id=first["id"])
+        assert "holds 10 active memories, its capacity" in text
+        h = await call(c, "history", id=first["id"])
+        assert h["entries"][0]["action"] == "forgotten"  # nothing written
