@@ -125,8 +125,9 @@ async def test_what_the_model_reads_of_the_tools_stays_small(mcp_client: McpClie
     async with mcp_client() as c:
         tools = (await c.list_tools()).tools
     in_context = sum(len(t.name) + len(t.description or "") + len(json.dumps(t.input_schema)) for t in tools)
-    # 8 tools: 8.9k characters measured after the lean listing, 11.5k before it
-    assert in_context < 10_000, in_context
+    # 8 tools: 8.9k characters measured after the lean listing, 11.5k before it; 9.8k before
+    # restore and history (0.7k together, descriptions already one line), 10.5k with them
+    assert in_context < 11_000, in_context
 
 
 async def test_real_replies_validate_against_the_lean_output_schemas(mcp_client: McpClient) -> None:
