@@ -23,6 +23,7 @@ from memvault import __version__
 from memvault.config import Settings
 from memvault.mcp.docs_tools import register_doc_tools
 from memvault.mcp.errors import ReasonsMiddleware, request_failure, tool_failure
+from memvault.mcp.history_tools import register_history_tools
 from memvault.mcp.lifespan import Unavailable, make_lifespan, shared_lifespan
 from memvault.mcp.listing import lean_description, lean_schema
 from memvault.mcp.memory_tools import register_memory_tools
@@ -227,6 +228,7 @@ def _server(lifespan: Any, cwd: Path | None) -> MemvaultServer:
         workspace=Workspace(cwd),
     )
     register_memory_tools(mcp)
+    register_history_tools(mcp)
     register_doc_tools(mcp)
     register_profile_tools(mcp)
     return mcp

@@ -89,6 +89,12 @@ class HistoryEntry:
 
 
 MEMORY_STATUSES = ("active", "superseded", "deleted")
+
+HISTORY_ACTIONS = ("add", "reinforce", "supersede", "delete", "evict", "expire", "purge", "restore")
+"""Values of ``memory_history.action``. ``restore`` (``FactStore.restore``) brings a deleted or
+superseded memory back. A merge of memories, when one exists, records ``consolidated_from`` on
+the merged memory (its ``new`` snapshot naming the sources) and a ``supersede`` on each source:
+``FactStore.restore`` of the sources with the merged memory displaced undoes it in one transaction."""
 INDEX_STATES = ("pending", "indexed")
 
 
@@ -119,7 +125,9 @@ def memory_rows(found: Iterable[sqlite3.Row | tuple]) -> list[MemoryRow]:
     return col.readable(found, row_from_sql, "memories", col.by_id)
 
 
-def _history_entry(r: Sequence[Any]) -> HistoryEntry:
+def history_entry(r: Sequence[Any]) -> HistoryEntry:
+    """A ``SELECT seq, memory_id, action, actor, at, old, new, reason`` tuple -> HistoryEntry
+    (snapshots decoded). Raises BadValue on a value memvault never writes."""
     seq, mid, action, actor, at, old, new, reason = r
     return HistoryEntry(col.integer(seq, "seq"), col.text(mid, "memory_id"), col.text(action, "action"),
                         col.opt_text(actor, "actor"), col.number(at, "at"),
@@ -465,7 +473,7 @@ class FactStore:
             " WHERE memory_id=? ORDER BY seq",
             [memory_id],
         )
-        return col.readable(found, _history_entry, "memory_history", lambda r: f"seq {r[0]!r}")
+        return col.readable(found, history_entry, "memory_history", lambda r: f"seq {r[0]!r}")
 
     # ------------------------------------------------------------------ writes
     async def add(self, row: MemoryRow, *, supersede: Sequence[MemoryRow] = (), actor: str | None,
@@ -519,6 +527,32 @@ class FactStore:
             for old in supersede:
                 await self._supersede(tx, old, by=row.id, at=now, actor=actor)
         return row
+
+    async def restore(self, rows: Sequence[MemoryRow], *, now: float, actor: str | None, reason: str,
+                      displace: Sequence[tuple[MemoryRow, str]] = ()) -> None:
+        """Bring ``rows`` (deleted or superseded) back as active, and mark each ``displace``
+        row superseded by the id paired with it (a restored row taking its key slot back).
+
+        Each restored row: status active, no ``superseded_by``, updated and last accessed
+        ``now`` (unix s), index entry pending (the caller indexes it, then ``mark_indexed``).
+        One transaction; history gets a ``restore`` entry per row (old and new snapshots)
+        and a ``supersede`` per displaced row. The ``MemoryRow`` objects are updated too.
+        """
+        if not rows:
+            return
+        async with self._db.transaction() as tx:
+            for row in rows:
+                before = row.snapshot()
+                row.status, row.superseded_by, row.index_state = "active", None, "pending"
+                row.updated_at = row.last_accessed_at = now
+                await tx.execute(
+                    "UPDATE memories SET status='active', superseded_by=NULL, updated_at=?, last_accessed_at=?,"
+                    " index_state='pending' WHERE id=?",
+                    [now, now, row.id],
+                )
+                await self._history(tx, row, "restore", actor, now, before, row.snapshot(), reason)
+            for old, by in displace:
+                await self._supersede(tx, old, by=by, at=now, actor=actor)
 
     async def touch(self, ids: Sequence[str], now: float) -> None:
         """Record a read: last_accessed_at = now, access_count + 1 (not a history event)."""

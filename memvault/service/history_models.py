@@ -1,0 +1,56 @@
+"""Pydantic result models of ``restore`` and ``history``: the public contract clients read.
+
+Times are ISO 8601 UTC strings. New fields may be added; none may be renamed.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from memvault.service.models import Scope
+
+
+class RestoreResult(BaseModel):
+    """Outcome of ``restore``: the memory is active and recalled again."""
+
+    id: str
+    status: Literal["restored"] = "restored"
+    previous_status: Literal["deleted", "superseded"] = Field(
+        description="deleted (forgotten or evicted) or superseded, before the restore.")
+    content_preview: str
+    kind: str
+    key: str | None = None
+    expires_at: str | None = None
+    superseded_ids: list[str] = Field(
+        default_factory=list, description="Active memories it displaced (they held its key); now superseded by it.")
+    reason: str = Field(description="What was done, in one sentence.")
+    scope: Scope = Field(description="The memory's own project.")
+
+
+class HistoryItem(BaseModel):
+    """One recorded change of one memory."""
+
+    memory_id: str
+    action: str = Field(description="added, reinforced, superseded, forgotten, evicted, expired, purged or restored.")
+    at: str
+    actor: str | None = Field(None, description="Client or memvault process that made the change.")
+    reason: str | None = None
+    project: str = ""
+    status: str | None = Field(None, description="The memory's status after the change; null once erased.")
+    key: str | None = None
+    superseded_by: str | None = None
+    content: str | None = Field(None, description="Text at this version (cut); null once erased, or when "
+                                "content_repeated.")
+    content_truncated: bool = False
+    content_repeated: bool = Field(False, description="Same text as this memory's newer entry above; not repeated.")
+
+
+class HistoryResult(BaseModel):
+    """Outcome of ``history``: changes newest first, bounded in count and size."""
+
+    entries: list[HistoryItem]
+    total: int = Field(description="Entries recorded in all (the reply lists the newest).")
+    truncated: bool = Field(description="True when entries were left out or a content was cut.")
+    scope: Scope
