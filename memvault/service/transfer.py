@@ -283,8 +283,8 @@ async def _plan(parsed: Parsed, secrets: dict[int, SecretFinding], fetch: p.Fetc
     known: dict[str, set[tuple[Any, ...]]] = {}
     for rt in p.RECORDS:
         known[rt.name] = await p.known_identities(fetch, rt) if fetch is not None else set()
-    for child, parent in _PARENT.items():
-        known[child] |= known[parent.name]
+    for child, parent_type in _PARENT.items():
+        known[child] |= known[parent_type.name]
     withheld: dict[str, set[tuple[Any, ...]]] = {rt.name: set() for rt in p.RECORDS}
     write = []
     for rec in parsed.records:

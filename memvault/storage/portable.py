@@ -203,7 +203,10 @@ def read_records(db_path: Path, *, user: str | None = None, project: str | None 
                 def decode(row: Sequence[Any], rt: RecordType = rt) -> dict[str, Any]:
                     return {f.name: decode_value(f, v) for f, v in zip(rt.fields, row, strict=True)}
 
-                for fields in col.readable(cur, decode, rt.table, lambda r, rt=rt: _shown_identity(rt, r)):
+                def shown(row: Sequence[Any], rt: RecordType = rt) -> str:
+                    return _shown_identity(rt, row)
+
+                for fields in col.readable(cur, decode, rt.table, shown):
                     yield rt, fields
         finally:
             con.execute("COMMIT")
