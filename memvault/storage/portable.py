@@ -26,7 +26,7 @@ from typing import Any
 
 from memvault.policy.tasks import state_json
 from memvault.storage import rows as col
-from memvault.storage.database import Transaction
+from memvault.storage.database import Transaction, read_snapshot
 from memvault.storage.facts import MEMORY_STATUSES
 from memvault.vocabulary import KINDS, TASK_STATUSES
 
@@ -192,24 +192,19 @@ def read_records(db_path: Path, *, user: str | None = None, project: str | None 
     blocked). A row holding a value memvault never writes is left out with one log line
     (``storage.rows``). Raises sqlite3.Error when the file cannot be read.
     """
-    with closing(sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None)) as con:
-        con.execute("PRAGMA busy_timeout = 5000")
-        con.execute("BEGIN")
-        try:
-            for rt in RECORDS:
-                where, params = _where(rt, user, project)
-                cur = con.execute(f"SELECT {', '.join(rt.names)} FROM {rt.table}{where} ORDER BY {rt.order}", params)
+    with read_snapshot(db_path) as con:
+        for rt in RECORDS:
+            where, params = _where(rt, user, project)
+            cur = con.execute(f"SELECT {', '.join(rt.names)} FROM {rt.table}{where} ORDER BY {rt.order}", params)
 
-                def decode(row: Sequence[Any], rt: RecordType = rt) -> dict[str, Any]:
-                    return {f.name: decode_value(f, v) for f, v in zip(rt.fields, row, strict=True)}
+            def decode(row: Sequence[Any], rt: RecordType = rt) -> dict[str, Any]:
+                return {f.name: decode_value(f, v) for f, v in zip(rt.fields, row, strict=True)}
 
-                def shown(row: Sequence[Any], rt: RecordType = rt) -> str:
-                    return _shown_identity(rt, row)
+            def shown(row: Sequence[Any], rt: RecordType = rt) -> str:
+                return _shown_identity(rt, row)
 
-                for fields in col.readable(cur, decode, rt.table, shown):
-                    yield rt, fields
-        finally:
-            con.execute("COMMIT")
+            for fields in col.readable(cur, decode, rt.table, shown):
+                yield rt, fields
 
 
 def _shown_identity(rt: RecordType, row: Sequence[Any]) -> str:
