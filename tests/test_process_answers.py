@@ -9,7 +9,6 @@ that is not SQLite, SIGINT and SIGTERM.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -27,6 +26,7 @@ from anyio.abc import Process
 
 from memvault.mcp.owner_files import owner_files
 from tests.conftest import MEMVAULT
+from tests.test_owner import alive, owner_pid
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow,
               pytest.mark.skipif(not hasattr(socket, "AF_UNIX") or sys.platform == "win32",
@@ -46,24 +46,6 @@ def _env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, str]:
                 "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1", "MEMVAULT_OWNER_IDLE_S": "2"})
     env.update({f"MEMVAULT_{k.upper()}": str(v) for k, v in settings.items()})
     return env
-
-
-def _owner_pid(data_dir: Path) -> int | None:
-    try:
-        return int(json.loads(owner_files(data_dir).info.read_text())["pid"])
-    except (OSError, ValueError, KeyError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(OSError):  # a zombie has exited
-        if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
-            return False
-    return True
 
 
 class RawClient:
@@ -144,8 +126,8 @@ async def raw_server(data_dir: Path, model_cache: Path, mode: str, **settings: A
             proc.kill()
             with anyio.CancelScope(shield=True):
                 await proc.wait()
-        pid = _owner_pid(data_dir)
-        if pid is not None and _alive(pid):  # never leave an owner behind
+        pid = owner_pid(data_dir)
+        if pid is not None and alive(pid):  # never leave an owner behind
             os.kill(pid, signal.SIGKILL)
 
 
@@ -364,12 +346,12 @@ async def test_an_unusable_store_is_told_to_the_client(tmp_path, model_cache, sh
             assert all(s in _text(got) for s in said), _text(got)
         prompt = await c.request("prompts/get", {"name": "recall_context", "arguments": {"topic": "x"}})
         assert all(s in _text(prompt) for s in said), prompt
-        owner = _owner_pid(data_dir) if case == "not sqlite" else None
+        owner = owner_pid(data_dir) if case == "not sqlite" else None
         assert await c.close_stdin_and_wait() in (0, 1)
     assert "Traceback" not in c.stderr.decode(), c.stderr.decode()
     if mode == "owner" and owner is not None:
         with anyio.fail_after(EXIT_TIMEOUT_S):
-            while _alive(owner):  # noqa: ASYNC110 - another process: nothing to wait on but its pid
+            while alive(owner):  # noqa: ASYNC110 - another process: nothing to wait on but its pid
                 await anyio.sleep(0.1)
         assert "Traceback" not in owner_files(data_dir).log.read_text()
 
@@ -413,13 +395,13 @@ async def test_a_signal_stops_the_owner(tmp_path, model_cache, shared_embedder):
     async with raw_server(d, model_cache, "owner", owner_idle_s=600) as c:
         await c.initialize()
         assert "result" in await c.request("tools/list")
-        pid = _owner_pid(d)
+        pid = owner_pid(d)
         assert pid is not None
         # the client leaves first (its forwarder would start a new owner otherwise); the owner stays
         assert await c.close_stdin_and_wait() == 0
-        assert _alive(pid)
+        assert alive(pid)
         os.kill(pid, signal.SIGINT)
         with anyio.fail_after(EXIT_TIMEOUT_S):
-            while _alive(pid):  # noqa: ASYNC110 - another process: nothing to wait on but its pid
+            while alive(pid):  # noqa: ASYNC110 - another process: nothing to wait on but its pid
                 await anyio.sleep(0.1)
     assert not owner_files(d).socket.exists()
