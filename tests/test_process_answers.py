@@ -26,6 +26,7 @@ from anyio.abc import Process
 
 from memvault.mcp.owner_files import owner_files
 from tests.conftest import MEMVAULT
+from tests.test_owner import _env as owner_env
 from tests.test_owner import alive, owner_pid
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow,
@@ -41,11 +42,8 @@ INITIALIZE = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo":
 
 
 def _env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, str]:
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
-    env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
-                "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1", "MEMVAULT_OWNER_IDLE_S": "2"})
-    env.update({f"MEMVAULT_{k.upper()}": str(v) for k, v in settings.items()})
-    return env
+    """test_owner's environment for a `memvault serve`, with a 2 s owner idle time."""
+    return owner_env(data_dir, model_cache, **{"owner_idle_s": 2, **settings})
 
 
 class RawClient:
