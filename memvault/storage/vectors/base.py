@@ -33,7 +33,7 @@ import re
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 DENSE = "dense"
@@ -207,6 +207,12 @@ class VectorFilter:
         if self.first_points:
             out.append(Condition("absent", PARENT))
         return out
+
+
+def first_points_of(flt: VectorFilter | None) -> VectorFilter:
+    """``flt`` (None: every point, any status) narrowed to the first point of each item, for
+    ``VectorIndex.count``: an item of several points counts once."""
+    return replace(flt or VectorFilter(status=None), first_points=True)
 
 
 @dataclass(frozen=True)

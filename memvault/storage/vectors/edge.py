@@ -45,7 +45,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import qdrant_edge as qe
@@ -76,6 +76,7 @@ from .base import (
     canonical_id,
     check_collection_name,
     dense_list,
+    first_points_of,
     item_id,
     stored_point,
 )
@@ -395,7 +396,7 @@ class EdgeVectorIndex(VectorIndex):
             if flt is not None and flt.matches_nothing():
                 return 0
             with self._engine(collection):
-                items = replace(flt or VectorFilter(status=None), first_points=True)
+                items = first_points_of(flt)
                 return cur.shard.count(qe.CountRequest(exact=True, filter=edge_filter(items)))
 
     # --- lifecycle ---------------------------------------------------------------

@@ -25,7 +25,6 @@ import contextlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from qdrant_client import QdrantClient, models
@@ -49,6 +48,7 @@ from .base import (
     canonical_id,
     check_collection_name,
     dense_list,
+    first_points_of,
     item_id,
     stored_point,
 )
@@ -253,7 +253,7 @@ class RemoteVectorIndex(VectorIndex):
         if flt is not None and flt.matches_nothing():
             return 0
         with self._lock:
-            items = replace(flt or VectorFilter(status=None), first_points=True)
+            items = first_points_of(flt)
             return self.client.count(collection, count_filter=client_filter(items), exact=True).count
 
     # --- lifecycle ---------------------------------------------------------------
