@@ -13,6 +13,7 @@ path.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,7 @@ async def test_every_tool_argument_error_names_its_cause(tmp_path, mcp_client):
     (notes / "a.md").write_text("# Notes\nThe sweep indexes this file.\n")
     known = {**VALID, "paths": [str(notes)]}
     generic: list[str] = []
+    raw: list[str] = []
     calls = 0
     # No roots: the SDK's client cannot re-send a lone surrogate in the input-required round
     # that asks for them; the documents folder is allowed by the settings instead.
@@ -144,9 +146,38 @@ async def test_every_tool_argument_error_names_its_cause(tmp_path, mcp_client):
                     text = " ".join(getattr(x, "text", "") for x in res.content)
                     if res.is_error and is_generic(text):
                         generic.append(f"{tool.name}({prop}={label}): {text!r}")
+                    if res.is_error and ("validation error for" in text or "errors.pydantic.dev" in text):
+                        raw.append(f"{tool.name}({prop}={label}): {text!r}")
         await _still_answers(c)
     assert calls > 200
     assert not generic, "errors without a reason:\n" + "\n".join(generic)
+    assert not raw, "pydantic's raw report instead of a sentence:\n" + "\n".join(raw[:10])
+
+
+async def test_an_argument_of_the_wrong_type_is_named_with_what_was_sent(mcp_client):
+    async with mcp_client() as c:
+        text = await call_error(c, "remember", content="The build uses pnpm", importance="high")
+        assert text.startswith("remember: invalid arguments: importance:"), text
+        assert "valid number" in text and "'high'" in text and "\n" not in text
+        text = await call_error(c, "recall", query="build", k="five")
+        assert text.startswith("recall: invalid arguments: k:") and "'five'" in text, text
+        text = await call_error(c, "forget", ids="abc")
+        assert "ids: Input should be a valid list" in text and "'abc'" in text, text
+        text = await call_error(c, "remember", content="The build uses pnpm", kind="opinion")
+        assert "kind:" in text and "'preference'" in text and "'opinion'" in text, text
+        await _still_answers(c)
+
+
+async def test_kinds_match_without_regard_to_case(mcp_client):
+    async with mcp_client() as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        assert "preference" in json.dumps(tools["remember"].input_schema["properties"]["kind"])
+        stored = await call(c, "remember", content="The user prefers pnpm over npm for JavaScript projects",
+                            kind=" Preference ")
+        got = await call(c, "recall", query="which package manager", kinds=["PREFERENCE"])
+        assert [(m["id"], m["kind"]) for m in got["memories"]] == [(stored["id"], "preference")]
+        gone = await call(c, "forget", ids=[stored["id"]], kinds=["Preference"])
+        assert stored["id"] in json.dumps(gone)
 
 
 async def test_every_prompt_and_resource_error_names_its_cause(tmp_path, mcp_client):

@@ -22,7 +22,7 @@ from mcp_types import Tool as MCPTool
 from memvault import __version__
 from memvault.config import Settings
 from memvault.mcp.docs_tools import register_doc_tools
-from memvault.mcp.errors import ReasonsMiddleware, request_failure, tool_failure
+from memvault.mcp.errors import ReasonsMiddleware, argument_failure, request_failure, tool_failure
 from memvault.mcp.history_tools import register_history_tools
 from memvault.mcp.lifespan import Unavailable, make_lifespan, shared_lifespan
 from memvault.mcp.listing import lean_description, lean_schema
@@ -109,6 +109,11 @@ class MemvaultServer(MCPServer):
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
             raise tool_failure(name, exc, self._db(context)) from exc
+        except ToolError as exc:
+            reworded = argument_failure(name, exc)
+            if reworded is exc:
+                raise
+            raise reworded from exc
 
     async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
                          context: Context[Any, Any] | None = None) -> Any:

@@ -70,8 +70,28 @@ def _validation_sentence(exc: ValidationError, what: str = "invalid arguments") 
     parts = []
     for err in exc.errors()[:5]:
         where = ".".join(str(p) for p in err.get("loc", ())) or "the arguments"
-        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+        got = "" if err.get("type") == "missing" else f" (got {_shown(err.get('input'))})"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}{got}")
     return f"{what}: " + "; ".join(parts)
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """``value`` as JSON-ish text for an error message, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def argument_failure(name: str, exc: ToolError) -> ToolError:
+    """The ToolError answering a call of tool ``name`` whose arguments failed the input schema.
+
+    The SDK's own text is pydantic's multi-line report with links to pydantic's website;
+    this one names each wrong argument, what it takes and what was sent, on one line.
+    ``exc`` is returned unchanged when its cause is not a ``ValidationError``.
+    """
+    cause = exc.__cause__
+    if not isinstance(cause, ValidationError):
+        return exc
+    return ToolError(f"{name}: {_validation_sentence(cause)}; the tool's input schema lists what each argument takes")
 
 
 def tool_failure(name: str, exc: BaseException, db: Path | None = None) -> ToolError:

@@ -13,6 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from memvault.mcp.arguments import KindArg
 from memvault.mcp.ctx import Ctx, client_name, runtime
 from memvault.mcp.errors import reported
 from memvault.mcp.scope import Roots, resolve_scope
@@ -24,7 +25,6 @@ from memvault.service.recall import recall as recall_handler
 from memvault.service.remember import RememberArgs
 from memvault.service.remember import remember as remember_handler
 from memvault.service.validation import clean_label
-from memvault.vocabulary import Kind
 
 RecallProject = Annotated[
     str | None,
@@ -64,7 +64,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
         content: Annotated[str, Field(description="One self-contained statement worth keeping, e.g. 'The user prefers pnpm over npm'.")],
         ctx: Ctx,
         roots: Roots,
-        kind: Annotated[Kind, Field(description="episode and note expire by default (180 / 90 days); the others are kept.")] = "fact",
+        kind: Annotated[KindArg, Field(description="episode and note expire by default (180 / 90 days); the others are kept.")] = "fact",
         key: Annotated[str | None, Field(description="Stable slot, e.g. 'pref.package_manager'; a new value with the same key replaces the old.")] = None,
         tags: Annotated[list[str] | None, Field(description="Short labels for filtering (at most 20; case-insensitive); omitted or [] = none.")] = None,
         importance: Annotated[float | None, Field(description="0..1; omit to let memvault score it.")] = None,
@@ -92,7 +92,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
         ctx: Ctx,
         roots: Roots,
         k: Annotated[int, Field(description="How many memories to return (1-50).")] = 5,
-        kinds: Annotated[list[Kind] | None, Field(description="Only these kinds; omit for all (an empty list is refused).")] = None,
+        kinds: Annotated[list[KindArg] | None, Field(description="Only these kinds; omit for all (an empty list is refused).")] = None,
         tags: Annotated[list[str] | None, Field(description="Only memories with at least one of these tags; omit for any (an empty list is refused).")] = None,
         since: Annotated[str | None, Field(description="ISO 8601 date or time: created at or after, e.g. 2026-11-29 (from the start of that day) or 2026-11-29T14:20Z. Times without an offset are UTC.")] = None,
         until: Annotated[str | None, Field(description="ISO 8601 date or time: created at or before, through the end of what is given: 2026-11-29 includes that whole day, T14:20 that whole minute. Times without an offset are UTC.")] = None,
@@ -116,7 +116,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
         ids: Annotated[list[str] | None, Field(description="Memory ids to forget; omit to select by the other arguments (an empty list is refused).")] = None,
         key: Annotated[str | None, Field(description="Forget the memory (and with hard=true, all versions) under this key.")] = None,
         query: Annotated[str | None, Field(description="Forget memories that closely match this text (high bar; listed in the reply).")] = None,
-        kinds: Annotated[list[Kind] | None, Field(description="Only these kinds; omit for all (an empty list is refused).")] = None,
+        kinds: Annotated[list[KindArg] | None, Field(description="Only these kinds; omit for all (an empty list is refused).")] = None,
         tags: Annotated[list[str] | None, Field(description="Only memories with one of these tags; omit for any (an empty list is refused).")] = None,
         older_than_days: Annotated[float | None, Field(description="Only memories created more than this many days ago (fractions allowed: 0.5 = 12 hours), by the server's clock.")] = None,
         hard: Annotated[bool, Field(description="Purge the text from the database and history too (cannot be undone).")] = False,
