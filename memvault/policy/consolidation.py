@@ -38,7 +38,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import snowballstemmer
@@ -230,51 +230,41 @@ def most_specific(texts: Sequence[str], folded: Sequence[Folded]) -> int:
 
 
 def find_clusters(texts: Sequence[str], kinds: Sequence[str], keys: Sequence[str | None],
-                  cosines: Sequence[Sequence[float]], min_cosine: float,
-                  pairs: Sequence[tuple[int, int]] | None = None) -> list[list[int]]:
+                  cosines: Mapping[tuple[int, int], float], min_cosine: float) -> list[list[int]]:
     """Clusters of memories that restate each other, as lists of indices (each sorted, size >= 2).
 
-    ``texts``, ``kinds``, ``keys``: one per memory; ``cosines[i][j]``: cosine of memories
-    i and j (only the pairs looked at are read). ``pairs``: the (i, j) pairs worth
-    looking at (e.g. nearest neighbours); None = every pair. Complete linkage: every two
-    members of a cluster pass :func:`restates` and have compatible kinds, and a cluster
-    holds at most one distinct key. Clusters come largest first, then by first index.
+    ``texts``, ``kinds``, ``keys``: one per memory. ``cosines``: (i, j) -> cosine of
+    memories i and j for the pairs worth looking at (e.g. every pair at or above the
+    band's floor; a pair left out never merges). Complete linkage: every two members of
+    a cluster pass :func:`restates` and have compatible kinds, and a cluster holds at most
+    one distinct key. Clusters come largest first, then by first index.
     """
-    n = len(texts)
-    folded = [fold(t) for t in texts]
-    if pairs is None:
-        pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
-    ok: set[tuple[int, int]] = set()
-    for i, j in pairs:
+    folded = {i: fold(texts[i]) for pair in cosines for i in pair}
+    ok: dict[tuple[int, int], float] = {}
+    for (i, j), c in cosines.items():
         if i == j:
             continue
-        i, j = min(i, j), max(i, j)
-        c = float(cosines[i][j])
-        if compatible_kinds(kinds[i], kinds[j]) and restates(folded[i], folded[j], c, min_cosine):
-            ok.add((i, j))
-
-    def passes(i: int, j: int) -> bool:
-        return (min(i, j), max(i, j)) in ok
+        pair = (min(i, j), max(i, j))
+        if compatible_kinds(kinds[i], kinds[j]) and restates(folded[i], folded[j], float(c), min_cosine):
+            ok[pair] = float(c)
 
     member: dict[int, int] = {}
     groups: dict[int, list[int]] = {}
-    for i, j in sorted(ok, key=lambda p: (-float(cosines[p[0]][p[1]]), p)):
+    for i, j in sorted(ok, key=lambda p: (-ok[p], p)):
         gi, gj = member.get(i), member.get(j)
         if gi is not None and gi == gj:
             continue
         left = groups[gi] if gi is not None else [i]
         right = groups[gj] if gj is not None else [j]
-        if not all(passes(x, y) for x in left for y in right):
+        if not all((min(x, y), max(x, y)) in ok for x in left for y in right):
             continue
-        held = {keys[x] for x in (*left, *right)} - {None}
-        if len(held) > 1:
+        if len({keys[x] for x in (*left, *right)} - {None}) > 1:
             continue
         merged = sorted({*left, *right})
-        gid = min(merged)
         for g in (gi, gj):
             if g is not None:
                 groups.pop(g, None)
-        groups[gid] = merged
+        groups[merged[0]] = merged
         for x in merged:
-            member[x] = gid
+            member[x] = merged[0]
     return sorted(groups.values(), key=lambda g: (-len(g), g[0]))
