@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import pytest
 
 from tests.conftest import CLIENT_NAME, call, call_error, db_rows
@@ -125,3 +126,23 @@ async def test_bad_arguments_are_refused_with_what_is_allowed(tmp_path, mcp_clie
         assert "no memories in project 'nowhere'" in text
         plain = await call_error(c, "restore", id=(await call(c, "recall", query="pnpm"))["memories"][0]["id"])
         assert "already active" in plain
+
+
+async def test_periodic_job_is_off_by_default_and_applies_when_set(tmp_path, mcp_client):
+    from memvault.config import Settings
+
+    assert Settings().policies.consolidate_every_hours is None
+    d = tmp_path / "d"
+    async with mcp_client(d, project="shop", flush_interval_s=0.1, consolidate_every_hours=0.0001) as c:
+        ids = await _store(c, PNPM)
+        apart = await _store(c, [(t, [], 0.6) for t in DISTINCT])
+        for _ in range(300):  # the job runs every 0.36 s; give it up to 30 s on a loaded machine
+            if {s for (s,) in db_rows(d, "SELECT status FROM memories WHERE id IN (?,?,?)", tuple(ids))} == \
+                    {"superseded"}:
+                break
+            await anyio.sleep(0.1)
+        [(merged,)] = db_rows(d, "SELECT DISTINCT superseded_by FROM memories WHERE id IN (?,?,?)", tuple(ids))
+        assert merged is not None
+        assert db_rows(d, "SELECT actor FROM memory_history WHERE memory_id=? AND action='add'", (merged,)) == \
+            [("memvault:consolidate",)]
+        assert {s for (s,) in db_rows(d, "SELECT status FROM memories WHERE id IN (?,?)", tuple(apart))} == {"active"}
