@@ -85,6 +85,8 @@ def _text(res: dict) -> str:
         out += [f"  - {m['id']}  {m['content_preview']}" for m in p["members"]]
     where = res["scope"]["project"] or "(global)"
     verb = "applied" if res["applied"] else "proposed"
+    hint = ("Run again with --apply to write them; the restore tool, given a merged id, undoes a merge."
+            if res["proposals"] and not res["applied"] else res["hint"])
     out.append(f"{len(res['proposals'])} of {res['clusters_found']} merges {verb} in project {where} "
-               f"({res['scanned']} memories compared). {res['hint']}")
+               f"({res['scanned']} memories compared). {hint}")
     return "\n".join(out) + "\n"

@@ -94,6 +94,7 @@ async def test_apply_supersedes_members_and_restore_undoes_it_losing_nothing(tmp
         assert set(ids) <= set(found_ids) and merged not in found_ids
         h = await call(c, "history", id=merged)
         assert [e["action"] for e in h["entries"]] == ["forgotten", "added"]
+        assert h["entries"][1]["consolidated_from"] == ids and h["entries"][0]["consolidated_from"] is None
     assert _rows(d, ids + apart) == before  # every field of every member as it was
     assert db_rows(d, "SELECT status, index_state FROM memories WHERE id=?", (merged,)) == [("deleted", "indexed")]
     states = db_rows(d, "SELECT status, superseded_by, index_state FROM memories WHERE id IN (?,?,?)", tuple(ids))
@@ -133,9 +134,10 @@ async def test_periodic_job_is_off_by_default_and_applies_when_set(tmp_path, mcp
 
     assert Settings().policies.consolidate_every_hours is None
     d = tmp_path / "d"
-    async with mcp_client(d, project="shop", flush_interval_s=0.1, consolidate_every_hours=0.0001) as c:
+    async with mcp_client(d, project="shop") as c:  # stored first, so that no run sees half of them
         ids = await _store(c, PNPM)
         apart = await _store(c, [(t, [], 0.6) for t in DISTINCT])
+    async with mcp_client(d, project="shop", flush_interval_s=0.1, consolidate_every_hours=0.0001):
         for _ in range(300):  # the job runs every 0.36 s; give it up to 30 s on a loaded machine
             if {s for (s,) in db_rows(d, "SELECT status FROM memories WHERE id IN (?,?,?)", tuple(ids))} == \
                     {"superseded"}:

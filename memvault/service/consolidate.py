@@ -212,6 +212,7 @@ def _merge(rows: list[MemoryRow], cluster: list[int], now: float, rt: Runtime) -
         expires_at=to_iso(row.expires_at),
         members=[ProposalMember(id=m.id, content_preview=preview(m.content, PREVIEW_CHARS), kind=m.kind,
                                 created_at=to_iso(m.created_at)) for m in members],
+        merged_id=None,
     )
     return _Merge(members, kept, row, proposal)
 
@@ -240,6 +241,14 @@ async def merged_members(rt: Runtime, row: MemoryRow) -> tuple[str, list[str]] |
     return None
 
 
+def _comes_back(member: MemoryRow, merged: MemoryRow, action: str, now: float) -> bool:
+    """Whether a member of ``merged``'s merge is restored by its undo: still superseded by it,
+    unexpired, and not holding the key of a merged memory that stays (``action`` reinforce)."""
+    alive = member.expires_at is None or member.expires_at > now
+    clash = action != "add" and merged.key is not None and member.key == merged.key
+    return member.status == "superseded" and member.superseded_by == merged.id and alive and not clash
+
+
 async def undo_merge(rt: Runtime, row: MemoryRow, now: float, *, actor: str | None) -> RestoreResult | None:
     """Undo the latest merge recorded on the active memory ``row``; None when it merged nothing.
     Call with ``write_lock`` held.
@@ -255,9 +264,7 @@ async def undo_merge(rt: Runtime, row: MemoryRow, now: float, *, actor: str | No
         return None
     action, ids = found
     rows = {r.id: r for r in await rt.facts.get(ids) if r.user_id == row.user_id}
-    back = [rows[i] for i in ids if i in rows and rows[i].status == "superseded" and rows[i].superseded_by == row.id
-            and (rows[i].expires_at is None or rows[i].expires_at > now)
-            and not (action != "add" and row.key is not None and rows[i].key == row.key)]
+    back = [r for r in (rows[i] for i in ids if i in rows) if _comes_back(r, row, action, now)]
     if not back:
         raise Conflict(f"memory {row.id} merged {len(ids)} memories, but none of them is still superseded by it "
                        "(restored, forgotten or erased since); nothing to undo")

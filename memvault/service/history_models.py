@@ -48,6 +48,7 @@ class HistoryItem(BaseModel):
                                 "content_repeated.")
     content_truncated: bool = False
     content_repeated: bool = Field(False, description="Same text as this memory's newer entry above; not repeated.")
+    consolidated_from: list[str] | None = Field(None, description="Ids of the memories this change merged.")
 
 
 class HistoryResult(BaseModel):
