@@ -15,9 +15,9 @@ from tests.conftest import CLIENT_NAME, call, call_error, db_rows
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 PNPM = [
-    ("The user prefers pnpm", ["tooling"], 0.6),
-    ("The user uses pnpm for every project", ["node"], 0.7),
-    ("The user switched the monorepo to pnpm", [], 0.5),
+    ("The user prefers pnpm", ["tooling"], 0.6, "pref.package_manager"),
+    ("The user uses pnpm for every project", ["node"], 0.7, None),
+    ("The user switched the monorepo to pnpm", [], 0.5, None),
 ]
 DISTINCT = ["The API server listens on port 8080", "The API server listens on port 8081"]
 FIELDS = "id, user_id, project, kind, key, content, tags, importance, confidence, source, created_at, expires_at"
@@ -25,8 +25,9 @@ FIELDS = "id, user_id, project, kind, key, content, tags, importance, confidence
 
 async def _store(c, items) -> list[str]:
     ids = []
-    for content, tags, importance in items:
-        r = await call(c, "remember", content=content, tags=tags, importance=importance, kind="preference")
+    for content, tags, importance, *key in items:
+        r = await call(c, "remember", content=content, tags=tags, importance=importance, kind="preference",
+                       key=key[0] if key else None)
         assert r["status"] == "stored", r
         ids.append(r["id"])
     return ids
@@ -51,7 +52,7 @@ async def test_dry_run_proposes_and_writes_nothing(tmp_path, mcp_client):
         assert sorted(p["member_ids"]) == sorted(ids) and not set(p["member_ids"]) & set(apart)
         assert p["kept_id"] == ids[2] and p["content"] == PNPM[2][0]  # the most content words
         assert p["importance"] == 0.7 and sorted(p["tags"]) == ["node", "tooling"]
-        assert p["sources"] == [CLIENT_NAME] and p["merged_id"] is None
+        assert p["sources"] == [CLIENT_NAME] and p["merged_id"] is None and p["key"] == "pref.package_manager"
         assert [m["id"] for m in p["members"]] == ids  # oldest first
         assert (db_rows(d, "SELECT * FROM memories ORDER BY id"), db_rows(d, "SELECT * FROM memory_history")) == before
 
@@ -77,6 +78,8 @@ async def test_apply_supersedes_members_and_restore_undoes_it_losing_nothing(tmp
         [(new,)] = db_rows(d, "SELECT new FROM memory_history WHERE memory_id=? AND action='add'", (merged,))
         assert json.loads(new)["consolidated_from"] == ids
         assert _rows(d, apart) == {i: before[i] for i in apart}  # the distinct pair is untouched
+        prof = await call(c, "get_profile")
+        assert prof["preferences"]["pref.package_manager"]["id"] == merged  # the merged memory holds the key
 
         found = await call(c, "recall", query="which package manager does the user use", k=10)
         found_ids = [m["id"] for m in found["memories"]]
@@ -92,6 +95,8 @@ async def test_apply_supersedes_members_and_restore_undoes_it_losing_nothing(tmp
         found = await call(c, "recall", query="which package manager does the user use", k=10)
         found_ids = [m["id"] for m in found["memories"]]
         assert set(ids) <= set(found_ids) and merged not in found_ids
+        prof = await call(c, "get_profile")
+        assert prof["preferences"]["pref.package_manager"]["id"] == ids[0]  # the key is back with its member
         h = await call(c, "history", id=merged)
         assert [e["action"] for e in h["entries"]] == ["forgotten", "added"]
         assert h["entries"][1]["consolidated_from"] == ids and h["entries"][0]["consolidated_from"] is None
