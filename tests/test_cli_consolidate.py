@@ -46,3 +46,20 @@ async def test_cli_lists_then_applies_the_merges(tmp_path, mcp_client, model_cac
     statuses = dict(db_rows(d, "SELECT id, status FROM memories"))
     assert [statuses[i] for i in ids] == ["superseded"] * 3 + ["active"] * 2 and statuses[p["merged_id"]] == "active"
     assert db_rows(d, "SELECT actor FROM memory_history WHERE memory_id=?", (p["merged_id"],)) == [("memvault-cli",)]
+
+
+@pytest.mark.anyio
+async def test_cli_refuses_while_an_owner_holds_the_data_dir(tmp_path, mcp_client, model_cache):
+    from memvault.mcp.owner import owner_lock
+    from memvault.mcp.owner_files import owner_files
+
+    d = tmp_path / "d"
+    async with mcp_client(d, project="shop") as c:
+        await call(c, "remember", content=TEXTS[0], importance=0.6)
+    before = db_rows(d, "SELECT * FROM memories ORDER BY id")
+    with owner_lock(owner_files(d)):  # this process stands in for a running owner
+        got = run(tmp_path, server_env(d, model_cache), "--project", "shop", "--apply")
+    assert got.returncode == 1 and got.stdout == ""
+    assert "consolidate opens the vector index, which the owner holds" in got.stderr
+    assert "run consolidate again. Nothing was written." in got.stderr
+    assert db_rows(d, "SELECT * FROM memories ORDER BY id") == before
