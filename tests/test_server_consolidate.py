@@ -153,3 +153,23 @@ async def test_periodic_job_is_off_by_default_and_applies_when_set(tmp_path, mcp
         assert db_rows(d, "SELECT actor FROM memory_history WHERE memory_id=? AND action='add'", (merged,)) == \
             [("memvault:consolidate",)]
         assert {s for (s,) in db_rows(d, "SELECT status FROM memories WHERE id IN (?,?)", tuple(apart))} == {"active"}
+
+
+async def test_undo_of_a_merge_into_an_existing_memory_keeps_that_memory(tmp_path, mcp_client):
+    d = tmp_path / "d"
+    async with mcp_client(d, project="shop") as c:
+        [kept] = await _store(c, [("The user prefers pnpm", [], 0.6)])
+        ids = await _store(c, [(t, [], 0.6) for t, *_ in PNPM[1:]])
+        before = _rows(d, ids)
+        # the same text again, naming two others in supersedes: the existing memory absorbs them
+        r = await call(c, "remember", content="The user prefers pnpm", supersedes=ids, kind="preference")
+        assert r["status"] == "superseded" and r["id"] == kept
+        [(new,)] = db_rows(d, "SELECT new FROM memory_history WHERE memory_id=? AND action='reinforce'", (kept,))
+        assert json.loads(new)["consolidated_from"] == ids
+
+        undo = await call(c, "restore", id=kept)
+        assert undo["restored_ids"] == ids and undo["retired_ids"] == [] and "stays" in undo["reason"]
+        again = await call_error(c, "restore", id=kept)
+        assert "none of them is still superseded by it" in again
+    assert _rows(d, ids) == before
+    assert db_rows(d, "SELECT status FROM memories WHERE id=?", (kept,)) == [("active",)]
