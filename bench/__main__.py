@@ -6,7 +6,8 @@
 ``longmemeval`` (all eligible questions unless ``--lme-limit``), ``beir`` (SciFact and
 CMRC-zh through the documents path, with BM25 / dense / keyword rows), ``speed``
 (memvault and mcp-server-qdrant over MCP stdio at ``--sizes``) and ``owner`` (memvault
-forwarded to its owner process against ``--no-owner``, at ``--sizes``). Peers run from their own
+forwarded to its owner process against ``--no-owner``, at ``--sizes``) and ``consolidation``
+(merges of restatements on the labelled set in tests/data). Peers run from their own
 venvs / npm folders outside the repo, made on first use (PyPI / npm only; see
 bench/peer_env.py); ``--no-peers`` leaves them out. Each bench prints its table and writes
 its JSON to bench/results; ``all`` ends with a headline table (also written as
@@ -27,7 +28,8 @@ import anyio
 
 from bench.common import DEFAULT_MODEL_CACHE, RESULTS, environment, md_table
 
-ORDER = ("locomo", "peer_qdrant", "peer_mem0", "peer_kgmemory", "longmemeval", "beir", "speed", "owner")
+ORDER = ("locomo", "peer_qdrant", "peer_mem0", "peer_kgmemory", "longmemeval", "beir", "speed", "owner",
+         "consolidation")
 PEERS = ("peer_qdrant", "peer_mem0", "peer_kgmemory")
 
 
@@ -87,6 +89,10 @@ def headline(payloads: dict[str, dict[str, Any]]) -> str:
                      "(load)", f"memvault {r['mode']} ({r['processes']})",
                      f"{r['handshake_ms']:.0f} / {r['recall_p50_ms']:.1f} / {r['remember_p50_ms']:.1f}, "
                      f"{r['rss_idle_mb']:.0f} ({r['loadavg'][0]:.1f})"])
+    if c := payloads.get("consolidation", {}).get("store"):
+        rows.append([f"consolidation set ({c['cluster_pairs']} restatement / {c['distinct_pairs']} distinct pairs)",
+                     "pair recall / distinct merged", "memvault consolidate",
+                     f"{c['pair_recall']:.3f} / {c['distinct_merged']}"])
     return md_table(["set", "metric", "system", "value"], rows)
 
 

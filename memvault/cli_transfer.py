@@ -132,10 +132,11 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 @contextmanager
-def _no_owner(settings: Settings) -> Iterator[str | None]:
+def _no_owner(settings: Settings, command: str = "import", rule: str = "writes only while no owner runs"
+              ) -> Iterator[str | None]:
     """Hold the data dir's owner start lock and owner lock for the block, so no owner serves
     it meanwhile (a client started meanwhile waits for the start lock). Yields None, or
-    why the import is refused (an owner runs), holding nothing then."""
+    why ``command`` is refused (an owner runs; ``rule`` says why it must not), holding nothing then."""
     import fcntl
     import time
 
@@ -171,9 +172,9 @@ def _no_owner(settings: Settings) -> Iterator[str | None]:
                 status = None
             who = (f"the owner process (pid {status['pid']}) serves {status['connections']} client(s)"
                    if status else "an owner process holds")
-            yield (f"{who} from {settings.storage.data_dir}; import writes only while no owner runs. Close the "
+            yield (f"{who} from {settings.storage.data_dir}; {command} {rule}. Close the "
                    f"clients (the owner exits {settings.server.owner_idle_s:g} s after the last one leaves) and run "
-                   f"import again. Nothing was written.")
+                   f"{command} again. Nothing was written.")
     finally:
         os.close(fd)
 

@@ -121,6 +121,15 @@ class PolicySettings(_Group):
         "near duplicate (calibrated for multilingual-e5-small; see policy/dedup.py).",
     )
     capacity_per_scope: int = Field(default=50_000, ge=10, description="Active memories per (user, project).")
+    consolidate_min_cosine: float = Field(
+        default=0.88, gt=0, le=1,
+        description="Floor of the cosine band in which consolidate compares memories for restatements (the "
+        "word guard decides; calibrated on tests/data/consolidation_set.jsonl, see policy/consolidation.py).",
+    )
+    consolidate_every_hours: float | None = Field(
+        default=None, gt=0,
+        description="Apply consolidate to every scope this often, hours (unset = never: run it by hand).",
+    )
     ttl_days_episode: float | None = Field(default=180.0, gt=0, description="Default TTL of an episode, days.")
     ttl_days_note: float | None = Field(default=90.0, gt=0, description="Default TTL of a note, days.")
     ttl_days_fact: float | None = Field(default=None, gt=0, description="Default TTL of a fact, days (unset = none).")

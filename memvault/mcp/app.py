@@ -21,6 +21,7 @@ from mcp_types import Tool as MCPTool
 
 from memvault import __version__
 from memvault.config import Settings
+from memvault.mcp.consolidate_tools import register_consolidate_tools
 from memvault.mcp.docs_tools import register_doc_tools
 from memvault.mcp.errors import ReasonsMiddleware, argument_failure, request_failure, tool_failure
 from memvault.mcp.history_tools import register_history_tools
@@ -234,6 +235,7 @@ def _server(lifespan: Any, cwd: Path | None) -> MemvaultServer:
     )
     register_memory_tools(mcp)
     register_history_tools(mcp)
+    register_consolidate_tools(mcp)
     register_doc_tools(mcp)
     register_profile_tools(mcp)
     return mcp

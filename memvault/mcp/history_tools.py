@@ -22,7 +22,8 @@ from memvault.service.restore import restore as restore_handler
 from memvault.service.validation import clean_label
 
 RESTORE_DESCRIPTION = (
-    "Bring back a forgotten or superseded memory by id (not an erased one); it takes its key back."
+    "Bring back a forgotten or superseded memory by id (not an erased one); it takes its key back; "
+    "undoes a merge."
 )
 
 HISTORY_DESCRIPTION = "A memory's changes (or a key's, across its memories), newest first: what, when, who, text."

@@ -25,7 +25,7 @@ from memvault.service.history_models import HistoryItem, HistoryResult
 from memvault.service.models import Scope
 from memvault.service.project import make_scope
 from memvault.service.runtime import Runtime
-from memvault.storage.facts import HistoryEntry
+from memvault.storage.facts import CONSOLIDATED_FROM, HistoryEntry
 from memvault.storage.history import HistoryStore
 
 MAX_LIMIT = 100
@@ -102,8 +102,13 @@ def _items(entries: list[tuple[HistoryEntry, str]], per_item: int, budget: int) 
             reason=e.reason, project=project, status=_text(snap.get("status")),
             key=_text(snap.get("key")), superseded_by=_text(snap.get("superseded_by")), content=content,
             content_truncated=content is not None and content != text, content_repeated=repeated,
+            consolidated_from=_ids(snap.get(CONSOLIDATED_FROM)),
         ))
     return items, cut
+
+
+def _ids(value: object) -> list[str] | None:
+    return [i for i in value if isinstance(i, str)] if isinstance(value, list) else None
 
 
 def _text(value: object) -> str | None:

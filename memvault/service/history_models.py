@@ -13,18 +13,21 @@ from memvault.service.models import Scope
 
 
 class RestoreResult(BaseModel):
-    """Outcome of ``restore``: the memory is active and recalled again."""
+    """Outcome of ``restore``: the memory is active and recalled again; or, for a merged
+    memory (``consolidate``), the merge is undone: its members are active again."""
 
     id: str
-    status: Literal["restored"] = "restored"
-    previous_status: Literal["deleted", "superseded"] = Field(
-        description="deleted (forgotten or evicted) or superseded, before the restore.")
+    status: Literal["restored", "merge_undone"] = "restored"
+    previous_status: Literal["deleted", "superseded", "active"] = Field(
+        description="deleted (forgotten or evicted) or superseded, before the restore; active for a merge undone.")
     content_preview: str
     kind: str
     key: str | None = None
     expires_at: str | None = None
     superseded_ids: list[str] = Field(
         default_factory=list, description="Active memories it displaced (they held its key); now superseded by it.")
+    restored_ids: list[str] = Field(default_factory=list, description="Merge undone: the members active again.")
+    retired_ids: list[str] = Field(default_factory=list, description="Merge undone: the merged memory, now forgotten.")
     reason: str = Field(description="What was done, in one sentence.")
     scope: Scope = Field(description="The memory's own project.")
 
@@ -45,6 +48,7 @@ class HistoryItem(BaseModel):
                                 "content_repeated.")
     content_truncated: bool = False
     content_repeated: bool = Field(False, description="Same text as this memory's newer entry above; not repeated.")
+    consolidated_from: list[str] | None = Field(None, description="Ids of the memories this change merged.")
 
 
 class HistoryResult(BaseModel):

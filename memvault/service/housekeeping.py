@@ -4,8 +4,9 @@ Start-up (once the model and index are loaded): check the index against SQLite a
 rebuild what disagrees (``index_health``; expired memories are purged on the way), purge
 expired tasks, re-weigh documents indexed under an older keyword weighting.
 While serving: flush the embedded index every ``flush_interval_s`` (power-loss safety;
-Qdrant Edge's WAL already survives a process crash) and sweep expired records every
-``SWEEP_INTERVAL_S``.
+Qdrant Edge's WAL already survives a process crash), sweep expired records every
+``SWEEP_INTERVAL_S`` and, when ``policies.consolidate_every_hours`` is set (off by
+default), apply ``consolidate`` to every scope that often.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 
 import anyio
 
+from memvault.service.consolidate import consolidate_all
 from memvault.service.docs_index import reweigh_documents
 from memvault.service.index_health import heal_index
 from memvault.service.indexing import sweep_expired
@@ -43,13 +45,22 @@ async def after_ready(rt: Runtime) -> None:
 
 
 async def housekeeping(rt: Runtime) -> None:
-    """Run forever (until cancelled): flush the index and sweep expired records on their timers."""
+    """Run forever (until cancelled): flush the index, sweep expired records and (when set)
+    consolidate on their timers."""
     await rt.loaded()
-    since_sweep = 0.0
+    since_sweep = since_consolidate = 0.0
     interval = rt.settings.storage.flush_interval_s
+    every_h = rt.settings.policies.consolidate_every_hours
     while True:
         await anyio.sleep(interval)
         since_sweep += interval
+        since_consolidate += interval
+        if every_h is not None and since_consolidate >= every_h * 3600.0 and rt.error is None:
+            since_consolidate = 0.0
+            try:
+                await consolidate_all(rt)
+            except Exception:
+                log.exception("periodic consolidation failed (will retry at the next period)")
         if rt.vectors is not None:
             try:
                 await rt.run_sync(rt.vectors.flush)

@@ -4,7 +4,9 @@ Policies applied here (DESIGN "Policies"): secrets refused, importance scored an
 low-value writes declined unless forced, TTL resolved, exact and near duplicates
 reinforced (taking the write's key, tags, explicit TTL and supersessions), same ``key``
 or explicit ``supersedes`` superseded, per-scope capacity enforced by evicting the
-lowest retention scores.
+lowest retention scores. A write naming two or more memories in ``supersedes`` merges
+them: its history entry names them (``consolidated_from``, as ``consolidate`` records),
+so ``restore`` of the written memory undoes the merge.
 """
 
 from __future__ import annotations
@@ -115,8 +117,10 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
         keyed = await rt.facts.active_by_key(user, project, key, now) if key is not None else []
         old_rows = list({r.id: r for r in [*keyed, *named]}.values())
         explicit_expiry = expires_at if ttl_days is not None else None
+        # Two or more memories named in supersedes are merged into this write: its history names them.
+        merges = list(supersedes) if len(named) >= 2 else []  # in the order given
         write = _Write(importance=importance, key=key, tags=tags, expires_at=explicit_expiry, source=source,
-                       replaces=old_rows)
+                       replaces=old_rows, merges=merges)
 
         # 2. exact duplicate (same scope and kind, a compatible key, not named in supersedes)
         # The hash folds case and spacing only; the same content words decide ("100 Mb" is not "100 MB").
@@ -152,7 +156,7 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
             created_at=args.created_at or now, updated_at=now, last_accessed_at=args.created_at or now,
             expires_at=expires_at, content_hash=chash, embedding_model=emb.model_id,
         )
-        await rt.facts.add(row, supersede=old_rows, actor=source)
+        await rt.facts.add(row, supersede=old_rows, actor=source, consolidated_from=merges)
         await index_rows(rt, [row], dense=[windows])
         await unindex_rows(rt, old_rows)
 
@@ -220,6 +224,7 @@ class _Write:
     expires_at: float | None  # from an explicit ttl_days only
     source: str | None
     replaces: list[MemoryRow]  # named in supersedes, or holding the key
+    merges: list[str] = field(default_factory=list)  # ids named in supersedes when two or more: a merge
 
 
 def _replaces(key: str | None, named: list[MemoryRow], keyed: list[MemoryRow]) -> str:
@@ -257,7 +262,8 @@ async def _absorb(rt: Runtime, scope: Scope, row: MemoryRow, w: _Write, now: flo
                     f"({', '.join(dict.fromkeys(how))}; kept in history, no longer recalled)")
     reason = "; ".join(done) + (hint if not old else "")
     row = await rt.facts.reinforce(row, importance=w.importance, now=now, actor=w.source, reason=reason,
-                                   key=w.key, tags=merged, expires_at=w.expires_at, supersede=old)
+                                   key=w.key, tags=merged, expires_at=w.expires_at, supersede=old,
+                                   consolidated_from=w.merges)
     if row.index_state == "pending":  # key, tags or expiry changed: the engine filters on them
         _, vectors = await rt.ready()
         await rt.run_sync(vectors.set_payload, MEMORY_COLLECTION, [row.id], memory_payload(row))

@@ -3,6 +3,9 @@
 Rules:
 
 - Only the caller's own memories, in any of the user's projects (as ``forget`` by ids).
+- An active memory that merged others (``consolidate``, or ``remember`` superseding two or
+  more ids) undoes that merge: the members come back, the merged memory is retired
+  (``service.consolidate.undo_merge``).
 - An erased memory (``forget(hard=true)``, or expired and swept) cannot come back: its
   text is gone; the error says so.
 - An active memory is refused (nothing to restore), and so is one whose TTL has passed:
@@ -28,6 +31,7 @@ from memvault.clock import to_iso
 from memvault.policy.dedup import content_words
 from memvault.policy.text import preview
 from memvault.service import validation as v
+from memvault.service.consolidate import undo_merge
 from memvault.service.errors import Conflict, NotFound
 from memvault.service.history_models import RestoreResult
 from memvault.service.indexing import index_rows, unindex_rows
@@ -59,6 +63,9 @@ async def restore(rt: Runtime, user_id: str, memory_id: str, *, actor: str | Non
             raise Conflict(f"memory {mid} cannot be restored: its TTL ran out at {to_iso(row.expires_at)}, so it "
                            "is erased at the next sweep; store its text again with remember to keep it")
         if row.status == "active":
+            undone = await undo_merge(rt, row, now, actor=actor)
+            if undone is not None:
+                return undone
             raise Conflict(f"memory {mid} is already active; nothing to restore")
         await _refuse_duplicate(rt, row, now)
         holders = [r for r in await rt.facts.active_by_key(user_id, row.project, row.key, now) if r.id != row.id] \

@@ -69,9 +69,13 @@ class MemoryRow:
     superseded_by: str | None = None
     index_state: str = "pending"
 
-    def snapshot(self) -> str:
-        """JSON of the row for the history table."""
-        return json.dumps(asdict(self), ensure_ascii=False)
+    def snapshot(self, consolidated_from: Sequence[str] = ()) -> str:
+        """JSON of the row for the history table; ``consolidated_from`` (ids of the memories
+        this one stands for, when it merges them) is added as a field of that name."""
+        data = asdict(self)
+        if consolidated_from:
+            data[CONSOLIDATED_FROM] = list(consolidated_from)
+        return json.dumps(data, ensure_ascii=False)
 
 
 @dataclass
@@ -92,9 +96,14 @@ MEMORY_STATUSES = ("active", "superseded", "deleted")
 
 HISTORY_ACTIONS = ("add", "reinforce", "supersede", "delete", "evict", "expire", "purge", "restore")
 """Values of ``memory_history.action``. ``restore`` (``FactStore.restore``) brings a deleted or
-superseded memory back. A merge of memories, when one exists, records ``consolidated_from`` on
-the merged memory (its ``new`` snapshot naming the sources) and a ``supersede`` on each source:
-``FactStore.restore`` of the sources with the merged memory displaced undoes it in one transaction."""
+superseded memory back. A merge of memories (``consolidate``, or ``remember`` superseding two or
+more ids) records ``consolidated_from`` on the merged memory (the ``new`` snapshot of its ``add``
+or ``reinforce`` entry holds a ``consolidated_from`` list naming the sources) and a ``supersede``
+on each source: ``FactStore.restore`` of the sources with the merged memory retired undoes it in
+one transaction."""
+
+CONSOLIDATED_FROM = "consolidated_from"
+"""Field of a history ``new`` snapshot: the ids of the memories the memory merged (see HISTORY_ACTIONS)."""
 INDEX_STATES = ("pending", "indexed")
 
 
@@ -402,6 +411,19 @@ class FactStore:
             [*params, _LN_MIN_RECENCY, now, decay, int(limit)],
         )
 
+    async def active_scopes(self, now: float) -> list[tuple[str, str]]:
+        """Every (user id, project) holding at least one active, unexpired memory, sorted."""
+        alive, p = _alive(now)
+        rows = await self._db.fetchall(
+            f"SELECT DISTINCT user_id, project FROM memories WHERE status='active' AND {alive} ORDER BY 1, 2", p)
+        return [(str(u), str(pr)) for u, pr in rows]
+
+    async def has_project(self, user_id: str, project: str) -> bool:
+        """Whether ``user_id`` has or had a memory (any status) in ``project``."""
+        row = await self._db.fetchone("SELECT 1 FROM memories WHERE user_id=? AND project=? LIMIT 1",
+                                      [user_id, project])
+        return row is not None
+
     async def counts_by_kind(self, user_id: str, projects: Sequence[str], now: float) -> dict[str, int]:
         """Active, unexpired memories per kind over the given projects."""
         alive, p = _alive(now)
@@ -477,33 +499,58 @@ class FactStore:
 
     # ------------------------------------------------------------------ writes
     async def add(self, row: MemoryRow, *, supersede: Sequence[MemoryRow] = (), actor: str | None,
-                  reason: str | None = None) -> None:
+                  reason: str | None = None, consolidated_from: Sequence[str] = ()) -> None:
         """Insert ``row`` (index_state pending) and mark ``supersede`` rows superseded by it.
 
-        One transaction; history gets an ``add`` entry and one ``supersede`` per old row.
+        One transaction; history gets an ``add`` entry (its ``new`` snapshot naming
+        ``consolidated_from``, when given: the row merges those memories) and one
+        ``supersede`` per old row.
         """
         async with self._db.transaction() as tx:
-            await tx.execute(
-                f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES ({_marks(20)})",
-                [row.id, row.user_id, row.project, row.kind, row.key, row.content,
-                 json.dumps(row.tags, ensure_ascii=False), row.importance, row.confidence, row.source,
-                 row.created_at, row.updated_at, row.last_accessed_at, row.access_count, row.expires_at,
-                 row.status, row.superseded_by, row.content_hash, row.embedding_model, "pending"],
-            )
-            await self._history(tx, row, "add", actor, row.created_at, None, row.snapshot(), reason)
-            for old in supersede:
-                await self._supersede(tx, old, by=row.id, at=row.created_at, actor=actor)
+            await self._insert(tx, row, supersede, actor=actor, reason=reason, consolidated_from=consolidated_from)
+
+    async def _insert(self, tx: Transaction, row: MemoryRow, supersede: Sequence[MemoryRow], *, actor: str | None,
+                      reason: str | None, consolidated_from: Sequence[str], at: float | None = None) -> None:
+        await tx.execute(
+            f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES ({_marks(20)})",
+            [row.id, row.user_id, row.project, row.kind, row.key, row.content,
+             json.dumps(row.tags, ensure_ascii=False), row.importance, row.confidence, row.source,
+             row.created_at, row.updated_at, row.last_accessed_at, row.access_count, row.expires_at,
+             row.status, row.superseded_by, row.content_hash, row.embedding_model, "pending"],
+        )
+        when = row.created_at if at is None else at
+        await self._history(tx, row, "add", actor, when, None, row.snapshot(consolidated_from), reason)
+        for old in supersede:
+            await self._supersede(tx, old, by=row.id, at=when, actor=actor)
+
+    async def consolidate(self, merges: Sequence[tuple[MemoryRow, Sequence[MemoryRow]]], *, now: float,
+                          actor: str | None, reason: str) -> None:
+        """Write each merged row and mark its members superseded by it, all in one transaction.
+
+        ``merges``: (merged row, its members). The merged row keeps its own ``created_at``
+        (the earliest member's); its ``add`` history entry is dated ``now`` (unix s) and
+        names the members (``consolidated_from``); each member gets a ``supersede`` entry.
+        Rows are left pending for the index.
+        """
+        if not merges:
+            return
+        async with self._db.transaction() as tx:
+            for row, members in merges:
+                await self._insert(tx, row, members, actor=actor, reason=reason,
+                                   consolidated_from=[m.id for m in members], at=now)
 
     async def reinforce(self, row: MemoryRow, *, importance: float, now: float, actor: str | None,
                         reason: str, key: str | None = None, tags: Sequence[str] | None = None,
-                        expires_at: float | None = None, supersede: Sequence[MemoryRow] = ()) -> MemoryRow:
+                        expires_at: float | None = None, supersede: Sequence[MemoryRow] = (),
+                        consolidated_from: Sequence[str] = ()) -> MemoryRow:
         """Count a repeated write: access_count + 1, importance = max(old, new), touched now.
 
         The same write may also give the row a ``key``, new ``tags`` (the full list) or an
         ``expires_at`` (unix s), and mark ``supersede`` rows superseded by it; None leaves a
         field as it is. When the key, tags or expiry change, the row's index entry is marked
         pending (its payload must be rewritten, then ``mark_indexed``). One transaction;
-        history gets a ``reinforce`` entry and one ``supersede`` per old row.
+        history gets a ``reinforce`` entry (naming ``consolidated_from``, when given) and one
+        ``supersede`` per old row.
         """
         before = row.snapshot()
         new_key = row.key if key is None else key
@@ -523,22 +570,25 @@ class FactStore:
                 [row.access_count, row.importance, now, now, row.key, json.dumps(row.tags, ensure_ascii=False),
                  row.expires_at, row.index_state, row.id],
             )
-            await self._history(tx, row, "reinforce", actor, now, before, row.snapshot(), reason)
+            await self._history(tx, row, "reinforce", actor, now, before, row.snapshot(consolidated_from), reason)
             for old in supersede:
                 await self._supersede(tx, old, by=row.id, at=now, actor=actor)
         return row
 
     async def restore(self, rows: Sequence[MemoryRow], *, now: float, actor: str | None, reason: str,
-                      displace: Sequence[tuple[MemoryRow, str]] = ()) -> None:
-        """Bring ``rows`` (deleted or superseded) back as active, and mark each ``displace``
-        row superseded by the id paired with it (a restored row taking its key slot back).
+                      displace: Sequence[tuple[MemoryRow, str]] = (), retire: Sequence[MemoryRow] = ()) -> None:
+        """Bring ``rows`` (deleted or superseded) back as active, mark each ``displace``
+        row superseded by the id paired with it (a restored row taking its key slot back),
+        and each ``retire`` row deleted (soft, history ``delete`` with ``reason``: a merge
+        undone).
 
         Each restored row: status active, no ``superseded_by``, updated and last accessed
         ``now`` (unix s), index entry pending (the caller indexes it, then ``mark_indexed``).
-        One transaction; history gets a ``restore`` entry per row (old and new snapshots)
-        and a ``supersede`` per displaced row. The ``MemoryRow`` objects are updated too.
+        One transaction; history gets a ``restore`` entry per row (old and new snapshots),
+        a ``supersede`` per displaced row and a ``delete`` per retired row. The ``MemoryRow``
+        objects are updated too.
         """
-        if not rows:
+        if not rows and not retire:
             return
         async with self._db.transaction() as tx:
             for row in rows:
@@ -553,6 +603,8 @@ class FactStore:
                 await self._history(tx, row, "restore", actor, now, before, row.snapshot(), reason)
             for old, by in displace:
                 await self._supersede(tx, old, by=by, at=now, actor=actor)
+            for gone in retire:
+                await self._set_status(tx, gone, "deleted", action="delete", now=now, actor=actor, reason=reason)
 
     async def touch(self, ids: Sequence[str], now: float) -> None:
         """Record a read: last_accessed_at = now, access_count + 1 (not a history event)."""
@@ -581,13 +633,17 @@ class FactStore:
             return
         async with self._db.transaction() as tx:
             for row in rows:
-                before = row.snapshot()
-                row.status, row.updated_at, row.index_state = status, now, "pending"
-                await tx.execute(
-                    "UPDATE memories SET status=?, updated_at=?, index_state='pending' WHERE id=?",
-                    [status, now, row.id],
-                )
-                await self._history(tx, row, action, actor, now, before, row.snapshot(), reason)
+                await self._set_status(tx, row, status, action=action, now=now, actor=actor, reason=reason)
+
+    async def _set_status(self, tx: Transaction, row: MemoryRow, status: str, *, action: str, now: float,
+                          actor: str | None, reason: str | None) -> None:
+        before = row.snapshot()
+        row.status, row.updated_at, row.index_state = status, now, "pending"
+        await tx.execute(
+            "UPDATE memories SET status=?, updated_at=?, index_state='pending' WHERE id=?",
+            [status, now, row.id],
+        )
+        await self._history(tx, row, action, actor, now, before, row.snapshot(), reason)
 
     async def purge(self, rows: Sequence[MemoryRow], *, action: str, now: float, actor: str | None,
                     reason: str | None = None) -> None:
