@@ -1,4 +1,4 @@
-"""Console script ``memvault``: serve, doctor, reindex, index, stats, client-config, export, import.
+"""Console script ``memvault``: serve, doctor, reindex, index, stats, client-config, export, import, ui.
 
 ``memvault serve`` runs the MCP server on stdio (stdout is the protocol: everything
 else goes to stderr). Flags override ``MEMVAULT_*`` environment settings.
@@ -226,6 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
     from memvault.cli_transfer import add_parser as add_transfer_parser
 
     add_transfer_parser(sub)
+
+    from memvault.cli_ui import add_parser as add_ui_parser
+
+    add_ui_parser(sub)
 
     sp = sub.add_parser("stats", help="counts of stored memories")
     common(sp)
