@@ -37,7 +37,7 @@ from memvault.service.runtime import Runtime
 from memvault.web import pages
 from memvault.web.html import Html, frame, url
 
-STATIC_TYPES = {"style.css": "text/css; charset=utf-8"}
+STATIC_TYPES = {"style.css": "text/css; charset=utf-8", "icon.svg": "image/svg+xml"}
 STATUS = {InvalidArgument: 400, NotFound: 404, Conflict: 409, NotReady: 503}
 
 

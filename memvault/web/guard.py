@@ -12,8 +12,9 @@ web page the browser shows can reach. So:
 - reads are GET (and HEAD), changes are POST only, with an ``Origin`` of this very page
   (and ``Sec-Fetch-Site``, when sent, ``same-origin``): a form posted from another site
   is refused (403) even if it guessed the secret; other methods: 405;
-- answers carry no CORS header, forbid scripts, framing and referrers (Content-Security-Policy,
-  ``X-Frame-Options``, ``Referrer-Policy``), and are never cached.
+- answers carry no CORS header, forbid scripts and framing (Content-Security-Policy,
+  ``X-Frame-Options``), send no referrer to other sites (``Referrer-Policy: same-origin``: the
+  path holds the secret), and are never cached.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ SECURITY_HEADERS = [
                                  b"frame-ancestors 'none'; base-uri 'none'"),
     (b"x-frame-options", b"DENY"),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),  # "no-referrer" would make the browser send Origin: null
     (b"cache-control", b"no-store"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]

@@ -91,7 +91,8 @@ def frame(base: str, title: str, active: str, body: object, *, user: str, notice
     messages = join([tag("p", notice, class_="notice", role="status") if notice else "",
                      tag("p", error, class_="error", role="alert") if error else ""])
     head = join([void("meta", charset="utf-8"), void("meta", name="viewport", content="width=device-width"),
-                 tag("title", f"memvault · {title}"), void("link", rel="stylesheet", href=f"{base}/static/style.css")])
+                 tag("title", f"memvault · {title}"), void("link", rel="stylesheet", href=f"{base}/static/style.css"),
+                 void("link", rel="icon", href=f"{base}/static/icon.svg")])
     top = tag("header", join([tag("strong", "memvault"), tag("nav", nav), tag("span", f"user {user}", class_="who")]))
     return Html("<!doctype html>" + tag("html", join([tag("head", head),
                                                       tag("body", join([top, tag("main", join([
