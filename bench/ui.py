@@ -1,7 +1,7 @@
 """``python -m bench.ui``: how fast ``memvault ui``'s page paints over a store of N memories.
 
-For each size: fill a store with N synthetic memories (``bench.mv.bulk_load``: rows and
-points as ``remember`` writes them), start its owner (``memvault serve --owner``), ask
+For each size: fill a store with N synthetic memories (``bench.speed``'s fill:
+``bench.mv.bulk_load``, rows and points as ``remember`` writes them; ``--fill-cache`` reuses one), start its owner (``memvault serve --owner``), ask
 ``memvault ui --no-browser`` for the address, and load each view in headless Chromium
 (Debian's ``/usr/bin/chromium`` through Playwright) ``--repeat`` times: the first page
 of the list, its last page (the deepest OFFSET), a search (recall's ranking with the
@@ -42,16 +42,11 @@ def _env(data_dir: Path, model_cache: Path) -> dict[str, str]:
     return env
 
 
-async def _fill(data_dir: Path, model_cache: Path, n: int) -> float:
-    from bench.mv import bulk_load, open_runtime
+async def _fill(data_dir: Path, model_cache: Path, n: int, cache: Path | None) -> dict[str, Any]:
+    """The speed bench's fill (and its ``--fill-cache``: a store filled once is copied)."""
+    from bench.speed import filled_store, memvault_system
 
-    t0 = time.perf_counter()
-    rt = await open_runtime(data_dir, model_cache)
-    try:
-        await bulk_load(rt, sentences(n, seed=0), progress=False)
-    finally:
-        await rt.close()
-    return time.perf_counter() - t0
+    return await filled_store(memvault_system(model_cache, progress=False), sentences(n, seed=0), 0, data_dir, cache)
 
 
 async def _views(url: str, repeat: int) -> dict[str, dict[str, float]]:
@@ -101,7 +96,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     for n in args.sizes:
         with tempfile.TemporaryDirectory(prefix="memvault-ui-bench-") as tmp:
             data_dir = Path(tmp) / "data"
-            fill_s = await _fill(data_dir, args.model_cache, n)
+            fill = await _fill(data_dir, args.model_cache, n, args.fill_cache)
             env = _env(data_dir, args.model_cache)
             owner = await anyio.open_process([MEMVAULT, "serve", "--owner", "--log-level", "WARNING"], env=env,
                                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None)
@@ -116,7 +111,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     await owner.wait()
             for name, v in views.items():
                 rows.append({"memories": n, "view": name, **v})
-            print(f"{n} memories: filled in {fill_s:.0f} s, address in {url_s:.1f} s", file=sys.stderr)
+            print(f"{n} memories: filled {fill}, address in {url_s:.1f} s", file=sys.stderr)
     result = {"bench": "ui", "rows": rows, "environment": environment(), "protocol": __doc__}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"ui-{time.strftime('%Y%m%d-%H%M%S')}.json").write_text(json.dumps(result, indent=2))
@@ -132,6 +127,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="comma-separated store sizes (default 10000)")
     p.add_argument("--repeat", type=int, default=5, help="loads per view (median reported)")
     p.add_argument("--model-cache", type=Path, default=DEFAULT_MODEL_CACHE)
+    p.add_argument("--fill-cache", type=Path, help="keep filled stores here and copy them per run (bench.speed's)")
 
 
 def main(argv: list[str] | None = None) -> None:

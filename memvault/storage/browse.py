@@ -115,8 +115,10 @@ class BrowseReader:
         where, params = _where(user_id, q, now)
         row = await self._db.fetchone(f"SELECT COUNT(*) FROM memories WHERE {where}", params)
         assert row is not None  # an aggregate without GROUP BY always returns one row
+        # The page's ids first (sorting ids, not whole rows), then their rows: half the time at 10k.
         rows = await self._db.fetchall(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN (SELECT id FROM memories WHERE {where}"
+            " ORDER BY created_at DESC, id LIMIT ? OFFSET ?) ORDER BY created_at DESC, id",
             [*params, int(limit), int(offset)],
         )
         return memory_rows(rows), int(row[0])
