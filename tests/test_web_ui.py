@@ -30,6 +30,7 @@ import pytest
 
 from memvault.mcp.owner_files import owner_files
 from tests.conftest import MEMVAULT, call, memvault_client, server_env
+from tests.test_owner import alive, owner_pid
 
 CHROMIUM = Path(os.environ.get("MEMVAULT_CHROMIUM", "/usr/bin/chromium"))
 IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images"
@@ -202,6 +203,13 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                 finally:
                     await browser.close()
             assert not any("Deploys go out" in c for c in await _recall(client, "when do deploys go out"))
+            pid = owner_pid(data_dir)
+            assert pid is not None
+        # The page does not keep the owner forever: with the client gone and no request, it exits.
+        with anyio.move_on_after(120):
+            while alive(pid):  # noqa: ASYNC110 - polling another process, no event to wait on
+                await anyio.sleep(0.2)
+        assert not alive(pid), "the owner serving the page did not exit after its idle time"
     finally:
         _stop_owner(data_dir)
 
