@@ -1,5 +1,5 @@
 """Console script ``memvault``: serve, doctor, reindex, index, stats, client-config, export, import,
-consolidate.
+consolidate, ui.
 
 ``memvault serve`` runs the MCP server on stdio (stdout is the protocol: everything
 else goes to stderr). Flags override ``MEMVAULT_*`` environment settings.
@@ -231,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     from memvault.cli_consolidate import add_parser as add_consolidate_parser
 
     add_consolidate_parser(sub, common)
+    from memvault.cli_ui import add_parser as add_ui_parser
+
+    add_ui_parser(sub)
 
     sp = sub.add_parser("stats", help="counts of stored memories")
     common(sp)

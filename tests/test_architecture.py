@@ -1,12 +1,13 @@
 """The layer rule, checked on the source: each package imports only the layers below it.
 
-    memvault.mcp (MCP face), memvault.cli*      -> service, config, clock
+    memvault.mcp (MCP face), memvault.cli*      -> service, config, clock (mcp hosts the web face: -> web)
+    memvault.web (the local web page's face)     -> service, config, clock
     memvault.service (remember, recall, ...)     -> policy, storage, embedding, ingest
     memvault.storage / embedding / ingest         -> policy, config, clock
     memvault.policy                               -> nothing of memvault, no I/O
     memvault.vocabulary (kinds, task statuses)    <- every layer but policy
 
-Nothing below the MCP face imports the MCP SDK (``mcp``, ``mcp_types``). Imports inside
+Nothing but the MCP face imports the MCP SDK (the web face neither) (``mcp``, ``mcp_types``). Imports inside
 functions and under ``TYPE_CHECKING`` count too: a lazy import is still a dependency.
 """
 
@@ -29,10 +30,11 @@ ALLOWED: dict[str, set[str]] = {
     "embedding": {"config", "vocabulary"},
     "storage": {"policy", "config", "clock", "vocabulary"},
     "service": {"policy", "storage", "embedding", "ingest", "config", "clock", "vocabulary"},
-    "mcp": {"service", "config", "clock", "vocabulary"},
+    "mcp": {"service", "config", "clock", "vocabulary", "web"},
+    "web": {"service", "config", "clock", "vocabulary"},
 }
 # The CLI and ``python -m memvault`` sit beside the MCP face and may use every layer.
-UNCHECKED = {"cli", "cli_index", "cli_clients", "cli_transfer", "cli_consolidate", "__main__", "__init__"}
+UNCHECKED = {"cli", "cli_index", "cli_clients", "cli_transfer", "cli_consolidate", "cli_ui", "__main__", "__init__"}
 SDK = {"mcp", "mcp_types"}
 # Third-party or stdlib modules that mean I/O; the policy layer is pure functions.
 IO_MODULES = {"os", "io", "pathlib", "sqlite3", "aiosqlite", "anyio", "asyncio", "socket", "subprocess",

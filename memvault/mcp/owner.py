@@ -43,6 +43,7 @@ from memvault.mcp.lifespan import Unavailable, runtime_or_problem
 from memvault.mcp.lines import LineReader, LineWriter
 from memvault.mcp.owner_files import OwnerFiles, owner_files
 from memvault.mcp.transport import line_streams
+from memvault.mcp.ui_host import UiHost
 from memvault.mcp.workspace import Workspace
 from memvault.service.datadir import prepare_data_dir
 from memvault.service.errors import InvalidArgument, StoreUnavailable
@@ -89,6 +90,8 @@ class Owner:
         self.idle_since: float | None = time.monotonic()
         self.runtime: Runtime | Unavailable | None = None
         self._http_server: Any = None  # the uvicorn server while serving HTTP
+        self._tg: anyio.abc.TaskGroup | None = None  # where the page's listener runs (memvault ui)
+        self.ui = UiHost(settings, self._page_runtime, self.status, self._touch)
 
     def status(self) -> dict[str, Any]:
         """What ``memvault doctor`` shows: pid, version, start time, connections, idle seconds."""
@@ -112,6 +115,7 @@ class Owner:
                 if self.connections == 0:
                     self.idle_since = time.monotonic()  # idle from now on, not from the start of opening
                 async with listener, anyio.create_task_group() as tg:
+                    self._tg = tg
                     if self.http is None:
                         tg.start_soon(self._stop_when_idle, tg.cancel_scope)
                     else:  # a server for remote clients: it stays up
@@ -136,6 +140,27 @@ class Owner:
         self._http_server = uvicorn.Server(config)
         await self._http_server.serve()
         scope.cancel()
+
+    def _page_runtime(self) -> Runtime | str:
+        """The runtime for the page, or why there is none (the store could not be opened)."""
+        if isinstance(self.runtime, Unavailable):
+            return self.runtime.problem
+        return self.runtime if self.runtime is not None else "memvault is still opening its store"
+
+    def _touch(self) -> None:
+        """A page request: activity, like a connection (the idle time restarts)."""
+        if self.connections == 0:
+            self.idle_since = time.monotonic()
+
+    async def _page_url(self) -> bytes:
+        """The answer line to a ``ui`` handshake: the page's URL (listener started on the first one)."""
+        assert self._tg is not None
+        try:
+            url = await self.ui.url(self._tg)
+        except OSError as exc:
+            return answer(False, error=f"memvault could not start the page's listener on 127.0.0.1: {exc}")
+        self._touch()
+        return answer(True, url=url)
 
     async def _stop_when_idle(self, scope: anyio.CancelScope) -> None:
         idle_s = self.settings.server.owner_idle_s
@@ -178,6 +203,10 @@ class Owner:
                 return
             if hello["memvault"] == "status":
                 await stream.send(answer(True, **self.status()))
+                return
+            if hello["memvault"] == "ui":
+                await stream.send(answer(True, version=__version__, pid=os.getpid()))
+                await stream.send(await self._page_url())
                 return
             await stream.send(answer(True, version=__version__, pid=os.getpid()))
             cwd = hello.get("cwd")

@@ -1,0 +1,182 @@
+"""The page's routes: each request read, handed to a service, and answered with a rendered view.
+
+Paths as the app sees them (``memvault.web.guard`` has already checked the secret and
+stripped it; every link carries it again through ``base``):
+
+- ``GET /``: memories, paged, with filters (``project``, ``kind``, ``tag``, ``status``,
+  ``since``, ``until``, ``page``, ``per_page``) or, with ``q``, recall's ranking of ``q``
+  with why each hit ranks where it does;
+- ``GET /m/<id>``: one memory and its history; ``POST /m/<id>/edit`` | ``/forget`` |
+  ``/restore``: the change, then a redirect (303) to the memory with a notice, or the
+  page again with the refusal (a secret in an edit: 400, nothing written);
+- ``GET /profile``, ``/tasks``, ``/docs``, ``/health``; ``GET /static/<file>``.
+
+Errors of the services become the page with the message (400 bad input, 404 unknown,
+409 conflict, 503 not ready).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from memvault.service import browse
+from memvault.service.errors import Conflict, InvalidArgument, MemvaultError, NotFound, NotReady
+from memvault.service.explain import explain
+from memvault.service.health import health
+from memvault.service.profile import get_profile
+from memvault.service.project import make_scope
+from memvault.service.runtime import Runtime
+from memvault.web import pages
+from memvault.web.html import Html, frame, url
+
+STATIC_TYPES = {"style.css": "text/css; charset=utf-8", "icon.svg": "image/svg+xml"}
+STATUS = {InvalidArgument: 400, NotFound: 404, Conflict: 409, NotReady: 503}
+
+
+@dataclass
+class PageContext:
+    """What the routes need from the process serving them.
+
+    ``runtime``: the open runtime, or a sentence saying why the store cannot be used;
+    ``user_id``: whose memories the page shows (the owner's user); ``owner_status``: the
+    owner's status (pid, version, connections, ...) for the health view.
+    """
+
+    runtime: Callable[[], Runtime | str]
+    user_id: str
+    owner_status: Callable[[], dict[str, Any]]
+
+
+def _status(exc: MemvaultError) -> int:
+    return next((code for cls, code in STATUS.items() if isinstance(exc, cls)), 500)
+
+
+def build_app(ctx: PageContext, base: str) -> Starlette:
+    """The page's ASGI app; ``base`` is the secret path prefix every link starts with (``/<secret>``)."""
+
+    def render(title: str, active: str, body: object, *, status: int = 200, notice: str = "", error: str = ""
+               ) -> HTMLResponse:
+        return HTMLResponse(frame(base, title, active, body, user=ctx.user_id, notice=notice, error=error),
+                            status_code=status)
+
+    def view(title: str, active: str, fn: Callable[[Request, Runtime], Awaitable[Html]]
+             ) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            rt = ctx.runtime()
+            if isinstance(rt, str):
+                return render(title, active, "", status=503, error=rt)
+            try:
+                body = await fn(request, rt)
+            except MemvaultError as exc:
+                return render(title, active, "", status=_status(exc), error=str(exc))
+            return render(title, active, body, notice=request.query_params.get("note", ""))
+        return endpoint
+
+    async def memories(request: Request, rt: Runtime) -> Html:
+        qp = request.query_params
+        f = browse.Filters(project=qp.get("project", ""), kind=qp.get("kind", ""), tag=qp.get("tag", "").strip(),
+                           status=qp.get("status", "active"), since=qp.get("since", ""), until=qp.get("until", ""))
+        q = qp.get("q", "").strip()
+        per_page = _int("per_page", qp.get("per_page", "50"))
+        page = _int("page", qp.get("page", "1"))
+        projects = await browse.user_projects(rt, ctx.user_id)
+        form = pages.filter_form(base, f, q, per_page, projects, await browse.user_tags(rt, ctx.user_id))
+        if q:
+            hits = await explain(rt, ctx.user_id, q, browse.check_filters(f), limit=per_page)
+            return Html(form + pages.explained_rows(base, hits, q))
+        found = await browse.list_memories(rt, ctx.user_id, f, page=page, per_page=per_page)
+        params = {"project": f.project, "kind": f.kind, "tag": f.tag, "status": f.status, "since": f.since,
+                  "until": f.until, "per_page": per_page}
+        return Html(form + pages.memory_rows(base, found, params))
+
+    async def memory(request: Request, rt: Runtime) -> Html:
+        return pages.detail(base, await browse.memory_detail(rt, ctx.user_id, request.path_params["id"]))
+
+    async def profile(request: Request, rt: Runtime) -> Html:
+        chosen = request.query_params.get("project", "-")
+        projects = await browse.user_projects(rt, ctx.user_id)
+        scope = make_scope(ctx.user_id, "" if chosen == "-" else chosen, "argument")
+        return pages.profile(base, await get_profile(rt, scope), projects, chosen)
+
+    async def tasks(request: Request, rt: Runtime) -> Html:
+        names = {p: n for p, n, _ in await browse.user_projects(rt, ctx.user_id)}
+        return pages.tasks(await browse.task_list(rt, ctx.user_id), names)
+
+    async def docs(request: Request, rt: Runtime) -> Html:
+        names = {p: n for p, n, _ in await browse.user_projects(rt, ctx.user_id)}
+        return pages.docs(await browse.doc_collections(rt), names)
+
+    async def health_view(request: Request) -> Response:
+        rt = ctx.runtime()
+        problem = rt if isinstance(rt, str) else None
+        checks = [] if isinstance(rt, str) else await health(rt)
+        return render("Health", "health", pages.health(ctx.owner_status(), checks, problem))
+
+    async def change(request: Request) -> Response:
+        mid, what = request.path_params["id"], request.path_params["what"]
+        if what not in ("edit", "forget", "restore"):
+            return PlainTextResponse(f"no such change {what[:40]!r}; a memory takes edit, forget or restore\n",
+                                     status_code=404)
+        rt = ctx.runtime()
+        if isinstance(rt, str):
+            return render("Memory", "memories", "", status=503, error=rt)
+        try:
+            if what == "forget":
+                done = await browse.forget_memory(rt, ctx.user_id, mid)
+                note, target = ("forgotten (restore brings it back)" if done.count else "nothing to forget: it is "
+                                "not active"), mid
+            elif what == "restore":
+                restored = await browse.restore_memory(rt, ctx.user_id, mid)
+                note, target = restored.reason, mid
+            else:
+                form = await request.form()
+                edit = browse.Edit(content=str(form.get("content", "")), key=str(form.get("key", "")),
+                                   tags=str(form.get("tags", "")), importance=str(form.get("importance", "")),
+                                   ttl_days=str(form.get("ttl_days", "")))
+                result = await browse.edit_memory(rt, ctx.user_id, mid, edit)
+                if result.id is None:  # declined: a secret (the reason says which), nothing written
+                    detail = await browse.memory_detail(rt, ctx.user_id, mid)
+                    return render("Memory", "memories", pages.detail(base, detail), status=400,
+                                  error=f"not saved: {result.reason}")
+                note, target = f"saved ({result.status}): {result.reason}", result.id
+        except MemvaultError as exc:
+            try:
+                body: object = pages.detail(base, await browse.memory_detail(rt, ctx.user_id, mid))
+            except MemvaultError:
+                body = ""
+            return render("Memory", "memories", body, status=_status(exc), error=str(exc))
+        return RedirectResponse(url(base, f"/m/{target}", {"note": note}), status_code=303)
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC_TYPES:
+            return PlainTextResponse("not found\n", status_code=404)
+        data = resources.files("memvault.web").joinpath("static", name).read_bytes()
+        return Response(data, media_type=STATIC_TYPES[name])
+
+    routes = [
+        Route("/", view("Memories", "memories", memories), methods=["GET"]),
+        Route("/m/{id}", view("Memory", "memories", memory), methods=["GET"]),
+        Route("/m/{id}/{what:str}", change, methods=["POST"]),
+        Route("/profile", view("Profile", "profile", profile), methods=["GET"]),
+        Route("/tasks", view("Tasks", "tasks", tasks), methods=["GET"]),
+        Route("/docs", view("Documents", "docs", docs), methods=["GET"]),
+        Route("/health", health_view, methods=["GET"]),
+        Route("/static/{name}", static, methods=["GET"]),
+    ]
+    return Starlette(routes=routes)
+
+
+def _int(name: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidArgument(f"{name} must be a whole number, got {text[:40]!r}") from None

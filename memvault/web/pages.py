@@ -1,0 +1,210 @@
+"""The page's views as HTML bodies: memories (list and search), one memory, profile, tasks,
+documents, health. Pure rendering of what the services returned (see ``memvault.web.app``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memvault.service.browse import (
+    LIFE_STATES,
+    PAGE_SIZES,
+    DocCollection,
+    Filters,
+    MemoryDetail,
+    MemoryPage,
+    MemoryView,
+    TaskLine,
+    TaskVersion,
+)
+from memvault.service.explain import Explained
+from memvault.service.health import Check
+from memvault.service.task_models import ProfileResult
+from memvault.vocabulary import KINDS
+from memvault.web.html import Html, field, h, join, post_button, select, table, tag, url
+
+PREVIEW_CHARS = 160
+
+
+def _iso(ts: float | None) -> str:
+    return "" if ts is None else time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts))
+
+
+def _short(iso: str | None) -> str:
+    """An ISO time as ``YYYY-MM-DD HH:MM`` (UTC)."""
+    return "" if not iso else iso[:16].replace("T", " ")
+
+
+def _preview(text: str) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= PREVIEW_CHARS else one[: PREVIEW_CHARS - 1] + "…"
+
+
+def _ttl(m: MemoryView) -> Html:
+    if m.expires_at is None:
+        return h("never")
+    return tag("span", f"{_short(m.expires_at)} ({m.ttl_days_left:g} d)", title=m.expires_at)
+
+
+def _memory_link(base: str, m: MemoryView) -> Html:
+    return tag("a", _preview(m.content), href=f"{base}/m/{m.id}")
+
+
+def filter_form(base: str, f: Filters, q: str, per_page: int, projects: Sequence[tuple[str, str, int]],
+                tags: Sequence[str]) -> Html:
+    """The GET form of the memory list: text search, project, kind, tag, status, time range, page size."""
+    project_opts = [("", "all projects"), *[(p or "-", f"{name} ({n})") for p, name, n in projects]]
+    return tag("form", join([
+        field("Search", type="search", name="q", value=q, placeholder="what recall would be asked", size=32),
+        select("project", project_opts, f.project, "Project"),
+        select("kind", [("", "all kinds"), *[(k, k) for k in KINDS]], f.kind, "Kind"),
+        field("Tag", name="tag", value=f.tag, list="tags", size=12),
+        tag("datalist", join(tag("option", value=t) for t in tags), id="tags"),
+        select("status", [(s, s) for s in (*LIFE_STATES, "all")], f.status, "Status"),
+        field("From", type="date", name="since", value=f.since),
+        field("To", type="date", name="until", value=f.until),
+        select("per_page", [(str(n), str(n)) for n in PAGE_SIZES], str(per_page), "Per page"),
+        tag("button", "Show", type="submit"),
+    ]), method="get", action=f"{base}/", class_="filters")
+
+
+def memory_rows(base: str, page: MemoryPage, params: Mapping[str, object]) -> Html:
+    """The paged table of memories with its pager (``params``: the filters, kept across pages)."""
+    rows = [(_memory_link(base, m), m.kind, m.key or "", ", ".join(m.tags), m.project_name,
+             f"{m.importance:.2f}", tag("span", m.status, class_=f"st {m.status}"), _ttl(m), m.source or "",
+             _short(m.created_at), _short(m.updated_at)) for m in page.memories]
+    if not rows:
+        return tag("p", "No memory matches these filters.", class_="empty")
+    headers = ["Memory", "Kind", "Key", "Tags", "Project", "Importance", "Status", "Expires", "Source",
+               "Created", "Updated"]
+    return join([tag("p", f"{page.total} memories · page {page.page} of {page.pages}", class_="count"),
+                 table(headers, rows, class_="memories"), pager(base, page, params)])
+
+
+def pager(base: str, page: MemoryPage, params: Mapping[str, object]) -> Html:
+    """Links to the first, previous, next and last pages."""
+    def go(n: int, text: str) -> Html:
+        if n < 1 or n > page.pages or n == page.page:
+            return tag("span", text, class_="off")
+        return tag("a", text, href=url(base, "/", {**params, "page": n}))
+    return tag("nav", join([go(1, "« first"), go(page.page - 1, "‹ previous"),
+                            tag("span", f"{page.page} / {page.pages}"), go(page.page + 1, "next ›"),
+                            go(page.pages, "last »")], " "), class_="pager")
+
+
+def explained_rows(base: str, hits: Sequence[Explained], query: str) -> Html:
+    """The search results as recall ranks them, with why: each part of the rank."""
+    if not hits:
+        return tag("p", f"No active memory matches {query!r}.", class_="empty")
+    rows = [(x.rank, _memory_link(base, x.memory), x.memory.project_name, x.memory.kind, f"{x.score:.3f}",
+             f"{x.relevance:.3f}", "—" if x.dense_rank is None else x.dense_rank,
+             "—" if x.similarity is None else f"{x.similarity:.3f}",
+             "—" if x.keyword_rank is None else x.keyword_rank, f"{x.importance:.2f}", f"{x.recency:.3f}")
+            for x in hits]
+    headers = ["#", "Memory", "Project", "Kind", "Score", "Relevance (fused)", "Dense rank", "Cosine",
+               "Keyword rank", "Importance", "Recency"]
+    note = ("Why this result: recall fuses the dense (meaning) and keyword channels by weighted RRF into a "
+            "relevance, then orders by a weighted mean of relevance, importance and recency (of the last access). "
+            "Searches read active, unexpired memories; nothing here counts as an access.")
+    return join([tag("p", note, class_="why"), table(headers, rows, class_="memories why-table")])
+
+
+def detail(base: str, d: MemoryDetail) -> Html:
+    """One memory: its fields, the edit form, forget or restore, and its history."""
+    m = d.memory
+    facts = table(["Field", "Value"], [
+        ("id", m.id), ("status", tag("span", m.status, class_=f"st {m.status}")), ("project", m.project_name),
+        ("kind", m.kind), ("key", m.key or "—"), ("tags", ", ".join(m.tags) or "—"),
+        ("importance", f"{m.importance:.2f}"), ("expires", _ttl(m)), ("source", m.source or "—"),
+        ("created", m.created_at), ("updated", m.updated_at),
+        ("last access", f"{m.last_accessed_at} ({m.access_count} accesses)"),
+        ("superseded by", tag("a", m.superseded_by, href=f"{base}/m/{m.superseded_by}") if m.superseded_by else "—"),
+    ], class_="fields")
+    actions = []
+    if m.status in ("active", "expired"):
+        actions.append(post_button(f"{base}/m/{m.id}/forget", "Forget", cls="danger"))
+    if m.status in ("superseded", "deleted"):
+        actions.append(post_button(f"{base}/m/{m.id}/restore", "Restore"))
+    edit = ""
+    if m.status == "active":
+        edit = tag("form", join([
+            tag("label", join(["Content", tag("textarea", m.content, name="content", rows=6, required=True)]),
+                class_="wide"),
+            field("Key", name="key", value=m.key or "", size=24),
+            field("Tags (comma-separated)", name="tags", value=", ".join(m.tags), size=32),
+            field("Importance", name="importance", value=f"{m.importance:g}", type="number", min=0, max=1,
+                  step="0.01"),
+            field("TTL days (blank: the kind's default)", name="ttl_days",
+                  value="" if m.ttl_days_left is None else f"{m.ttl_days_left:g}", size=8),
+            tag("button", "Save as a new version", type="submit"),
+        ]), method="post", action=f"{base}/m/{m.id}/edit", class_="edit")
+    hist_rows = [(_short(e.at), e.action, e.actor or "", e.reason or "", e.status or "", e.key or "",
+                  tag("a", e.memory_id[:8], href=f"{base}/m/{e.memory_id}"),
+                  tag("a", e.superseded_by[:8], href=f"{base}/m/{e.superseded_by}") if e.superseded_by else "",
+                  "(same text as above)" if e.content_repeated else (e.content or ""))
+                 for e in d.history]
+    hist = join([tag("h2", f"History ({d.history_total} changes)"),
+                 table(["At", "What", "By", "Why", "Status", "Key", "Memory", "Superseded by", "Text"], hist_rows,
+                       class_="history")])
+    return join([tag("pre", m.content, class_="content"), facts, tag("div", join(actions), class_="actions"),
+                 tag("h2", "Edit") if edit else "", edit, hist])
+
+
+def profile(base: str, p: ProfileResult, projects: Sequence[tuple[str, str, int]], chosen: str) -> Html:
+    """The profile of one project (with the global one under it): each key, the value that wins and why."""
+    opts = [("-", "global only"), *[(pid, name) for pid, name, _ in projects if pid]]
+    form = tag("form", join([select("project", opts, chosen, "Project"), tag("button", "Show", type="submit")]),
+               method="get", action=f"{base}/profile", class_="filters")
+    prefs = [(key, tag("a", pref.value, href=f"{base}/m/{pref.id}"), pref.won, pref.kind,
+              "" if pref.overrides is None else tag("a", f"global: {pref.overrides.value}",
+                                                    href=f"{base}/m/{pref.overrides.id}"),
+              _short(pref.updated_at)) for key, pref in p.preferences.items()]
+    facts = [(tag("a", f.content, href=f"{base}/m/{f.id}"), f.kind, f"{f.importance:.2f}",
+              f.project and "project" or "global") for f in p.facts]
+    counts = ", ".join(f"{k}: {n}" for k, n in p.counts.items()) or "no memories"
+    return join([form, tag("p", f"Active memories by kind: {counts}", class_="count"),
+                 tag("h2", "Keys (the value that wins)"),
+                 table(["Key", "Value", "Wins from", "Kind", "Overrides", "Updated"], prefs) if prefs
+                 else tag("p", "No keyed memory.", class_="empty"),
+                 tag("h2", "Most important facts"),
+                 table(["Fact", "Kind", "Importance", "Scope"], facts) if facts
+                 else tag("p", "No facts.", class_="empty")])
+
+
+def tasks(items: Sequence[tuple[TaskLine, Sequence[TaskVersion]]], project_names: Mapping[str, str]) -> Html:
+    """Every unexpired task with its stored versions (newest first) folded under it."""
+    if not items:
+        return tag("p", "No task.", class_="empty")
+    out = []
+    for t, versions in items:
+        vrows = [(v.version, v.status, v.title, _iso(v.at), v.actor or "",
+                  tag("pre", json.dumps(v.state, ensure_ascii=False, indent=1)[:4000])) for v in versions]
+        summary = tag("summary", join([tag("strong", t.title), f" · {t.task_id} · ",
+                                       tag("span", t.status, class_=f"st {t.status}"),
+                                       f" · v{t.version} · {project_names.get(t.project, t.project or 'global')}"
+                                       f" · updated {_iso(t.updated_at)} · expires {_iso(t.expires_at)}"]))
+        out.append(tag("details", join([summary, table(["Version", "Status", "Title", "At", "By", "State"],
+                                                       vrows, class_="history")]), class_="task"))
+    return join(out)
+
+
+def docs(items: Sequence[DocCollection], project_names: Mapping[str, str]) -> Html:
+    """Indexed document collections with file and chunk counts and last index time."""
+    if not items:
+        return tag("p", "No document is indexed (memvault index <folder> adds some).", class_="empty")
+    return table(["Project", "Collection", "Files", "Chunks", "Last indexed (UTC)"],
+                 [(project_names.get(c.project, c.project) if c.project else "global", c.collection, c.files,
+                   c.chunks, _iso(c.last_indexed_at)) for c in items])
+
+
+def health(owner: Mapping[str, Any], checks: Sequence[Check], problem: str | None) -> Html:
+    """The owner's status and the health checks (each with its fix when not fine)."""
+    shown = {k: _iso(v) + " UTC" if k == "since" and isinstance(v, (int, float)) else v for k, v in owner.items()}
+    own = table(["Owner", ""], list(shown.items()), class_="fields")
+    if problem is not None:
+        return join([own, tag("p", problem, class_="error")])
+    rows = [(c.name, tag("span", "ok" if c.ok else "PROBLEM", class_="st " + ("active" if c.ok else "deleted")),
+             c.detail) for c in checks]
+    return join([own, tag("h2", "Checks"), table(["Check", "", "Detail"], rows)])

@@ -1,0 +1,152 @@
+"""The services behind the web page (``memvault.service.browse``, ``explain``, ``health``) on a real runtime.
+
+Real SQLite, Qdrant Edge and model; memories written through ``remember`` as the tool
+writes them. What the page shows is checked against what the tools would say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memvault.config import Settings
+from memvault.service import browse
+from memvault.service.errors import Conflict, InvalidArgument
+from memvault.service.explain import explain
+from memvault.service.health import health
+from memvault.service.project import make_scope
+from memvault.service.recall import rank
+from memvault.service.remember import RememberArgs, remember
+from memvault.service.runtime import Runtime
+
+pytestmark = pytest.mark.anyio
+USER = "local"
+GITHUB_PAT = "gh" + "p_" + "Zq7Hk2Lm9Np4Rs6Tv8Wx1Yb3Cd5Fg0Jh" + "AbCd"  # a fake token of the real shape
+
+
+@pytest.fixture
+async def rt(tmp_path: Path, model_cache: Path, shared_embedder: Any) -> AsyncIterator[Runtime]:
+    runtime = await Runtime.open(Settings(data_dir=tmp_path / "d", model_cache_dir=model_cache),
+                                 load_embedder=lambda _s: shared_embedder)
+    await runtime.load()
+    yield runtime
+    await runtime.close()
+
+
+async def _remember(rt: Runtime, content: str, project: str = "", **kw: Any) -> str:
+    done = await remember(rt, make_scope(USER, project, "argument"), RememberArgs(content=content, force=True, **kw))
+    assert done.id is not None, done.reason
+    return done.id
+
+
+async def test_pages_filters_and_states(rt: Runtime) -> None:
+    ids = [await _remember(rt, f"The build agent number {i} runs on host rack-{i} in the basement", tags=["ci"])
+           for i in range(27)]
+    other = await _remember(rt, "The api project deploys with Helm charts", project="api", kind="decision",
+                            tags=["ops"])
+    first = await browse.list_memories(rt, USER, browse.Filters(), per_page=25)
+    assert (first.total, first.pages, len(first.memories)) == (28, 2, 25)
+    assert first.memories[0].id == other  # newest first
+    second = await browse.list_memories(rt, USER, browse.Filters(), page=2, per_page=25)
+    assert len(second.memories) == 3
+    assert {m.id for m in first.memories + second.memories} == {*ids, other}
+
+    api = await browse.list_memories(rt, USER, browse.Filters(project="api"))
+    assert [m.id for m in api.memories] == [other] and api.memories[0].project_name == "api"
+    assert (await browse.list_memories(rt, USER, browse.Filters(project="-"))).total == 27
+    assert (await browse.list_memories(rt, USER, browse.Filters(kind="decision"))).total == 1
+    assert (await browse.list_memories(rt, USER, browse.Filters(tag="ops"))).total == 1
+    assert (await browse.list_memories(rt, USER, browse.Filters(until="2000-01-01"))).total == 0
+
+    await browse.forget_memory(rt, USER, ids[0])
+    gone = await browse.list_memories(rt, USER, browse.Filters(status="deleted"))
+    assert [m.id for m in gone.memories] == [ids[0]] and gone.memories[0].status == "deleted"
+    assert (await browse.list_memories(rt, USER, browse.Filters(status="all"))).total == 28
+    assert (await browse.list_memories(rt, USER, browse.Filters())).total == 27
+    assert (await browse.user_projects(rt, USER)) == [("", "global", 27), ("api", "api", 1)]
+
+
+@pytest.mark.parametrize("filters, says", [
+    (browse.Filters(status="gone"), "status 'gone' is not known; use one of: all, active, expired"),
+    (browse.Filters(kind="thought"), "kind 'thought' is not known"),
+    (browse.Filters(since="yesterday"), "since"),
+    (browse.Filters(since="2026-02-01", until="2026-01-01"), "since is after until"),
+])
+async def test_a_bad_filter_is_refused_saying_what_is_allowed(rt: Runtime, filters: browse.Filters,
+                                                              says: str) -> None:
+    with pytest.raises(InvalidArgument) as err:
+        await browse.list_memories(rt, USER, filters)
+    assert says in str(err.value)
+
+
+async def test_a_bad_page_size_is_refused(rt: Runtime) -> None:
+    with pytest.raises(InvalidArgument, match="per_page must be one of 25, 50, 100, got 7"):
+        await browse.list_memories(rt, USER, browse.Filters(), per_page=7)
+
+
+async def test_an_edit_is_a_new_version_through_remember_and_a_secret_is_refused(rt: Runtime) -> None:
+    old = await _remember(rt, "Use 4 spaces in Python files", key="pref.indent", tags=["style"])
+    done = await browse.edit_memory(rt, USER, old, browse.Edit(content="Use 4 spaces in Python, 2 in YAML",
+                                                              key="pref.indent", tags="style, yaml",
+                                                              importance="0.9", ttl_days="10"))
+    assert done.status == "superseded" and done.superseded_ids == [old] and done.id != old
+    assert done.id is not None
+    new = await browse.memory_detail(rt, USER, done.id)
+    assert (new.memory.key, new.memory.tags, new.memory.importance) == ("pref.indent", ["style", "yaml"], 0.9)
+    assert new.memory.source == browse.UI_ACTOR and 9.9 < (new.memory.ttl_days_left or 0) <= 10
+    was = await browse.memory_detail(rt, USER, old)
+    assert was.memory.status == "superseded" and was.memory.superseded_by == done.id
+    assert [e.action for e in was.history] == ["superseded", "added"]
+
+    before = await browse.list_memories(rt, USER, browse.Filters(status="all"))
+    refused = await browse.edit_memory(rt, USER, done.id, browse.Edit(content=f"deploy token {GITHUB_PAT}"))
+    assert refused.status == "declined" and "GitHub token" in refused.reason
+    after = await browse.list_memories(rt, USER, browse.Filters(status="all"))
+    assert after.total == before.total
+    with pytest.raises(Conflict, match="is superseded; restore it before editing it"):
+        await browse.edit_memory(rt, USER, old, browse.Edit(content="anything"))
+    with pytest.raises(InvalidArgument, match="importance must be a number, got 'high'"):
+        await browse.edit_memory(rt, USER, done.id, browse.Edit(content="x y z", importance="high"))
+
+
+async def test_forget_then_restore_from_the_page(rt: Runtime) -> None:
+    mid = await _remember(rt, "The staging database is reset every Sunday night")
+    assert (await browse.forget_memory(rt, USER, mid)).count == 1
+    assert (await browse.memory_detail(rt, USER, mid)).memory.status == "deleted"
+    restored = await browse.restore_memory(rt, USER, mid)
+    assert restored.previous_status == "deleted"
+    detail = await browse.memory_detail(rt, USER, mid)
+    assert detail.memory.status == "active"
+    assert [e.action for e in detail.history] == ["restored", "forgotten", "added"]
+    assert detail.history[0].actor == browse.UI_ACTOR
+
+
+async def test_why_this_result_shows_recalls_own_order_and_each_part(rt: Runtime) -> None:
+    await _remember(rt, "The team prefers pnpm over npm for JavaScript projects", key="pref.pm")
+    await _remember(rt, "Deploys go out on Tuesdays after standup", kind="procedure")
+    await _remember(rt, "Billing runs on PostgreSQL 16", project="billing", kind="decision")
+    checked = browse.check_filters(browse.Filters())
+    hits = await explain(rt, USER, "pnpm or npm for JavaScript", checked, limit=10)
+    ranked = await rank(rt, USER, ["", "billing"], "pnpm or npm for JavaScript", limit=10)
+    assert [x.memory.id for x in hits] == [r.row.id for r in ranked]
+    top = hits[0]
+    assert "pnpm" in top.memory.content and top.rank == 1
+    assert top.dense_rank == 1 and top.keyword_rank == 1  # both channels put it first
+    assert 0 < top.relevance <= 1 and top.recency == pytest.approx(1.0, abs=1e-3)
+    assert top.score == pytest.approx(ranked[0].score, abs=1e-4)
+    assert any(x.keyword_rank is None for x in hits)  # no shared word with the query: dense only
+    only_billing = await explain(rt, USER, "which database", browse.check_filters(browse.Filters(project="billing")))
+    assert [x.memory.project for x in only_billing] == ["billing"]
+    with pytest.raises(InvalidArgument):
+        await explain(rt, USER, "   ", checked)
+
+
+async def test_health_checks_the_index_against_sqlite(rt: Runtime) -> None:
+    await _remember(rt, "The office wifi is called orbit")
+    checks = {c.name: c for c in await health(rt)}
+    assert list(checks) == ["sqlite", "model", "vector index"]
+    assert all(c.ok for c in checks.values())
+    assert checks["vector index"].detail == "1 points for 1 live memories"
