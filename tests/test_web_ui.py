@@ -6,8 +6,9 @@ every request that is not to 127.0.0.1 blocked and recorded. The test walks what
 person does: sees a memory remembered over MCP, searches and reads why each hit ranks,
 edits one memory and forgets another, each seen by the next MCP ``recall``; a secret in
 an edit is refused. Without the secret, from another host name (DNS rebinding) or from
-another origin, the page refuses (403). The main views are saved as PNGs in
-``docs/images`` (the README's "See your memory").
+another origin, the page refuses (403). The main views are saved as PNGs in the test's
+temporary folder, or in ``docs/images`` (the README's "See your memory") when
+``MEMVAULT_SCREENSHOTS=docs/images`` is set, so an ordinary run leaves the tree clean.
 
 The browser is ``/usr/bin/chromium`` (``apt-get install chromium``); without it (or
 without Playwright) the test fails under ``CI=true`` and is skipped elsewhere, saying why.
@@ -33,7 +34,7 @@ from tests.conftest import MEMVAULT, call, memvault_client, server_env
 from tests.test_owner import alive, owner_pid
 
 CHROMIUM = Path(os.environ.get("MEMVAULT_CHROMIUM", "/usr/bin/chromium"))
-IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images"
+REPO = Path(__file__).resolve().parent.parent
 GITHUB_PAT = "gh" + "p_" + "Zq7Hk2Lm9Np4Rs6Tv8Wx1Yb3Cd5Fg0Jh" + "AbCd"  # a fake token of the real shape
 
 pytestmark = pytest.mark.anyio
@@ -121,7 +122,9 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                     blocked.append(route.request.url)
                     await route.abort()
 
-            IMAGES.mkdir(parents=True, exist_ok=True)
+            shots = os.environ.get("MEMVAULT_SCREENSHOTS")
+            images = REPO / shots if shots else tmp_path / "images"
+            images.mkdir(parents=True, exist_ok=True)
             async with async_playwright() as pw:
                 browser = await pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
                                                    args=["--no-sandbox", "--disable-gpu"])
@@ -136,7 +139,7 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                     await table.get_by_text("prefers pnpm over npm").wait_for()
                     assert await table.locator("tbody tr").count() == 3
                     assert "pref.package_manager" in await table.inner_text()
-                    await page.screenshot(path=IMAGES / "ui-memories.png")
+                    await page.screenshot(path=images / "ui-memories.png")
 
                     # Search: recall's ranking, with why (dense and keyword ranks, the parts of the score).
                     await page.fill("input[name=q]", "which package manager for JavaScript")
@@ -147,7 +150,7 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                     assert {"Dense rank", "Keyword rank", "Relevance (fused)", "Importance", "Recency"} <= set(headers)
                     first = await why.locator("tbody tr").first.inner_text()
                     assert "prefers pnpm" in first
-                    await page.screenshot(path=IMAGES / "ui-search.png")
+                    await page.screenshot(path=images / "ui-search.png")
 
                     # Edit the pnpm memory: a new version that supersedes it (history kept).
                     await page.goto(f"{url}m/{pnpm['id']}")
@@ -160,7 +163,7 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                     assert "prefers bun over pnpm" in await page.locator("pre.content").inner_text()
                     history = await page.locator("table.history").inner_text()
                     assert "added" in history and "memvault-ui" in history
-                    await page.screenshot(path=IMAGES / "ui-memory.png", full_page=False)
+                    await page.screenshot(path=images / "ui-memory.png", full_page=False)
 
                     # A secret in an edit is refused like in remember: nothing is written.
                     await page.fill("textarea[name=content]", f"the deploy token is {GITHUB_PAT}")
@@ -184,13 +187,13 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                     # The other views.
                     await page.goto(f"{url}profile")
                     assert "prefers bun over pnpm" in await page.locator("main").inner_text()
-                    await page.screenshot(path=IMAGES / "ui-profile.png")
+                    await page.screenshot(path=images / "ui-profile.png")
                     await page.goto(f"{url}tasks")
                     assert "Build the memory page" in await page.locator("main").inner_text()
                     await page.goto(f"{url}health")
                     health = await page.locator("main").inner_text()
                     assert "vector index" in health and "PROBLEM" not in health, health
-                    await page.screenshot(path=IMAGES / "ui-health.png")
+                    await page.screenshot(path=images / "ui-health.png")
 
                     # A form posted from another origin (a page that is not memvault's) is refused.
                     await page.goto("about:blank")
