@@ -1,4 +1,4 @@
-"""Console script ``memvault``: serve, doctor, reindex, index, stats, client-config, export, import.
+"""Console script ``memvault``: serve, doctor, reindex, index, stats, client-config, export, import, context, hook(s).
 
 ``memvault serve`` runs the MCP server on stdio (stdout is the protocol: everything
 else goes to stderr). Flags override ``MEMVAULT_*`` environment settings.
@@ -227,6 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_transfer_parser(sub)
 
+    from memvault.cli_hooks import add_parser as add_hooks_parser
+
+    add_hooks_parser(sub)
+
     sp = sub.add_parser("stats", help="counts of stored memories")
     common(sp)
     sp.set_defaults(func=cmd_stats)
@@ -238,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     # Before anything imports onnxruntime: no device id written under ~/.cache/Microsoft.
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     args = build_parser().parse_args(argv)
+    if getattr(args, "lean", False):  # client hooks: no settings import, never fail the client
+        return args.func(args)
     from memvault.config import ConfigError
     from memvault.service.errors import MemvaultError
 
