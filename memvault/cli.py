@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     # Before anything imports onnxruntime: no device id written under ~/.cache/Microsoft.
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     args = build_parser().parse_args(argv)
-    if getattr(args, "lean", False):  # client hooks: no settings import, never fail the client
+    if getattr(args, "lean", False):  # hooks: no pydantic settings (a hook's time budget); they report their own errors
         return args.func(args)
     from memvault.config import ConfigError
     from memvault.service.errors import MemvaultError

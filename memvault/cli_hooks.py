@@ -439,4 +439,4 @@ def add_parser(sub: Any) -> None:
                     help="install: also the prompt hook that stores 'remember that …' / '记住…' requests")
     sp.add_argument("--data-dir", help="install: the data folder the hooks read, when not the default")
     sp.add_argument("--user", help="install: the user id the hooks act for, when not the default")
-    sp.set_defaults(func=cmd_hooks)
+    sp.set_defaults(func=cmd_hooks, lean=True)

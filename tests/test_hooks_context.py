@@ -7,6 +7,7 @@ is what the session would be given.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -153,3 +154,27 @@ def test_without_a_usable_store_it_prints_nothing_and_exits_0(tmp_path, case):
 def test_garbage_on_stdin_prints_nothing(tmp_path):
     res = run_cli(["hook", "session-start"], tmp_path / "d", stdin="{not json")
     assert (res.returncode, res.stdout) == (0, "")
+
+
+@pytest.mark.parametrize("env", [
+    {},
+    {"MEMVAULT_DATA_DIR": "~/mv-data", "MEMVAULT_USER_ID": "bob", "MEMVAULT_PROJECT": "github.com/acme/blog",
+     "MEMVAULT_CLOCK_OFFSET_S": "86400", "MEMVAULT_HALF_LIFE_DAYS": "7.5"},
+    {"memvault_data_dir": "/srv/mv", "Memvault_User_Id": "carol"},  # names are case-insensitive
+    {"MEMVAULT_PROJECT": ""},
+])
+def test_hook_settings_read_what_the_server_reads(env, monkeypatch):
+    from memvault.cli_hooks import HookSettings
+    from memvault.config import load_settings
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    hook = HookSettings.read(argparse.Namespace())
+    full = load_settings()
+    assert hook.data_dir == full.storage.data_dir and hook.db_path == full.db_path
+    assert hook.user_id == full.server.user_id
+    assert hook.project == (full.server.project or None)
+    assert hook.clock_offset_s == full.server.clock_offset_s
+    assert hook.half_life_days == full.ranking.half_life_days
+    flags = HookSettings.read(argparse.Namespace(data_dir="/flag", user="dave", project="p"))
+    assert (flags.data_dir, flags.user_id, flags.project) == (Path("/flag"), "dave", "p")
