@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from memvault.config import Settings
 from memvault.mcp.forwarder import Link, connect_or_start
 from memvault.mcp.handshake import Hello
 
-__all__ = ["ToolCallFailed", "call_tool_via_owner", "PROTOCOL_VERSION"]
+__all__ = ["ToolCallFailed", "OwnerSession", "owner_session", "call_tool_via_owner", "run_tool_call", "PROTOCOL_VERSION"]
 
 PROTOCOL_VERSION = "2025-11-25"
 """The MCP revision this client opens its connection with (an ``initialize`` handshake)."""
@@ -60,14 +62,35 @@ async def _answer(link: Link, msg_id: int) -> dict[str, Any]:
             return result if isinstance(result, dict) else {}
 
 
-async def call_tool_via_owner(settings: Settings, cwd: Path, tool: str, arguments: dict[str, Any], *,
-                              client_name: str) -> dict[str, Any]:
-    """Call ``tool`` with ``arguments`` on the owner of ``settings``' data dir; returns its structured result.
+class OwnerSession:
+    """An initialised MCP connection to the owner; ``await session.call(tool, arguments)`` per call."""
 
-    ``cwd``: the folder the call speaks for (its project as for a server started there);
-    ``client_name``: the name this client reports (a memory's default ``source``).
-    Starts the owner when none runs. Raises ToolCallFailed with the owner's sentence
-    when the tool answers with an error, forwarder.OwnerUnavailable / HandshakeError /
+    def __init__(self, link: Link) -> None:
+        self._link = link
+        self._next_id = 2
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The tool's structured result; raises ToolCallFailed with the owner's sentence on a tool error."""
+        msg_id = self._next_id
+        self._next_id += 1
+        await _send(self._link, {"jsonrpc": "2.0", "id": msg_id, "method": "tools/call",
+                                 "params": {"name": tool, "arguments": arguments}})
+        result = await _answer(self._link, msg_id)
+        if result.get("isError"):
+            texts = [c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict)]
+            raise ToolCallFailed(" ".join(t for t in texts if t) or f"{tool} failed")
+        structured = result.get("structuredContent")
+        if not isinstance(structured, dict):
+            raise ToolCallFailed(f"{tool} returned no structured result")
+        return structured
+
+
+@asynccontextmanager
+async def owner_session(settings: Settings, cwd: Path, *, client_name: str) -> AsyncIterator[OwnerSession]:
+    """A connection to the owner of ``settings``' data dir, speaking for ``cwd`` (its project as for a
+    server started there), initialised as ``client_name`` (a memory's default ``source``).
+
+    Starts the owner when none runs. Raises forwarder.OwnerUnavailable / HandshakeError /
     OSError when no owner can be reached; the caller bounds the time (``anyio.fail_after``).
     """
     hello = Hello(user_id=settings.server.user_id, cwd=str(cwd), project=settings.server.project, pid=os.getpid())
@@ -78,16 +101,18 @@ async def call_tool_via_owner(settings: Settings, cwd: Path, tool: str, argument
             "clientInfo": {"name": client_name, "version": __version__}}})
         await _answer(link, 1)
         await _send(link, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        await _send(link, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                           "params": {"name": tool, "arguments": arguments}})
-        result = await _answer(link, 2)
-    if result.get("isError"):
-        texts = [c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict)]
-        raise ToolCallFailed(" ".join(t for t in texts if t) or f"{tool} failed")
-    structured = result.get("structuredContent")
-    if not isinstance(structured, dict):
-        raise ToolCallFailed(f"{tool} returned no structured result")
-    return structured
+        yield OwnerSession(link)
+
+
+async def call_tool_via_owner(settings: Settings, cwd: Path, tool: str, arguments: dict[str, Any], *,
+                              client_name: str) -> dict[str, Any]:
+    """One call of ``tool`` on its own ``owner_session``; returns its structured result.
+
+    Raises ToolCallFailed with the owner's sentence when the tool answers with an error,
+    and what ``owner_session`` raises.
+    """
+    async with owner_session(settings, cwd, client_name=client_name) as session:
+        return await session.call(tool, arguments)
 
 
 def run_tool_call(settings: Settings, cwd: Path, tool: str, arguments: dict[str, Any], *, client_name: str,
