@@ -241,9 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memvault`` console script."""
     # Before anything imports onnxruntime: no device id written under ~/.cache/Microsoft.
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] in (["context"], ["hook"], ["hooks"]):  # client hooks: their own parser, no settings import
+        from memvault.cli_hooks import main as hooks_main
+
+        return hooks_main(given)
     args = build_parser().parse_args(argv)
-    if getattr(args, "lean", False):  # hooks: no pydantic settings (a hook's time budget); they report their own errors
-        return args.func(args)
     from memvault.config import ConfigError
     from memvault.service.errors import MemvaultError
 

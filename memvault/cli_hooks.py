@@ -12,14 +12,16 @@ now on …", "记住…", "以后…": ``memvault.policy.memory_request``) is st
 
 These commands run on every session start (and, opted in, every prompt), so they:
 
-* read the store directly, read-only (no model, no owner needed: SQLite in WAL mode
-  lets them read beside a running owner), and import neither pydantic nor the MCP SDK
-  nor aiosqlite on that path; the settings they need are read from the same
-  ``MEMVAULT_*`` variables and flags (``HookSettings``);
+* ask the data dir's running owner for the block over its socket (one line each way,
+  standard library only: ``memvault.mcp.context_client``), and when none answers within
+  ``OWNER_TIMEOUT_S``, read the store themselves, read-only (no model; SQLite in WAL mode
+  lets them read beside a running owner); import neither pydantic nor the MCP SDK nor
+  aiosqlite on that path; the settings they need are read from the same ``MEMVAULT_*``
+  variables and flags (``HookSettings``);
 * never block or fail the client: when there is no data dir, no database, or anything
   goes wrong, they print nothing on stdout and exit 0 (one line on stderr for an
   unexpected error); every wait is bounded (git 1 s per command, SQLite locks 250 ms,
-  the whole command ``CONTEXT_DEADLINE_S``);
+  the owner ``OWNER_TIMEOUT_S``, the whole command ``CONTEXT_DEADLINE_S``);
 * never print anything but stored memories, task titles and steps, and memvault's own
   sentences (no environment, no settings).
 
@@ -46,8 +48,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-CONTEXT_DEADLINE_S = 2.0
+CONTEXT_DEADLINE_S = 3.0
 """Longest a context hook runs before it gives up silently, seconds (Claude Code waits up to its ``timeout``)."""
+OWNER_TIMEOUT_S = 1.0
+"""Longest a context hook waits for the owner's answer before it reads the store itself, seconds
+(an owner still opening its store has not started answering)."""
 PROMPT_DEADLINE_S = 45.0
 """Longest the prompt hook waits for the owner to store a request (it may start the owner: the model loads)."""
 SESSION_HOOK_TIMEOUT_S = 10
@@ -157,10 +162,20 @@ def _hook_input() -> dict[str, Any]:
 # --------------------------------------------------------------------------- context
 def context_block(settings: HookSettings, cwd: Path, max_tokens: int) -> str:
     """The session block for ``cwd`` (``memvault.service.glance.session_context``); ``""`` when there
-    is nothing to show. Raises FileNotFoundError without a database, sqlite3.Error and
-    the others ``session_context`` raises."""
+    is nothing to show.
+
+    Asked of the running owner first (``memvault.mcp.context_client``: its store is open,
+    and this process then imports nothing more), else read here, read-only. Raises
+    FileNotFoundError without a database, sqlite3.Error and the others ``session_context`` raises.
+    """
     if not settings.db_path.is_file():
         raise FileNotFoundError(settings.db_path)
+    from memvault.mcp.context_client import context_from_owner
+
+    text = context_from_owner(settings.data_dir, settings.user_id, cwd, settings.project, max_tokens,
+                              timeout_s=OWNER_TIMEOUT_S)
+    if text is not None:
+        return text
     from memvault.service.glance import hook_project, session_context
 
     project = hook_project(cwd, settings.project)
@@ -407,6 +422,15 @@ def _tokens(value: str) -> int:
     return n
 
 
+def main(argv: list[str]) -> int:
+    """Run ``context`` / ``hook`` / ``hooks`` with only their own parser (``memvault.cli.main`` hands them
+    here before building the whole CLI: a hook's start-up time counts)."""
+    p = argparse.ArgumentParser(prog="memvault")
+    add_parser(p.add_subparsers(dest="command", required=True))
+    args = p.parse_args(argv)
+    return int(args.func(args))
+
+
 def add_parser(sub: Any) -> None:
     """Add ``context``, ``hook`` and ``hooks`` to the ``memvault`` sub-parsers ``sub``."""
     def store_flags(sp: argparse.ArgumentParser) -> None:
@@ -419,7 +443,7 @@ def add_parser(sub: Any) -> None:
     sp.add_argument("--cwd", help="the project folder (default: the current folder)")
     sp.add_argument("--max-tokens", type=_tokens, default=DEFAULT_MAX_TOKENS,
                     help=f"longest block, estimated tokens (default {DEFAULT_MAX_TOKENS})")
-    sp.set_defaults(func=cmd_context, lean=True)
+    sp.set_defaults(func=cmd_context)
 
     sp = sub.add_parser("hook", help="run as a Claude Code hook (reads the hook's JSON on stdin)")
     sp.add_argument("hook", choices=("session-start", "prompt-submit"),
@@ -427,7 +451,7 @@ def add_parser(sub: Any) -> None:
     store_flags(sp)
     sp.add_argument("--max-tokens", type=_tokens, default=DEFAULT_MAX_TOKENS,
                     help=f"session-start: longest block, estimated tokens (default {DEFAULT_MAX_TOKENS})")
-    sp.set_defaults(func=cmd_hook, lean=True)
+    sp.set_defaults(func=cmd_hook)
 
     sp = sub.add_parser("hooks", help="install or remove memvault's hooks in a client's settings")
     sp.add_argument("action", choices=("install", "uninstall"))
@@ -439,4 +463,4 @@ def add_parser(sub: Any) -> None:
                     help="install: also the prompt hook that stores 'remember that …' / '记住…' requests")
     sp.add_argument("--data-dir", help="install: the data folder the hooks read, when not the default")
     sp.add_argument("--user", help="install: the user id the hooks act for, when not the default")
-    sp.set_defaults(func=cmd_hooks, lean=True)
+    sp.set_defaults(func=cmd_hooks)

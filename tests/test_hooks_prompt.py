@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from memvault.mcp.context_client import context_from_owner
 from memvault.policy.secrets import find_secret
 from tests.conftest import McpClient, call, db_rows
 from tests.test_hooks_context import git_repo
@@ -46,6 +47,15 @@ def prompt_hook(prompt: str, cwd: Path, data_dir: Path, model_cache: Path) -> su
                   "hook_event_name": "UserPromptSubmit", "prompt": prompt}
     return subprocess.run([MEMVAULT, "hook", "prompt-submit"], input=json.dumps(hook_input), capture_output=True,
                           text=True, env=env, timeout=180)
+
+
+def session_hook(stdin: str, data_dir: Path) -> str:
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    env["MEMVAULT_DATA_DIR"] = str(data_dir)
+    res = subprocess.run([MEMVAULT, "hook", "session-start"], input=stdin, capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    return res.stdout
 
 
 def stop_owner(data_dir: Path) -> None:
@@ -86,7 +96,17 @@ async def test_requests_are_stored_through_the_owner_and_secrets_never(mcp_clien
     assert TOKEN not in res.stdout and TOKEN not in res.stderr
     assert res.stdout.count("\n") == 1
 
+    # the session hook asks the running owner; with the owner gone it reads the store itself: the same block
+    session_in = json.dumps({"session_id": "s2", "cwd": str(repo), "source": "startup"})
+    via_owner = session_hook(session_in, data_dir)
+    project_part = via_owner.split("## This project\n", 1)[1]
+    assert "- 发布前必须先跑集成测试。 (fact, " in project_part
+    assert "- From now on, answer in English. (preference, " in project_part
+    assert context_from_owner(data_dir, "local", repo, None, 2000, timeout_s=30) == via_owner
+
     stop_owner(data_dir)
+    assert context_from_owner(data_dir, "local", repo, None, 2000, timeout_s=30) is None
+    assert session_hook(session_in, data_dir) == via_owner
     assert db_rows(data_dir, "SELECT COUNT(*) FROM memories WHERE content LIKE ?", (f"%{TOKEN[4:20]}%",)) == [(0,)]
     assert db_rows(data_dir, "SELECT project, kind, source FROM memories WHERE content LIKE '%集成测试%'") == [
         ("github.com/acme/shop", "fact", "prompt hook")]

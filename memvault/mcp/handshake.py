@@ -2,7 +2,9 @@
 
 Forwarder -> owner, one JSON line:
 ``{"memvault": "connect", "version": "0.1.0", "user_id": "...", "cwd": "...", "project": null, "pid": 123}``
-(or ``{"memvault": "status", "version": ...}`` to ask for the owner's status and close).
+(or ``{"memvault": "status", "version": ...}`` to ask for the owner's status and close; or
+``{"memvault": "context", ..., "max_tokens": 2000}`` from a session hook, answered with
+``{"ok": true, "text": "..."}``, the block ``memvault context`` prints, and closed).
 Owner -> forwarder, one JSON line: ``{"ok": true, "version": ..., "pid": ...}`` then MCP
 lines both ways; or ``{"ok": false, "error": "<sentence for a person>"}`` and the
 connection closes. Two versions of memvault never serve one store: the owner refuses a
@@ -44,7 +46,7 @@ def parse_hello(line: bytes) -> dict[str, Any]:
         got = json.loads(line)
     except ValueError:
         raise HandshakeError("the first line is not JSON; this socket speaks memvault's owner protocol") from None
-    if not isinstance(got, dict) or got.get("memvault") not in ("connect", "status"):
+    if not isinstance(got, dict) or got.get("memvault") not in ("connect", "status", "context"):
         raise HandshakeError("the first line is not a memvault handshake")
     return got
 
