@@ -8,16 +8,16 @@ load, wall time from spawn to exit of:
 
 - ``python -c pass``: the interpreter's floor;
 - ``memvault hook session-start`` (the SessionStart hook: JSON on stdin, the context on
-  stdout), which reads SQLite directly, read-only, with the owner up;
-- the same information read through the owner instead: ``bench/hooks_owner_read.py``, a
-  stdlib-only client of the owner's socket (handshake, ``initialize``, ``get_profile``),
-  the leanest a hook reading through the owner could be;
+  stdout): with the owner up it asks the owner for the block over its socket
+  (``memvault.mcp.context_client``); with the owner down it reads SQLite itself;
+- ``memvault context --no-owner``: the same block read from SQLite by the hook process
+  itself (read-only, no model) while the owner is up, the other way the hook could work;
 - ``memvault hook prompt-submit`` on a prompt with no memory request (the cost every
   prompt pays when ``--remember-requests`` is installed);
 
 then the owner is stopped (SIGTERM to the pid in its ``owner.json``) and
 ``hook session-start`` and ``hook prompt-submit`` run again with the owner down (the
-owner path has nothing to read then). Last, ``--writes`` prompt hooks with a request
+session hook then reads SQLite itself, after finding no socket). Last, ``--writes`` prompt hooks with a request
 ("remember that …"), owner up (restarted by the first one: that cold run is reported
 apart). Wall time p50 / p95 / min in ms; CPU time (user + system of the process and its
 children, e.g. git: what the machine's load moves least) p50; the 1-minute load average
@@ -43,7 +43,7 @@ from bench.common import DEFAULT_MODEL_CACHE, md_table, percentile, write_result
 
 GOAL_MS = 300.0
 MEMVAULT = str(Path(sys.executable).with_name("memvault"))
-OWNER_READ = str(Path(__file__).with_name("hooks_owner_read.py"))
+SESSION = "hook session-start (asks the owner; else reads SQLite)"
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
@@ -140,18 +140,15 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         t0 = time.perf_counter()
         _fill(data_dir, repo, a.memories, a.model_cache)
         fill_s = time.perf_counter() - t0
-        from memvault.mcp.owner_files import owner_files
-
-        sock = str(owner_files(data_dir).socket)
         session_in = json.dumps({"session_id": "b", "cwd": str(repo), "hook_event_name": "SessionStart",
                                  "source": "startup"})
         prompt_in = json.dumps({"session_id": "b", "cwd": str(repo), "hook_event_name": "UserPromptSubmit",
                                 "prompt": "why does the checkout test fail on CI? do you remember the port?"})
         paths = {
             "python -c pass": ([sys.executable, "-c", "pass"], None),
-            "hook session-start (SQLite read-only)": ([MEMVAULT, "hook", "session-start"], session_in),
-            "read through the owner (stdlib client, get_profile)": (
-                [sys.executable, OWNER_READ, sock, str(repo), "local"], None),
+            SESSION: ([MEMVAULT, "hook", "session-start"], session_in),
+            "context --no-owner (reads SQLite itself)": (
+                [MEMVAULT, "context", "--no-owner", "--cwd", str(repo)], None),
             "hook prompt-submit, no request": ([MEMVAULT, "hook", "prompt-submit"], prompt_in),
         }
         times: dict[str, list[float]] = {k: [] for k in paths}
@@ -168,11 +165,11 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         load_up = os.getloadavg()[0]
         for name in paths:
             rows.append(_row(name, "up", times[name], cpu[name], load_up))
-        if not sizes["hook session-start (SQLite read-only)"]:
-            raise SystemExit("the session hook printed nothing")
+        if not sizes[SESSION] or sizes[SESSION] != sizes["context --no-owner (reads SQLite itself)"]:
+            raise SystemExit(f"the two read paths printed different blocks: {sizes}")
 
         _stop_owner(data_dir)
-        down = {k: v for k, v in paths.items() if "owner" not in k}
+        down = {k: v for k, v in paths.items() if "no-owner" not in k}
         times = {k: [] for k in down}
         cpu = {k: [] for k in down}
         for _ in range(a.runs):
@@ -201,9 +198,9 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(tmp, ignore_errors=True)
     table = md_table(["path", "owner", "runs", "wall p50 ms", "wall p95 ms", "wall min ms", "CPU p50 ms", "load 1-min"],
                      rows)
-    session_up = next(r for r in rows if r[0].startswith("hook session-start") and r[1] == "up")
+    session_up = next(r for r in rows if r[0] == SESSION and r[1] == "up")
     return {"memories": a.memories, "global_memories": a.memories // 4, "runs": a.runs, "fill_s": round(fill_s, 1),
-            "context_chars": sizes.get("hook session-start (SQLite read-only)"), "rows": rows, "table": table,
+            "context_chars": sizes.get(SESSION), "rows": rows, "table": table,
             "goal_ms": GOAL_MS, "goal_met": session_up[3] <= GOAL_MS}
 
 

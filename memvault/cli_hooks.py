@@ -44,7 +44,6 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +73,6 @@ _DEFAULT_HALF_LIFE_DAYS = 30.0
 
 
 # --------------------------------------------------------------------------- settings without pydantic
-@dataclass(frozen=True)
 class HookSettings:
     """The few settings the hooks read, as ``memvault.config`` reads them (same variables,
     same defaults, flags first), without importing pydantic (~0.3 s, most of a hook's budget).
@@ -83,13 +81,16 @@ class HookSettings:
     ``user_id``: ``--user`` / ``MEMVAULT_USER_ID`` / ``local``; ``project``: ``--project`` /
     ``MEMVAULT_PROJECT`` / None; ``clock_offset_s`` and ``half_life_days`` from their
     variables. Raises ValueError for a value that is not a number where one is needed.
+    (A plain class: ``dataclasses`` imports ``inspect``, tens of milliseconds of a hook's start.)
     """
 
-    data_dir: Path
-    user_id: str
-    project: str | None
-    clock_offset_s: float
-    half_life_days: float
+    def __init__(self, *, data_dir: Path, user_id: str, project: str | None, clock_offset_s: float,
+                 half_life_days: float) -> None:
+        self.data_dir = data_dir
+        self.user_id = user_id
+        self.project = project
+        self.clock_offset_s = clock_offset_s
+        self.half_life_days = half_life_days
 
     @property
     def db_path(self) -> Path:
@@ -160,22 +161,24 @@ def _hook_input() -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- context
-def context_block(settings: HookSettings, cwd: Path, max_tokens: int) -> str:
+def context_block(settings: HookSettings, cwd: Path, max_tokens: int, *, ask_owner: bool = True) -> str:
     """The session block for ``cwd`` (``memvault.service.glance.session_context``); ``""`` when there
     is nothing to show.
 
     Asked of the running owner first (``memvault.mcp.context_client``: its store is open,
-    and this process then imports nothing more), else read here, read-only. Raises
+    and this process then imports nothing more) unless ``ask_owner`` is False, else read
+    here, read-only. Raises
     FileNotFoundError without a database, sqlite3.Error and the others ``session_context`` raises.
     """
     if not settings.db_path.is_file():
         raise FileNotFoundError(settings.db_path)
-    from memvault.mcp.context_client import context_from_owner
+    if ask_owner:
+        from memvault.mcp.context_client import context_from_owner
 
-    text = context_from_owner(settings.data_dir, settings.user_id, cwd, settings.project, max_tokens,
-                              timeout_s=OWNER_TIMEOUT_S)
-    if text is not None:
-        return text
+        text = context_from_owner(settings.data_dir, settings.user_id, cwd, settings.project, max_tokens,
+                                  timeout_s=OWNER_TIMEOUT_S)
+        if text is not None:
+            return text
     from memvault.service.glance import hook_project, session_context
 
     project = hook_project(cwd, settings.project)
@@ -186,7 +189,8 @@ def context_block(settings: HookSettings, cwd: Path, max_tokens: int) -> str:
 def _print_context(args: argparse.Namespace, cwd: str | None, command: str) -> int:
     try:
         with _deadline(CONTEXT_DEADLINE_S):
-            text = context_block(HookSettings.read(args), Path(cwd or os.getcwd()), args.max_tokens)
+            text = context_block(HookSettings.read(args), Path(cwd or os.getcwd()), args.max_tokens,
+                                 ask_owner=not getattr(args, "no_owner", False))
     except BaseException as exc:  # noqa: B036 - a hook never fails its client, not even on Ctrl-C
         return _quiet_failure(command, exc)
     if text:
@@ -443,6 +447,8 @@ def add_parser(sub: Any) -> None:
     sp.add_argument("--cwd", help="the project folder (default: the current folder)")
     sp.add_argument("--max-tokens", type=_tokens, default=DEFAULT_MAX_TOKENS,
                     help=f"longest block, estimated tokens (default {DEFAULT_MAX_TOKENS})")
+    sp.add_argument("--no-owner", action="store_true",
+                    help="read the store in this process even when the data dir's owner runs")
     sp.set_defaults(func=cmd_context)
 
     sp = sub.add_parser("hook", help="run as a Claude Code hook (reads the hook's JSON on stdin)")

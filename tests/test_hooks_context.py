@@ -178,3 +178,11 @@ def test_hook_settings_read_what_the_server_reads(env, monkeypatch):
     assert hook.half_life_days == full.ranking.half_life_days
     flags = HookSettings.read(argparse.Namespace(data_dir="/flag", user="dave", project="p"))
     assert (flags.data_dir, flags.user_id, flags.project) == (Path("/flag"), "dave", "p")
+
+
+@pytest.mark.parametrize("name", ["d", "x" * 120])
+def test_the_hooks_socket_path_is_the_owners(tmp_path, name):
+    from memvault.mcp.context_client import socket_path
+    from memvault.mcp.owner_files import owner_files
+
+    assert socket_path(tmp_path / name) == owner_files(tmp_path / name).socket

@@ -15,12 +15,24 @@ import socket
 from pathlib import Path
 
 from memvault import __version__
-from memvault.mcp.owner_files import owner_files
 
-__all__ = ["context_from_owner", "MAX_ANSWER_BYTES"]
+_SHORT_SOCKET_PATH = 100  # owner_files._MAX_SOCKET_PATH; tests/test_hooks_context.py checks they agree
+
+__all__ = ["context_from_owner", "socket_path", "MAX_ANSWER_BYTES"]
 
 MAX_ANSWER_BYTES = 1024 * 1024
 """Longest answer read (bytes); a block is bounded far below this by its token budget."""
+
+
+def socket_path(data_dir: Path) -> Path:
+    """``owner_files(data_dir).socket``, without importing ``owner_files`` (dataclasses, tempfile, hashlib:
+    tens of milliseconds of a hook's start) for the usual short path."""
+    sock = data_dir.resolve() / "owner.sock"
+    if len(os.fsencode(sock)) > _SHORT_SOCKET_PATH:
+        from memvault.mcp.owner_files import owner_files
+
+        return owner_files(data_dir).socket
+    return sock
 
 
 def context_from_owner(data_dir: Path, user_id: str, cwd: Path, project: str | None, max_tokens: int, *,
@@ -29,7 +41,7 @@ def context_from_owner(data_dir: Path, user_id: str, cwd: Path, project: str | N
     no owner of ``data_dir`` answered within ``timeout_s`` seconds or it refused (another
     version, a store it could not open). Never raises."""
     try:
-        path = owner_files(data_dir).socket
+        path = socket_path(data_dir)
         if not path.exists():
             return None
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
