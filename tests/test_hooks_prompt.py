@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from memvault.mcp.context_client import context_from_owner
+from memvault import __version__
+from memvault.mcp.context_client import context_from_owner, socket_path
 from memvault.policy.secrets import find_secret
 from tests.conftest import McpClient, call, db_rows
 from tests.test_hooks_context import git_repo
@@ -103,6 +105,12 @@ async def test_requests_are_stored_through_the_owner_and_secrets_never(mcp_clien
     assert "- 发布前必须先跑集成测试。 (fact, " in project_part
     assert "- From now on, answer in English. (preference, " in project_part
     assert context_from_owner(data_dir, "local", repo, None, 2000, timeout_s=30) == via_owner
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:  # a context line without its budget
+        s.connect(str(socket_path(data_dir)))
+        s.sendall(json.dumps({"memvault": "context", "version": __version__, "cwd": str(repo)}).encode() + b"\n")
+        reply = json.loads(s.makefile("rb").readline())
+    assert reply == {"ok": False, "error": "a context request needs cwd (a folder) and max_tokens (a whole number)"}
 
     stop_owner(data_dir)
     assert context_from_owner(data_dir, "local", repo, None, 2000, timeout_s=30) is None
