@@ -53,7 +53,8 @@ OWNER_TIMEOUT_S = 1.0
 """Longest a context hook waits for the owner's answer before it reads the store itself, seconds
 (an owner still opening its store has not started answering)."""
 PROMPT_DEADLINE_S = 45.0
-"""Longest the prompt hook waits for the owner to store a request (it may start the owner: the model loads)."""
+"""Longest the prompt hook waits for the owner to store a prompt's requests, all together, seconds
+(it may start the owner: the model loads); under ``PROMPT_HOOK_TIMEOUT_S``."""
 SESSION_HOOK_TIMEOUT_S = 10
 """``timeout`` written into the SessionStart hook entry, seconds (Claude Code kills the hook past it)."""
 PROMPT_HOOK_TIMEOUT_S = 60
@@ -239,7 +240,12 @@ def _prompt_submit(args: argparse.Namespace) -> int:
         sys.stderr.write(f"memvault hook prompt-submit: {exc}\n")
         return 0
     folder = Path(cwd) if isinstance(cwd, str) and cwd else Path(os.getcwd())
-    lines = [_remember(settings, folder, r.content, r.kind) for r in requests]
+    end = time.monotonic() + PROMPT_DEADLINE_S  # for all the requests of the prompt together
+    lines = []
+    for r in requests:
+        left = end - time.monotonic()
+        lines.append(_remember(settings, folder, r.content, r.kind, left) if left > 1 else
+                     "memvault: could not remember that: out of time for this prompt")
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
     return 0
@@ -251,14 +257,14 @@ def _full_settings(args: argparse.Namespace):
     return _settings(args)
 
 
-def _remember(settings: Any, folder: Path, content: str, kind: str) -> str:
+def _remember(settings: Any, folder: Path, content: str, kind: str, timeout_s: float) -> str:
     """Store one request through the owner; the one line the hook prints about it (never the content of a refused one)."""
     from memvault.mcp.owner_client import ToolCallFailed, run_tool_call
 
     arguments = {"content": content, "kind": kind, "force": True, "source": REMEMBER_SOURCE}
     try:
         res = run_tool_call(settings, folder, "remember", arguments, client_name=HOOK_CLIENT_NAME,
-                            timeout_s=PROMPT_DEADLINE_S)
+                            timeout_s=timeout_s)
     except ToolCallFailed as exc:
         return f"memvault: could not remember that: {str(exc)[:300]}"
     except Exception as exc:
@@ -404,9 +410,14 @@ def cmd_hooks(args: argparse.Namespace) -> int:
                 out = before
         except (OSError, ValueError):
             pass
-    if raw is not None:
-        _write(backup, raw, path)
-    _write(path, out, path)
+    try:
+        if raw is not None:
+            _write(backup, raw, path)
+        _write(path, out, path)
+    except OSError as exc:
+        sys.stderr.write(f"memvault hooks {args.action}: cannot write {exc.filename or path}: "
+                         f"{exc.strerror or exc}\n")
+        return 1
     if args.action == "install":
         events = " and ".join(hook_groups(args.remember_requests, args.data_dir, args.user))
         sys.stdout.write(f"installed memvault's {events} hook(s) in {path}"

@@ -135,3 +135,20 @@ def test_the_installed_command_runs_from_a_shell_without_the_venv_on_path(tmp_pa
     res = subprocess.run(["/bin/sh", "-c", start["command"]], input=json.dumps({"cwd": str(tmp_path)}),
                          capture_output=True, text=True, env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, timeout=60)
     assert (res.returncode, res.stdout) == (0, "")  # no data dir there yet: nothing to say, no failure
+
+
+def test_a_settings_folder_that_cannot_be_written_is_reported(tmp_path):
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    path = home / ".claude" / "settings.json"
+    path.write_text(THEIRS)
+    (home / ".claude").chmod(0o500)
+    try:
+        if os.access(home / ".claude", os.W_OK):
+            pytest.skip("running as a user who can write anywhere (root)")
+        res = hooks("install", "claude-code", home=home)
+        assert res.returncode == 1
+        assert "memvault hooks install: cannot write" in res.stderr and "Permission denied" in res.stderr
+        assert path.read_text() == THEIRS
+    finally:
+        (home / ".claude").chmod(0o700)
