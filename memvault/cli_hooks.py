@@ -168,8 +168,8 @@ def context_block(settings: HookSettings, cwd: Path, max_tokens: int, *, ask_own
 
     Asked of the running owner first (``memvault.mcp.context_client``: its store is open,
     and this process then imports nothing more) unless ``ask_owner`` is False, else read
-    here, read-only. Raises
-    FileNotFoundError without a database, sqlite3.Error and the others ``session_context`` raises.
+    here, read-only. Raises FileNotFoundError without a database, sqlite3.Error and the
+    others ``session_context`` raises.
     """
     if not settings.db_path.is_file():
         raise FileNotFoundError(settings.db_path)
