@@ -1,5 +1,5 @@
 """Console script ``memvault``: serve, doctor, reindex, index, stats, client-config, export, import,
-consolidate, ui.
+consolidate, ui, context, hook(s).
 
 ``memvault serve`` runs the MCP server on stdio (stdout is the protocol: everything
 else goes to stderr). Flags override ``MEMVAULT_*`` environment settings.
@@ -234,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     from memvault.cli_ui import add_parser as add_ui_parser
 
     add_ui_parser(sub)
+    from memvault.cli_hooks import add_parser as add_hooks_parser
+
+    add_hooks_parser(sub)
 
     sp = sub.add_parser("stats", help="counts of stored memories")
     common(sp)
@@ -245,6 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memvault`` console script."""
     # Before anything imports onnxruntime: no device id written under ~/.cache/Microsoft.
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] in (["context"], ["hook"], ["hooks"]):  # client hooks: their own parser, no settings import
+        from memvault.cli_hooks import main as hooks_main
+
+        return hooks_main(given)
     args = build_parser().parse_args(argv)
     from memvault.config import ConfigError
     from memvault.service.errors import MemvaultError

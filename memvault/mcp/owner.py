@@ -208,6 +208,9 @@ class Owner:
                 await stream.send(answer(True, version=__version__, pid=os.getpid()))
                 await stream.send(await self._page_url())
                 return
+            if hello["memvault"] == "context":
+                await stream.send(await self._context(hello))
+                return
             await stream.send(answer(True, version=__version__, pid=os.getpid()))
             cwd = hello.get("cwd")
             conn = Connection(user_id=str(hello.get("user_id") or self.settings.server.user_id),
@@ -229,6 +232,31 @@ class Owner:
                 self.connections -= 1
                 if self.connections == 0:
                     self.idle_since = time.monotonic()
+
+
+    async def _context(self, hello: dict[str, Any]) -> bytes:
+        """The answer to a session hook's ``context`` line: the block for its user and folder, read in a
+        worker thread (``memvault.service.glance``), or ``ok: false`` with why."""
+        from memvault.service.glance import hook_project, session_context
+
+        rt = self.runtime
+        if not isinstance(rt, Runtime):
+            return answer(False, error="the store is not open")
+        cwd, project = hello.get("cwd"), hello.get("project")
+        max_tokens = hello.get("max_tokens")
+        if not isinstance(cwd, str) or not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
+            return answer(False, error="a context request needs cwd (a folder) and max_tokens (a whole number)")
+        user = str(hello.get("user_id") or self.settings.server.user_id)
+
+        def read() -> str:
+            where = hook_project(Path(cwd), project if isinstance(project, str) else None)
+            return session_context(self.settings.db_path, user, where, rt.clock.now(), max_tokens=max_tokens,
+                                   half_life_days=self.settings.ranking.half_life_days)
+
+        try:
+            return answer(True, text=await anyio.to_thread.run_sync(read))
+        except Exception as exc:  # the hook falls back to reading the store itself
+            return answer(False, error=f"{type(exc).__name__}: {exc}")
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,13 @@ import hashlib
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import unquote, urlparse
 
 from memvault.service.gitrepo import GIT_TIMEOUT_S, GitRepo, find_repo
-from memvault.service.models import Scope, ScopeSource
+
+if TYPE_CHECKING:  # pydantic models: imported by make_scope, so that client hooks resolve a project without pydantic
+    from memvault.service.models import Scope, ScopeSource
 
 LOCAL_PREFIX = "local:"
 HASH_CHARS = 12
@@ -166,6 +168,7 @@ def _clean_name(name: str) -> str:
 
 def make_scope(user_id: str, project: str, source: ScopeSource, *, include_global: bool = True) -> Scope:
     """The Scope of a call: writes go to ``project``; reads cover it plus global unless excluded."""
+    from memvault.service.models import Scope
     reads = [project] if project == "" or not include_global else [project, ""]
     return Scope(user_id=user_id, project=project, project_name=readable_name(project), projects_read=reads,
                  source=source)
