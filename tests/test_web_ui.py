@@ -8,7 +8,7 @@ edits one memory and forgets another, each seen by the next MCP ``recall``; a se
 an edit is refused. Without the secret, from another host name (DNS rebinding) or from
 another origin, the page refuses (403). The main views are saved as PNGs in the test's
 temporary folder, or in ``docs/images`` (the README's "See your memory") when
-``MEMVAULT_SCREENSHOTS=docs/images`` is set, so an ordinary run leaves the tree clean.
+``SCREENSHOTS_DIR=docs/images`` is set, so an ordinary run leaves the tree clean.
 
 The browser is ``/usr/bin/chromium`` (``apt-get install chromium``); without it (or
 without Playwright) the test fails under ``CI=true`` and is skipped elsewhere, saying why.
@@ -122,7 +122,7 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                     blocked.append(route.request.url)
                     await route.abort()
 
-            shots = os.environ.get("MEMVAULT_SCREENSHOTS")
+            shots = os.environ.get("SCREENSHOTS_DIR")
             images = REPO / shots if shots else tmp_path / "images"
             images.mkdir(parents=True, exist_ok=True)
             async with async_playwright() as pw:
