@@ -106,6 +106,7 @@ def _items(entries: list[tuple[HistoryEntry, str]], per_item: int, budget: int) 
             reason=e.reason, project=project, status=_text(snap.get("status")),
             key=_text(snap.get("key")), superseded_by=_text(snap.get("superseded_by")), content=content,
             content_truncated=content is not None and content != text, content_repeated=repeated,
+            visibility=None if not snap else "private" if snap.get("visibility") == "private" else "shared",
         ))
     return items, cut
 
