@@ -117,6 +117,10 @@ async def test_keys_are_slots_per_owner_and_the_agents_own_value_wins_in_its_pro
         assert (await call(a, "get_profile"))["preferences"]["pref.editor"]["id"] == vim["id"]
         assert (await call(a, "get_profile"))["preferences"]["pref.editor"]["visibility"] == "private"
         assert (await call(b, "get_profile"))["preferences"]["pref.editor"]["id"] == emacs["id"]
+        md = (await a.read_resource("memvault://profile", cache_mode="bypass")).contents[0].text
+        assert "- **pref.editor**: The user edits code in Vim when working with this agent _(private)_" in md, md
+        md = (await b.read_resource("memvault://profile", cache_mode="bypass")).contents[0].text
+        assert "- **pref.editor**: The user edits code in Emacs" in md and "Vim" not in md, md
         key_history = await call(b, "history", key="pref.editor")
         assert {e["memory_id"] for e in key_history["entries"]} == {emacs["id"]}
 

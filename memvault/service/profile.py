@@ -89,16 +89,16 @@ def profile_markdown(p: ProfileResult, budget: int) -> str:
     if p.preferences:
         lines.append("## Preferences")
         for key, e in p.preferences.items():
-            note = ""
+            note = " _(private)_" if e.visibility == "private" else ""
             if e.overrides is not None:
-                note = f" _(project value; overrides global: {e.overrides.value})_"
+                note += f" _(project value; overrides global: {e.overrides.value})_"
             elif e.won == "global" and p.scope.project:
-                note = " _(global)_"
+                note += " _(global)_"
             lines.append(f"- **{key}**: {e.value}{note}")
         lines.append("")
     if p.facts:
         lines.append("## Facts")
-        lines += [f"- {f.content} _({f.kind})_" for f in p.facts]
+        lines += [f"- {f.content} _({f.kind}{', private' if f.visibility == 'private' else ''})_" for f in p.facts]
         lines.append("")
     lines.append("## Open tasks")
     lines += tasks_markdown(p.open_tasks) or ["- none"]
