@@ -37,10 +37,7 @@ REMEMBER_DESCRIPTION = (
     "superseded (replaced an older one) or declined (and why)."
 )
 
-VISIBILITY_DESCRIPTION = (
-    "shared: every client (agent) of this user reads it; private: only this agent. Keys are slots per owner: "
-    "a private key does not replace the shared one of the same name (this agent reads both)."
-)
+VISIBILITY_DESCRIPTION = "shared: every client of this user reads it; private: only this agent (its own key slots)."
 
 RECALL_DESCRIPTION = (
     "Find relevant memories from earlier sessions (current project + global by default), best first, "
