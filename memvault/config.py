@@ -61,6 +61,10 @@ class ServerSettings(_Group):
         default=None, description="Project when the client offers no MCP roots and the server was not started inside a "
         "git work tree; unset = global scope."
     )
+    agent_id: str | None = Field(
+        default=None, min_length=1, max_length=128, description="Agent id of this server's client, owner of its "
+        "private memories; unset = the client's MCP name (set it to tell apart agents that share a client)."
+    )
     clock_offset_s: float = Field(
         default=0.0, description="Shift of the server clock, seconds (tests move time with it)."
     )

@@ -1,4 +1,4 @@
-"""The closed word lists of memvault's public contract: memory kinds and task statuses.
+"""The closed word lists of memvault's public contract: memory kinds, visibilities and task statuses.
 
 Each list is written once, as a ``Literal`` type (what tool signatures and result
 models use, so the MCP schemas enumerate the values); the tuples are derived from it
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal, TypeGuard, get_args
 
 __all__ = [
-    "Kind", "KINDS", "TaskStatus", "TASK_STATUSES", "OPEN_TASK_STATUSES", "FINISHED_TASK_STATUSES",
+    "Kind", "KINDS", "Visibility", "VISIBILITIES", "TaskStatus", "TASK_STATUSES", "OPEN_TASK_STATUSES", "FINISHED_TASK_STATUSES",
     "is_kind", "is_task_status",
 ]
 
@@ -19,6 +19,12 @@ Kind = Literal["preference", "fact", "decision", "episode", "procedure", "note"]
 
 KINDS: tuple[Kind, ...] = get_args(Kind)
 """Every memory kind, in the order error messages list them."""
+
+Visibility = Literal["shared", "private"]
+"""Who reads a memory: every client (agent) of its user, or only the agent that wrote it."""
+
+VISIBILITIES: tuple[Visibility, ...] = get_args(Visibility)
+"""Every visibility, the default first."""
 
 TaskStatus = Literal["active", "blocked", "done", "abandoned"]
 """Where a task (working memory) stands; the first two are open, the last two finished."""

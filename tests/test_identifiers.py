@@ -187,7 +187,10 @@ async def test_stored_keys_tags_and_task_ids_are_folded_on_upgrade(tmp_path, mcp
     con.execute("UPDATE memories SET key='pref.Language', tags='[\"Ops\"]'")
     con.execute("UPDATE tasks SET task_id='Migrate-Billing'")
     con.execute("UPDATE task_history SET task_id='Migrate-Billing'")
-    con.execute("PRAGMA user_version = 4")  # the version before the folding migration
+    # The version before the folding migration, without what later migrations added.
+    con.execute("ALTER TABLE memories DROP COLUMN visibility")
+    con.execute("ALTER TABLE memories DROP COLUMN agent")
+    con.execute("PRAGMA user_version = 4")
     con.commit()
     con.close()
     async with mcp_client(d) as c:

@@ -29,6 +29,7 @@ PYDANTIC_SHAPED: dict[str, Any] = {
         "inner": {"anyOf": [{"$ref": "#/$defs/Inner"}, {"type": "null"}], "default": None},
         "k": {"default": 5, "maximum": 50, "minimum": 1, "title": "K", "type": "integer"},
         "mode": {"enum": ["a", "b"], "title": "Mode", "type": "string"},
+        "maybe_mode": {"anyOf": [{"enum": ["a", "b"], "type": "string"}, {"type": "null"}], "default": None},
         "either": {"anyOf": [{"type": "integer"}, {"type": "string"}], "title": "Either"},
     },
     "required": ["title"],
@@ -42,6 +43,7 @@ INSTANCES: list[Any] = [
     {"title": "x", "inner": {"n": -1}}, {"title": "x", "inner": {}}, {"title": "x", "k": 0}, {"title": "x", "k": 50},
     {"title": "x", "k": None}, {"title": "x", "mode": "c"}, {"title": "x", "mode": "a"}, {"title": "x", "either": 1.5},
     {"title": "x", "either": "s"}, {}, {"title": None}, [], "x",
+    {"title": "x", "maybe_mode": None}, {"title": "x", "maybe_mode": "a"}, {"title": "x", "maybe_mode": "c"},
 ]
 
 
@@ -65,6 +67,8 @@ def test_lean_schema_drops_only_redundancy() -> None:
     assert props["inner"] == {"anyOf": [{"$ref": "#/$defs/Inner"}, {"type": "null"}]}
     assert props["k"] == {"default": 5, "maximum": 50, "minimum": 1, "type": "integer"}
     assert props["either"] == {"anyOf": [{"type": "integer"}, {"type": "string"}]}
+    # an optional Literal: merged, its enum would refuse null, so the anyOf stays
+    assert props["maybe_mode"] == {"anyOf": [{"enum": ["a", "b"], "type": "string"}, {"type": "null"}]}
     assert PYDANTIC_SHAPED["properties"]["tags"]["title"] == "Tags", "the input must not be changed"
 
 

@@ -135,7 +135,7 @@ def test_groups_may_be_given_whole() -> None:
 
 
 def test_unknown_names_and_bad_values_are_refused_with_what_is_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(TypeError, match=r"'rrfk' is not a memvault setting; known: candidates, "):
+    with pytest.raises(TypeError, match=r"'rrfk' is not a memvault setting; known: agent_id, candidates, "):
         Settings(rrfk=5)
     with pytest.raises(ValidationError, match=r"rrf_k\n +Input should be greater than or equal to 1"):
         Settings(rrf_k=0)

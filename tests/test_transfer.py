@@ -1,8 +1,8 @@
 """``memvault export`` / ``memvault import``: real SQLite files, the CLI called in-process.
 
 A source data dir is filled once through the real server (two users, two projects and
-the global scope, a superseded, a forgotten and an erased memory, a task with two
-versions, an indexed document); each test exports it or imports it elsewhere.
+the global scope, a superseded, a forgotten and an erased memory, a private one, a task
+with two versions, an indexed document); each test exports it or imports it elsewhere.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from memvault.cli import main
 from memvault.service.project import project_of_folder
-from tests.conftest import call, db_rows, inproc_client
+from tests.conftest import CLIENT_NAME, call, db_rows, inproc_client
 from tests.docs_fixtures import write_tree
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -54,6 +54,8 @@ def source(tmp_path_factory, shared_embedder, model_cache) -> Source:
             await call(c, "forget", ids=[ids["staging"]], project="acme")
             await remember("vpn", "The old VPN gateway is vpn-old.internal and is being retired", project="acme")
             await call(c, "forget", ids=[ids["vpn"]], hard=True, project="acme")
+            await remember("private", "The on-call rota for billing lives in the team wiki", project="acme",
+                           visibility="private")
             await call(c, "set_task_state", task_id="migrate-billing", title="Migrate billing",
                        state={"step": 1, "plan": ["dump", "load"]}, project="acme")
             await call(c, "set_task_state", task_id="migrate-billing", patch={"step": 2}, project="acme")
@@ -92,7 +94,7 @@ def body(path: Path) -> list[str]:
 async def test_round_trip_is_exact_and_a_second_import_changes_nothing(source, tmp_path, capsys, mcp_client):
     first = await export(capsys, source.data_dir, tmp_path / "a.jsonl")
     header, records = first[0], first[1:]
-    assert header["format"] == "memvault-export" and header["version"] == 1
+    assert header["format"] == "memvault-export" and header["version"] == 2
     assert header["embedding_model"] and header["memvault"] and header["exported_at"].endswith("Z")
     by_type: dict[str, list[dict]] = {}
     for r in records:
@@ -105,13 +107,19 @@ async def test_round_trip_is_exact_and_a_second_import_changes_nothing(source, t
     assert [t["version"] for t in by_type["task"]] == [2]
     assert [h["version"] for h in by_type["task_history"]] == [1, 2]
     assert [d["path"] for d in by_type["doc_file"]] and all(d["indexed_by"] == "bob" for d in by_type["doc_file"])
+    # The command line acts for the user: a private memory is exported, with its agent.
+    owners = {m["id"]: (m["visibility"], m["agent"]) for m in by_type["memory"]}
+    assert owners[source.ids["private"]] == ("private", CLIENT_NAME)
+    assert owners[source.ids["bluegreen"]] == ("shared", CLIENT_NAME)
 
     dest = tmp_path / "dest"
     code, out, err = await cli(capsys, "import", "--data-dir", str(dest), str(tmp_path / "a.jsonl"))
     assert code == 0, err
     n_mem = len(by_type["memory"])
     assert f"memory          {n_mem} imported, 0 skipped (already there), 0 skipped (hold a secret)" in out, out
-    assert db_rows(dest, "SELECT COUNT(*) FROM memories WHERE status='active' AND index_state='pending'") == [(4,)]
+    assert db_rows(dest, "SELECT COUNT(*) FROM memories WHERE status='active' AND index_state='pending'") == [(5,)]
+    assert db_rows(dest, "SELECT visibility, agent FROM memories WHERE id=?", (source.ids["private"],)) \
+        == [("private", CLIENT_NAME)]
 
     await export(capsys, dest, tmp_path / "b.jsonl")
     assert body(tmp_path / "b.jsonl") == body(tmp_path / "a.jsonl")
@@ -199,12 +207,39 @@ async def test_an_invalid_line_is_named_and_nothing_is_written(source, tmp_path,
     assert db_rows(dest, "SELECT COUNT(*) FROM tasks") == [(0,)]
 
 
+async def test_a_version_1_file_is_read_as_shared_memories_of_an_unknown_writer(source, tmp_path, capsys):
+    exported = [json.loads(line) for line in lines(await _export_path(capsys, source, tmp_path))]
+    old = [{**exported[0], "version": 1}]
+    for rec in exported[1:]:
+        if rec["type"] == "memory":  # version 1 had no visibility and no agent
+            rec = {k: v for k, v in rec.items() if k not in ("visibility", "agent")}
+        old.append(rec)
+    (tmp_path / "v1.jsonl").write_text("\n".join(json.dumps(r) for r in old) + "\n", encoding="utf-8")
+    dest = tmp_path / "dest"
+    code, out, err = await cli(capsys, "import", "--data-dir", str(dest), str(tmp_path / "v1.jsonl"))
+    assert code == 0, err
+    n_mem = sum(r.get("type") == "memory" for r in old)
+    assert f"memory          {n_mem} imported" in out, out
+    assert db_rows(dest, "SELECT DISTINCT visibility, agent FROM memories") == [("shared", None)]
+    # A version 2 record without its visibility is refused: the file says it holds one.
+    v2 = [exported[0], *({k: v for k, v in r.items() if k != "visibility"} if r["type"] == "memory" else r
+                         for r in exported[1:])]
+    (tmp_path / "v2.jsonl").write_text("\n".join(json.dumps(r) for r in v2) + "\n", encoding="utf-8")
+    code, _, err = await cli(capsys, "import", "--data-dir", str(tmp_path / "d2"), str(tmp_path / "v2.jsonl"))
+    assert code == 1 and "memory record without visibility" in err, err
+
+
+async def _export_path(capsys, source: Source, tmp_path: Path) -> Path:
+    await export(capsys, source.data_dir, tmp_path / "a.jsonl")
+    return tmp_path / "a.jsonl"
+
+
 async def test_an_unknown_format_or_version_names_what_is_read(tmp_path, capsys):
     for header, says in [({"format": "mem0", "version": 1}, "not a memvault export (format 'mem0')"),
-                         ({"format": "memvault-export", "version": 2}, "export format version 2 is not supported")]:
+                         ({"format": "memvault-export", "version": 3}, "export format version 3 is not supported")]:
         (tmp_path / "x.jsonl").write_text(json.dumps(header) + "\n", encoding="utf-8")
         code, _, err = await cli(capsys, "import", "--data-dir", str(tmp_path / "d"), str(tmp_path / "x.jsonl"))
-        assert code == 1 and says in err and "reads format 'memvault-export' version 1" in err, err
+        assert code == 1 and says in err and "reads format 'memvault-export' version 1 or 2" in err, err
     assert not (tmp_path / "d").exists()
 
 

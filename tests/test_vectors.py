@@ -59,13 +59,17 @@ def pid(n: int) -> str:
     return str(uuid.UUID(int=n))
 
 
-# id -> payload. Times in unix seconds; "expires_at" absent on 1, 6, 7, 8 and null on 2.
+# id -> payload. Times in unix seconds; "expires_at" absent on 1, 6, 7, 8 and null on 2;
+# "private_to" "x" on 3, "y" on 5, null on 2, absent on the others.
 PAYLOADS: dict[int, dict] = {
     1: dict(user_id="u1", project="alpha", kind="fact", tags=["a", "b"], status="active", created_at=100.0),
-    2: dict(user_id="u1", project="", kind="preference", tags=["c"], status="active", created_at=200.0, expires_at=None),
-    3: dict(user_id="u1", project="beta", kind="note", tags=[], status="active", created_at=300.0, expires_at=1000.0),
+    2: dict(user_id="u1", project="", kind="preference", tags=["c"], status="active", created_at=200.0, expires_at=None,
+                private_to=None),
+    3: dict(user_id="u1", project="beta", kind="note", tags=[], status="active", created_at=300.0, expires_at=1000.0,
+                private_to="x"),
     4: dict(user_id="u1", project="alpha", kind="episode", tags=["b"], status="superseded", created_at=400, expires_at=2000.0),
-    5: dict(user_id="u2", project="alpha", kind="fact", tags=["a"], status="active", created_at=500.0, expires_at=500.0),
+    5: dict(user_id="u2", project="alpha", kind="fact", tags=["a"], status="active", created_at=500.0, expires_at=500.0,
+                private_to="y"),
     6: dict(user_id="u1", project="alpha", kind="fact", status="active", created_at=600.0, collection="docs", path="src/app/main.py"),
     7: dict(user_id="u1", project="alpha", kind="fact", status="active", created_at=700.0, collection="docs", path="src/lib/util.py"),
     8: dict(user_id="u1", project="alpha", kind="fact", status="active", created_at=800.0, collection="docs", path="README.md"),
@@ -231,6 +235,8 @@ FILTER_CASES: list[tuple[str, VectorFilter, set[int]]] = [
     ("equals", VectorFilter(equals={"collection": "docs"}), {6, 7, 8}),
     ("path prefix folder", VectorFilter(path_prefix="src/"), {6, 7}),
     ("path prefix deeper", VectorFilter(path_prefix="src/app"), {6}),
+    ("absent: null or no value", VectorFilter(absent=["private_to"], status=None), {1, 2, 4, 6, 7, 8}),
+    ("absent or equals", VectorFilter(absent_or_equals={"private_to": "x"}, status=None), {1, 2, 3, 4, 6, 7, 8}),
     (
         "all together",
         VectorFilter(

@@ -1,6 +1,7 @@
-"""The MCP face of memvault: builds the server and registers the tools, resources and prompt.
+"""The MCP face of memvault: builds the server and registers the tools, resources and prompts.
 
-The tools themselves live in ``memory_tools``, ``docs_tools`` and ``profile_tools``.
+The tools themselves live in ``memory_tools``, ``docs_tools`` and ``profile_tools``; the
+``save_session`` prompt in ``session_prompt``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from memvault.mcp.listing import lean_description, lean_schema
 from memvault.mcp.memory_tools import register_memory_tools
 from memvault.mcp.profile_tools import PROFILE_URI, read_profile, register_profile_tools
 from memvault.mcp.scope import Workspace, on_roots_list_changed
+from memvault.mcp.session_prompt import register_session_prompt
 from memvault.service.runtime import EmbedderLoader, Runtime, VectorsOpener
 
 INSTRUCTIONS = """\
@@ -214,7 +216,7 @@ def build_server(settings: Settings, *, load_embedder: EmbedderLoader | None = N
 
 
 def build_unavailable_server(problem: str, *, cwd: Path | None = None) -> MemvaultServer:
-    """A server that lists memvault's tools, resources and prompt and answers every use with ``problem``.
+    """A server that lists memvault's tools, resources and prompts and answers every use with ``problem``.
 
     For a start-up that cannot serve (invalid settings, an unusable data dir): the
     client connects, and the person reads ``problem`` in it.
@@ -238,4 +240,5 @@ def _server(lifespan: Any, cwd: Path | None) -> MemvaultServer:
     register_consolidate_tools(mcp)
     register_doc_tools(mcp)
     register_profile_tools(mcp)
+    register_session_prompt(mcp)
     return mcp

@@ -2,6 +2,7 @@
 
 With one owner process serving every client of a data dir, scope is a property of a
 connection, never of the process. Each connection carries the user it acts for, the
+agent id its client set (``MEMVAULT_AGENT_ID``; unset: the client's MCP name), the
 working directory its client started ``memvault serve`` in (the project when the client
 offers no roots), and the project setting of that client. The owner sets the connection
 for the task that serves it (``bound``); every request handler of that connection runs
@@ -26,13 +27,15 @@ class Connection:
     ``user_id``: the tenant (from that client's settings); ``workspace``: the folder its
     ``memvault serve`` was started in and the project of that folder (asked once);
     ``project``: its ``MEMVAULT_PROJECT`` (None when unset); ``pid``: the forwarder's
-    process id.
+    process id; ``agent_id``: its ``MEMVAULT_AGENT_ID`` (None when unset: the agent is the
+    client's MCP name).
     """
 
     user_id: str
     workspace: Workspace
     project: str | None = None
     pid: int | None = None
+    agent_id: str | None = None
 
 
 _CURRENT: contextvars.ContextVar[Connection | None] = contextvars.ContextVar("memvault_connection", default=None)

@@ -388,5 +388,6 @@ def run_forwarder(settings: Settings) -> int:
         log.error("%s", exc)
         anyio.run(serve_unavailable, str(exc))
         return 1
-    hello = Hello(user_id=settings.server.user_id, cwd=os.getcwd(), project=settings.server.project, pid=os.getpid())
+    hello = Hello(user_id=settings.server.user_id, cwd=os.getcwd(), project=settings.server.project, pid=os.getpid(),
+                  agent_id=settings.server.agent_id)
     return anyio.run(Forwarder(settings, hello).run)

@@ -1,7 +1,8 @@
 """The one line a forwarder sends the owner before relaying MCP, and the owner's answer.
 
 Forwarder -> owner, one JSON line:
-``{"memvault": "connect", "version": "0.1.0", "user_id": "...", "cwd": "...", "project": null, "pid": 123}``
+``{"memvault": "connect", "version": "0.1.0", "user_id": "...", "cwd": "...", "project": null, "pid": 123,
+"agent_id": null}``
 (or ``{"memvault": "status", "version": ...}`` to ask for the owner's status and close; or
 ``{"memvault": "ui", ...}`` to ask for the local web page's address: after the ``ok`` line,
 one more line ``{"ok": true, "url": ...}``, and the connection closes;
@@ -34,6 +35,7 @@ class Hello:
     cwd: str | None
     project: str | None
     pid: int
+    agent_id: str | None = None
     version: str = __version__
     memvault: str = "connect"
 

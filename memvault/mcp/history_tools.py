@@ -44,7 +44,8 @@ def register_history_tools(mcp: MCPServer) -> None:
     ) -> RestoreResult:
         # The memory's own project is used; '' only names the caller without asking for roots.
         scope = await resolve_scope(ctx, runtime(ctx).settings, "", None)
-        return await restore_handler(runtime(ctx), scope.user_id, id, actor=clean_label(client_name(ctx)))
+        return await restore_handler(runtime(ctx), scope.user_id, id, actor=clean_label(client_name(ctx)),
+                                     reader=scope.agent)
 
     @mcp.tool(
         title="History",

@@ -47,7 +47,8 @@ def lean_schema(schema: Any) -> Any:
 
     - ``title`` keywords are dropped (the property name already says it);
     - ``{"anyOf": [{"type": T, ...}, {"type": "null"}]}`` becomes ``{"type": [T, "null"], ...}``
-      when the first branch is a plain typed schema (same instances accepted);
+      when the first branch is a plain typed schema without ``enum`` / ``const`` (whose
+      values would then refuse null): same instances accepted;
     - ``"default": null`` is dropped from optional properties (absent means null);
     - descriptions lose their docstring indentation.
     Anything else is copied unchanged.
@@ -80,6 +81,8 @@ def _collapse_optional(schema: dict[str, Any]) -> None:
     typed = next(b for b in branches if b != {"type": "null"})
     if not isinstance(typed, dict) or not isinstance(typed.get("type"), str):
         return  # a $ref or a union: keep the anyOf
+    if "enum" in typed or "const" in typed:
+        return  # an optional Literal: its values list no null, so the anyOf stays
     if any(k in schema for k in typed):
         return  # the typed branch's keywords would clash with the outer ones
     del schema["anyOf"]

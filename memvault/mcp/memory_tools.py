@@ -25,6 +25,7 @@ from memvault.service.recall import recall as recall_handler
 from memvault.service.remember import RememberArgs
 from memvault.service.remember import remember as remember_handler
 from memvault.service.validation import clean_label
+from memvault.vocabulary import Visibility
 
 RecallProject = Annotated[
     str | None,
@@ -36,6 +37,8 @@ REMEMBER_DESCRIPTION = (
     "Store a memory for later sessions. The reply says stored, reinforced (already known), "
     "superseded (replaced an older one) or declined (and why)."
 )
+
+VISIBILITY_DESCRIPTION = "shared: every client of this user reads it; private: only this agent (its own key slots)."
 
 RECALL_DESCRIPTION = (
     "Find relevant memories from earlier sessions (current project + global by default), best first, "
@@ -73,11 +76,12 @@ def register_memory_tools(mcp: MCPServer) -> None:
         project: Annotated[str | None, Field(description="Omit for the current project; '' for the user's global scope.")] = None,
         source: Annotated[str | None, Field(description="Where it came from (file, session, client); defaults to the client's name.")] = None,
         force: Annotated[bool, Field(description="Store even if scored unimportant (never overrides the secret check).")] = False,
+        visibility: Annotated[Visibility, Field(description=VISIBILITY_DESCRIPTION)] = "shared",
     ) -> RememberResult:
         scope = await resolve_scope(ctx, runtime(ctx).settings, project, roots)
         args = RememberArgs(content=content, kind=kind, key=key, tags=tags or [], importance=importance,
                             ttl_days=ttl_days, supersedes=supersedes or [], source=source or clean_label(client_name(ctx)),
-                            force=force)
+                            force=force, visibility=visibility)
         return await remember_handler(runtime(ctx), scope, args)
 
     @mcp.tool(

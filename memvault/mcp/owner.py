@@ -4,7 +4,7 @@
 dir, detached) takes the data dir's owner lock, opens the runtime once (model, SQLite,
 Qdrant Edge, housekeeping), and listens on a Unix socket that only the same OS user can
 reach. Each connection starts with one handshake line (``memvault.mcp.handshake``) that
-says which user, working directory and project setting its client has; the rest is MCP,
+says which user, working directory, project setting and agent id its client has; the rest is MCP,
 one JSON message per line, served by the SDK exactly as stdio is, with that connection
 bound (``memvault.mcp.connection``) so that its scope is its own. After
 ``settings.server.owner_idle_s`` seconds with no connection the owner flushes, closes and exits.
@@ -215,7 +215,8 @@ class Owner:
             cwd = hello.get("cwd")
             conn = Connection(user_id=str(hello.get("user_id") or self.settings.server.user_id),
                               workspace=Workspace(Path(cwd) if cwd else Path("/")),
-                              project=hello.get("project"), pid=hello.get("pid"))
+                              project=hello.get("project"), pid=hello.get("pid"),
+                              agent_id=_text_or_none(hello.get("agent_id")))
             self.connections += 1
             self.served += 1
             self.idle_since = None
@@ -257,6 +258,11 @@ class Owner:
             return answer(True, text=await anyio.to_thread.run_sync(read))
         except Exception as exc:  # the hook falls back to reading the store itself
             return answer(False, error=f"{type(exc).__name__}: {exc}")
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A handshake field that is a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,11 @@ it is inside a git work tree (Claude Code starts its servers in the project fold
 ``project`` setting (in the owner: the connection's); else the user's global
 scope ``""``.
 
+The agent (whose private memories the call reads and writes) is the client's
+``MEMVAULT_AGENT_ID`` (in the owner: the connection's, sent by its forwarder), else the
+name the client gave in its handshake (``clientInfo.name``), casefolded; '' when the client
+gave neither (it then reads shared memories only and cannot write private ones).
+
 The roots are read once per client connection and read again after the client says
 they changed (``notifications/roots/list_changed``). On 2026-07-28 connections every
 request is its own connection, so there the roots are read on every call.
@@ -30,6 +35,7 @@ from mcp_types import ListRootsResult, NotificationParams
 
 from memvault.config import Settings
 from memvault.mcp import connection
+from memvault.mcp.ctx import client_name
 from memvault.mcp.http import request_user
 from memvault.mcp.workspace import Workspace
 from memvault.service.models import Scope
@@ -39,7 +45,7 @@ from memvault.service.project import (
     make_scope,
     project_of_folder,
 )
-from memvault.service.validation import check_project
+from memvault.service.validation import agent_label, check_project
 
 log = logging.getLogger(__name__)
 
@@ -161,10 +167,18 @@ async def project_from_roots(result: ListRootsResult | None) -> Project | None:
     return None
 
 
+def call_agent(ctx: Context[Any, Any], settings: Settings) -> str:
+    """The agent a call acts for (see the module docstring): the connection's (in the owner) or
+    the settings' ``agent_id``, else the client's name; '' when there is neither."""
+    conn = connection.current()
+    configured = conn.agent_id if conn is not None else settings.server.agent_id
+    return agent_label(configured) or agent_label(client_name(ctx)) or ""
+
+
 async def resolve_scope(ctx: Context[Any, Any], settings: Settings, project: str | None, roots: ListRootsResult | None, *,
                         include_global: bool = True) -> Scope:
-    """Scope of one call: settings' user; project from argument, client roots, the server's
-    start folder, settings, else global.
+    """Scope of one call: settings' user and the call's agent (``call_agent``); project from
+    argument, client roots, the server's start folder, settings, else global.
 
     ``roots``: what the ``client_roots`` (or any roots) resolver got, None when it asked
     nothing. Raises InvalidArgument when ``project`` is not an allowed name.
@@ -173,8 +187,9 @@ async def resolve_scope(ctx: Context[Any, Any], settings: Settings, project: str
     conn = connection.current()
     user = conn.user_id if conn is not None else \
         request_user(ctx.request_context.request) or settings.server.user_id
+    agent = call_agent(ctx, settings)
     if project is not None:
-        return make_scope(user, project, "argument", include_global=include_global)
+        return make_scope(user, project, "argument", include_global=include_global, agent=agent)
     memo = _connection_roots(ctx.session)
     found: Project | None = None
     if roots is not None:
@@ -184,11 +199,11 @@ async def resolve_scope(ctx: Context[Any, Any], settings: Settings, project: str
     elif memo is not None and memo.known:
         found = memo.project
     if found is not None:
-        return make_scope(user, found.id, "roots", include_global=include_global)
+        return make_scope(user, found.id, "roots", include_global=include_global, agent=agent)
     started = await (conn.workspace if conn is not None else workspace_of(ctx)).start_project()
     if started is not None:
-        return make_scope(user, started.id, "cwd", include_global=include_global)
+        return make_scope(user, started.id, "cwd", include_global=include_global, agent=agent)
     configured = conn.project if conn is not None else settings.server.project
     if configured:
-        return make_scope(user, configured, "settings", include_global=include_global)
-    return make_scope(user, "", "global", include_global=include_global)
+        return make_scope(user, configured, "settings", include_global=include_global, agent=agent)
+    return make_scope(user, "", "global", include_global=include_global, agent=agent)

@@ -1,7 +1,9 @@
 """The ``forget`` handler: soft delete (history kept) or hard purge (right to be forgotten).
 
 Selectors combine with AND: ids, key, query, kinds, tags, older_than_days; at least
-one is required. Ids may name any memory of the user; the other selectors act on the
+one is required. An agent's forget reaches only the memories it reads (shared ones and
+its own private ones): another agent's private memory is not there for it, not even by
+id. Ids may name any such memory of the user; the other selectors act on the
 scope recall reads (current project + global unless narrowed). Every selector reaches the
 whole scope, however many memories it holds. A ``query`` selector only takes matches
 whose dense cosine reaches a high bar (or whose text is the query's), and lists them.
@@ -64,6 +66,7 @@ async def forget(rt: Runtime, scope: Scope, args: ForgetArgs) -> ForgetResult:
             rows = await rt.facts.select(
                 scope.user_id, projects=None if ids else scope.projects_read, kinds=kinds, tags_any=tags,
                 key=key, ids=ids or None, created_before=created_before, statuses=statuses, limit=MAX_FORGET + 1,
+                reader=scope.agent,
             )
         else:
             rows, similarity = await _query_matches(rt, scope, query, ids=ids, key=key, kinds=kinds, tags=tags,
@@ -97,27 +100,27 @@ async def _query_matches(rt: Runtime, scope: Scope, query: str, *, ids: list[str
     qvec = await embed_query(rt, query)
     if ids:
         # Ids may name any memory of the user: score those (at most MAX_IDS) directly.
-        named = await rt.facts.select(user, ids=ids, statuses=("active",), now=now)
+        named = await rt.facts.select(user, ids=ids, statuses=("active",), now=now, reader=scope.agent)
         windows = await embed_memories(rt, [r.content for r in named]) if named else []
         scores = {r.id: best_window_cosine(w, qvec) for r, w in zip(named, windows, strict=True)}
     else:
         _, vectors = await rt.ready()
         flt = scope_filter(user, scope.projects_read, now, kinds=kinds, tags_any=tags or None,
                            created_to=None if created_before is None else math.nextafter(created_before, -math.inf),
-                           key=key)
+                           key=key, reader=scope.agent)
         hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, qvec.tolist(), flt, MAX_FORGET + 1)
         scores = {h.id: h.score for h in hits}
     similarity = {i: sc for i, sc in scores.items() if sc >= bar}
     same_text = await rt.facts.select(
         user, projects=None if ids else scope.projects_read, ids=ids or None, content_hash=content_hash(query),
-        statuses=statuses, limit=MAX_FORGET + 1,
+        statuses=statuses, limit=MAX_FORGET + 1, reader=scope.agent,
     )
     wanted = sorted(set(similarity) | {r.id for r in same_text})
     rows: list[MemoryRow] = []
     for i in range(0, len(wanted), 500):  # bounded statements, whatever SQLite's variable limit
         rows += await rt.facts.select(
             user, projects=None if ids else scope.projects_read, kinds=kinds, tags_any=tags, key=key,
-            ids=wanted[i : i + 500], created_before=created_before, statuses=statuses,
+            ids=wanted[i : i + 500], created_before=created_before, statuses=statuses, reader=scope.agent,
         )
     exact = await rt.run_sync(_saying_exactly, query, [(r.id, r.content) for r in rows])
     if exact:

@@ -11,6 +11,9 @@ An erased memory keeps only the record that it was erased: no content, actor or 
 
 By key: the memories holding the key in the scope read (current project and global by
 default, or the ``project`` given), across all of their versions.
+
+Only the memories the calling agent reads (``scope.agent``): another agent's private
+memory has no history for it, by id or by key.
 """
 
 from __future__ import annotations
@@ -64,14 +67,15 @@ async def history(rt: Runtime, scope: Scope, args: HistoryArgs) -> HistoryResult
     user = scope.user_id
     if args.id is not None:
         mid = v.check_ids("id", [args.id])[0]
-        found, total = await store.entries(user, memory_id=mid, limit=args.limit)
+        found, total = await store.entries(user, memory_id=mid, limit=args.limit, reader=scope.agent)
         if not found:
             raise NotFound(f"no memory with id {mid} for this user (ids are the ones remember and recall return)")
-        scope = make_scope(user, found[0][1], "argument", include_global=False)
+        scope = make_scope(user, found[0][1], "argument", include_global=False, agent=scope.agent)
     else:
         key = v.check_key(args.key)
         assert key is not None
-        found, total = await store.entries(user, key=key, projects=scope.projects_read, limit=args.limit)
+        found, total = await store.entries(user, key=key, projects=scope.projects_read, limit=args.limit,
+                                           reader=scope.agent)
         if not found:
             where = ", ".join(repr(p) if p else "global" for p in scope.projects_read)
             raise NotFound(f"no memory of this user has held key {key!r} in {where}; pass project to look elsewhere")
@@ -103,6 +107,7 @@ def _items(entries: list[tuple[HistoryEntry, str]], per_item: int, budget: int) 
             key=_text(snap.get("key")), superseded_by=_text(snap.get("superseded_by")), content=content,
             content_truncated=content is not None and content != text, content_repeated=repeated,
             consolidated_from=_ids(snap.get(CONSOLIDATED_FROM)),
+            visibility=None if not snap else "private" if snap.get("visibility") == "private" else "shared",
         ))
     return items, cut
 

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from memvault.service.models import Scope
+from memvault.vocabulary import Visibility
 
 
 class RestoreResult(BaseModel):
@@ -49,6 +50,8 @@ class HistoryItem(BaseModel):
     content_truncated: bool = False
     content_repeated: bool = Field(False, description="Same text as this memory's newer entry above; not repeated.")
     consolidated_from: list[str] | None = Field(None, description="Ids of the memories this change merged.")
+    visibility: Visibility | None = Field(None, description="shared or private (to the agent that wrote it); "
+                                          "null once erased.")
 
 
 class HistoryResult(BaseModel):

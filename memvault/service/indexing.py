@@ -7,8 +7,8 @@ marks its rows ``pending`` inside the SQLite transaction; these helpers then ups
 points and mark the rows indexed. ``reconcile`` repairs what a crash left between
 the two steps; ``sweep`` purges expired memories.
 
-Keys and tags reach the index only as digests (``label_digest``): the engine filters on
-them, but deleting a point only marks it deleted in the engine's files, so a label that
+Keys, tags and the agent a private memory belongs to reach the index only as digests
+(``label_digest``): the engine filters on them, but deleting a point only marks it deleted in the engine's files, so a label that
 names something personal would outlive a hard forget there. SQLite holds the text.
 """
 
@@ -48,8 +48,9 @@ def label_digest(label: str) -> str:
 
 
 def memory_payload(row: MemoryRow) -> dict:
-    """Payload stored beside a memory's vectors: everything the engine filters on (key and
-    tags as ``label_digest``s)."""
+    """Payload stored beside a memory's vectors: everything the engine filters on (key, tags
+    and ``private_to``, the agent a private memory belongs to, as ``label_digest``s; null
+    ``private_to``: shared, as on points indexed before memories could be private)."""
     return {
         "user_id": row.user_id,
         "project": row.project,
@@ -59,6 +60,7 @@ def memory_payload(row: MemoryRow) -> dict:
         "created_at": row.created_at,
         "expires_at": row.expires_at,
         "key": None if row.key is None else label_digest(row.key),
+        "private_to": None if row.private_to is None else label_digest(row.private_to),
     }
 
 
@@ -240,10 +242,20 @@ async def hybrid_search(rt: Runtime, collection: str, query: str, flt: VectorFil
 
 
 def scope_filter(user_id: str, projects: Sequence[str], now: float, *, tags_any: Sequence[str] | None = None,
-                 key: str | None = None, **kw) -> VectorFilter:
+                 key: str | None = None, reader: str | None = None, private_to: str | None = None,
+                 shared_only: bool = False, **kw) -> VectorFilter:
     """Engine filter for active, unexpired memories of one user over ``projects``; ``tags_any``
     and ``key`` are given as stored (text) and matched through their ``label_digest``; other
-    keywords are ``VectorFilter`` fields."""
+    keywords are ``VectorFilter`` fields.
+
+    Visibility: ``reader`` (an agent) keeps the memories it reads, shared or private to it
+    (None: every memory, as the user reads them); ``private_to`` keeps only that agent's
+    private memories and ``shared_only`` only the shared ones (one slot owner, for duplicates).
+    """
+    equals = {} if key is None else {"key": label_digest(key)}
+    if private_to is not None:
+        equals["private_to"] = label_digest(private_to)
     return VectorFilter(user_id=user_id, projects=list(projects), status="active", alive_at=now,
                         tags_any=None if tags_any is None else [label_digest(t) for t in tags_any],
-                        equals=None if key is None else {"key": label_digest(key)}, **kw)
+                        equals=equals or None, absent=["private_to"] if shared_only else None,
+                        absent_or_equals=None if reader is None else {"private_to": label_digest(reader)}, **kw)

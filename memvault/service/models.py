@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from memvault.vocabulary import Visibility
+
 ScopeSource = Literal["argument", "roots", "cwd", "settings", "global"]
 """How a call's project was chosen: the tool's ``project`` argument, the client's MCP roots,
 the folder the server was started in, the ``project`` setting, or none (the global scope)."""
@@ -27,6 +29,10 @@ class Scope(BaseModel):
     source: ScopeSource = Field(
         description="How the project was chosen: tool argument, client's MCP roots, the folder the server was "
         "started in (cwd), settings, or none (global)."
+    )
+    agent: str | None = Field(
+        None, description="The agent the call acts for (MEMVAULT_AGENT_ID, else the client's name): it reads shared "
+        "memories and its own private ones. null: the user (command line), who reads every memory."
     )
 
 
@@ -63,6 +69,8 @@ class MemoryOut(BaseModel):
     last_accessed_at: str
     source: str | None = None
     expires_at: str | None = None
+    visibility: Visibility = Field(
+        "shared", description="shared: every agent of the user reads it; private: only the agent that wrote it.")
 
 
 class RecallResult(BaseModel):

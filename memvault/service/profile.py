@@ -4,7 +4,9 @@ The profile is derived, never stored: keyed memories (``remember(..., key="pref.
 become ``preferences``, the most important unkeyed facts / preferences / decisions /
 procedures become ``facts``, open tasks come from the task store and counts from the
 fact store. A project value of a key overrides the global value of the same key, and
-the entry says which won. Every list is bounded by settings (``profile_*``).
+the entry says which won. Only the memories the calling agent reads (``scope.agent``):
+shared ones and its own private ones; where it holds a private value of a key in the
+same project as a shared one, its private value wins (the entry says ``private``). Every list is bounded by settings (``profile_*``).
 """
 
 from __future__ import annotations
@@ -31,12 +33,12 @@ async def get_profile(rt: Runtime, scope: Scope) -> ProfileResult:
     reader = ProfileReader.on(rt.facts)
     projects = scope.projects_read
     fetch = 2 * s.replies.profile_max_preferences + 1
-    keyed = await reader.keyed(scope.user_id, projects, now, fetch)
+    keyed = await reader.keyed(scope.user_id, projects, now, fetch, reader=scope.agent)
     truncated = len(keyed) >= fetch
 
-    # Newest first; the first row per (key, project) is the live one.
+    # Newest first; the first row per (key, project) is the live one, the agent's private one first.
     by_key: dict[str, dict[str, MemoryRow]] = {}
-    for row in keyed:
+    for row in sorted(keyed, key=lambda r: r.visibility != "private"):  # stable: newest first within each
         by_key.setdefault(row.key or "", {}).setdefault(row.project, row)
     prefs: dict[str, PreferenceOut] = {}
     for key in sorted(by_key):
@@ -57,17 +59,20 @@ async def get_profile(rt: Runtime, scope: Scope) -> ProfileResult:
             value=value, id=winner.id, updated_at=to_iso(winner.updated_at) or "", source=winner.source,
             kind=winner.kind, project=winner.project, won="global" if winner.project == "" else "project",
             overrides=overrides, value_truncated=cut_,
+            visibility="private" if winner.visibility == "private" else "shared",
         )
 
     facts = []
-    for row in await reader.top_unkeyed(scope.user_id, projects, FACT_KINDS, now, s.replies.profile_max_facts):
+    for row in await reader.top_unkeyed(scope.user_id, projects, FACT_KINDS, now, s.replies.profile_max_facts,
+                                        reader=scope.agent):
         text, cut_ = cut(row.content, s.replies.profile_value_chars)
         truncated |= cut_
         facts.append(ProfileFact(id=row.id, content=text, kind=row.kind, importance=row.importance,
                                  project=row.project, updated_at=to_iso(row.updated_at) or "",
-                                 content_truncated=cut_))
+                                 content_truncated=cut_,
+                                 visibility="private" if row.visibility == "private" else "shared"))
     tasks = await open_tasks(rt, scope, s.replies.task_list_max)
-    counts = await rt.facts.counts_by_kind(scope.user_id, projects, now)
+    counts = await rt.facts.counts_by_kind(scope.user_id, projects, now, reader=scope.agent)
     return ProfileResult(scope=scope, preferences=prefs, facts=facts, open_tasks=[task_summary(t) for t in tasks],
                          counts=dict(sorted(counts.items())), truncated=truncated)
 
@@ -84,16 +89,16 @@ def profile_markdown(p: ProfileResult, budget: int) -> str:
     if p.preferences:
         lines.append("## Preferences")
         for key, e in p.preferences.items():
-            note = ""
+            note = " _(private)_" if e.visibility == "private" else ""
             if e.overrides is not None:
-                note = f" _(project value; overrides global: {e.overrides.value})_"
+                note += f" _(project value; overrides global: {e.overrides.value})_"
             elif e.won == "global" and p.scope.project:
-                note = " _(global)_"
+                note += " _(global)_"
             lines.append(f"- **{key}**: {e.value}{note}")
         lines.append("")
     if p.facts:
         lines.append("## Facts")
-        lines += [f"- {f.content} _({f.kind})_" for f in p.facts]
+        lines += [f"- {f.content} _({f.kind}{', private' if f.visibility == 'private' else ''})_" for f in p.facts]
         lines.append("")
     lines.append("## Open tasks")
     lines += tasks_markdown(p.open_tasks) or ["- none"]

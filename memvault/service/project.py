@@ -166,9 +166,11 @@ def _clean_name(name: str) -> str:
     return cleaned or "folder"
 
 
-def make_scope(user_id: str, project: str, source: ScopeSource, *, include_global: bool = True) -> Scope:
-    """The Scope of a call: writes go to ``project``; reads cover it plus global unless excluded."""
+def make_scope(user_id: str, project: str, source: ScopeSource, *, include_global: bool = True,
+               agent: str | None = None) -> Scope:
+    """The Scope of a call: writes go to ``project``; reads cover it plus global unless excluded.
+    ``agent``: the agent the call acts for (None: the user, who reads every memory)."""
     from memvault.service.models import Scope
     reads = [project] if project == "" or not include_global else [project, ""]
     return Scope(user_id=user_id, project=project, project_name=readable_name(project), projects_read=reads,
-                 source=source)
+                 source=source, agent=agent)

@@ -2,7 +2,8 @@
 
 Dense (e5 query embedding, cosine) and keyword (CJK-aware sparse vector, IDF) channels
 each return candidates filtered inside the engine (user, projects, kinds, tags, time
-range, status, expiry). They are fused with weighted RRF (Cormack et al. 2009), then
+range, status, expiry, and visibility: another agent's private memories are never
+candidates). They are fused with weighted RRF (Cormack et al. 2009), then
 ordered by a weighted mean of relevance, importance and recency (exponential decay
 on last access). The reply is capped in count (k) and size (per-memory cut and a total
 budget), and every returned memory counts as accessed.
@@ -49,15 +50,17 @@ class Ranked:
 
 async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, limit: int,
                kinds: list[Kind] | None = None, tags: list[str] | None = None,
-               since: float | None = None, until: float | None = None) -> list[Ranked]:
+               since: float | None = None, until: float | None = None, reader: str | None = None) -> list[Ranked]:
     """Hybrid search + ranking over active, unexpired memories; best first, at most ``limit``.
 
-    Does not touch access statistics (``recall`` does). Used by recall and benches.
+    ``reader``: the agent reading (shared memories and its own private ones); None: every
+    memory (the user). Does not touch access statistics (``recall`` does). Used by recall
+    and benches.
     """
     r = rt.settings.ranking
     now = rt.clock.now()
     flt = scope_filter(user_id, projects, now, kinds=kinds, tags_any=tags or None,
-                       created_from=since, created_to=until)
+                       created_from=since, created_to=until, reader=reader)
     fused, similarity = await hybrid_search(rt, MEMORY_COLLECTION, query, flt, max(r.candidates, limit))
     weights = [r.weight_dense, r.weight_keyword]
     rows = {m.id: m for m in await rt.facts.get(fused.keys())}
@@ -65,7 +68,8 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
     for mid, raw in fused.items():
         row = rows.get(mid)
         # The index may briefly lag SQLite; SQLite decides what is alive.
-        if row is None or row.status != "active" or (row.expires_at is not None and row.expires_at <= now):
+        if row is None or row.status != "active" or (row.expires_at is not None and row.expires_at <= now) \
+                or not row.readable_by(reader):
             continue
         rel = normalise_rrf(raw, weights, r.rrf_k)
         rec = recency(row.last_accessed_at, now, r.half_life_days)
@@ -87,6 +91,7 @@ def bounded(ranked: list[Ranked], content_budget: int, reply_budget: int) -> tup
             similarity=None if r.similarity is None else round(r.similarity, 4),
             importance=row.importance, created_at=to_iso(row.created_at),
             last_accessed_at=to_iso(row.last_accessed_at), source=row.source, expires_at=to_iso(row.expires_at),
+            visibility="private" if row.visibility == "private" else "shared",
         ))
     return out, truncated
 
@@ -104,7 +109,7 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     query, query_note = await deictic_query(rt, scope, query)  # "continue" -> the current task
     await rt.started()
     ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=k, kinds=kinds, tags=tags,
-                        since=since, until=until)
+                        since=since, until=until, reader=scope.agent)
     memories, truncated = bounded(ranked, s.replies.content_budget_chars, s.replies.reply_budget_chars)
     await rt.facts.touch([m.id for m in memories], rt.clock.now())
     return RecallResult(scope=scope, memories=memories, truncated=truncated, query_note=query_note)

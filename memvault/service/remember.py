@@ -7,6 +7,13 @@ or explicit ``supersedes`` superseded, per-scope capacity enforced by evicting t
 lowest retention scores. A write naming two or more memories in ``supersedes`` merges
 them: its history entry names them (``consolidated_from``, as ``consolidate`` records),
 so ``restore`` of the written memory undoes the merge.
+
+Visibility: a ``shared`` memory is read by every agent (client) of the user, a
+``private`` one only by the agent that wrote it (``scope.agent``). Keys and duplicates are
+judged within one slot owner: the shared memories, or one agent's private ones. So an
+agent's private ``editor`` and the shared ``editor`` are two slots, both read by that
+agent (each reply item says its visibility); a write replaces, reinforces or merges
+only with memories of its own owner. ``supersedes`` may name any memory the agent reads.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ class RememberArgs:
     supersedes: list[str] = field(default_factory=list)
     source: str | None = None
     force: bool = False
+    visibility: str = "shared"
     created_at: float | None = None  # bench/import only: the memory's own time (unix s)
 
 
@@ -53,8 +61,10 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     repeats an existing memory (same content, or a near duplicate) reinforces that memory
     and applies the write's key, tags, explicit TTL and ``supersedes`` to it, so whichever
     path is taken the scope ends with one active memory for that content; a memory named
-    in ``supersedes`` is replaced, never reinforced.
-    Raises InvalidArgument for invalid arguments (nothing is written then).
+    in ``supersedes`` is replaced, never reinforced. ``args.visibility``: see the module
+    docstring; the writer is ``scope.agent``.
+    Raises InvalidArgument for invalid arguments, or a private memory without an agent
+    (nothing is written then).
     """
     s = rt.settings
     try:
@@ -68,6 +78,13 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     ttl_days = v.check_ttl(args.ttl_days)
     supersedes = v.check_ids("supersedes", args.supersedes)
     source = v.check_source(args.source)
+    visibility = v.check_visibility(args.visibility)
+    agent = scope.agent or None
+    if visibility == "private" and agent is None:
+        raise InvalidArgument("visibility 'private' needs an agent to belong to, and this call has none (the client "
+                              "sent no name and MEMVAULT_AGENT_ID is not set); use visibility 'shared', or set "
+                              "MEMVAULT_AGENT_ID for this client")
+    owner = agent if visibility == "private" else None  # the slot owner (None: the shared memories)
 
     def declined(reason: str, importance: float | None = None) -> RememberResult:
         return RememberResult(id=None, status="declined", reason=reason, importance=importance, scope=scope)
@@ -108,13 +125,13 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
         # 1. what this write supersedes: explicit ids of this user, plus the same key in this scope
         named: list[MemoryRow] = []
         if supersedes:
-            named = await rt.facts.select(user, ids=supersedes, statuses=("active",), now=now)
+            named = await rt.facts.select(user, ids=supersedes, statuses=("active",), now=now, reader=scope.agent)
             missing = set(supersedes) - {r.id for r in named}
             if missing:
                 raise InvalidArgument(
                     f"supersedes names ids that are not active memories of this user: {', '.join(sorted(missing))}"
                 )
-        keyed = await rt.facts.active_by_key(user, project, key, now) if key is not None else []
+        keyed = await rt.facts.active_by_key(user, project, key, now, private_to=owner) if key is not None else []
         old_rows = list({r.id: r for r in [*keyed, *named]}.values())
         explicit_expiry = expires_at if ttl_days is not None else None
         # Two or more memories named in supersedes are merged into this write: its history names them.
@@ -124,7 +141,7 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
 
         # 2. exact duplicate (same scope and kind, a compatible key, not named in supersedes)
         # The hash folds case and spacing only; the same content words decide ("100 Mb" is not "100 MB").
-        same = await rt.facts.active_by_hash(user, project, kind, chash, now)
+        same = await rt.facts.active_by_hash(user, project, kind, chash, now, private_to=owner)
         if same:
             same = await rt.run_sync(_restating, content, same)
         dup = _pick(same, key, set(supersedes))
@@ -136,10 +153,11 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
         windows = (await embed_memories(rt, [content]))[0]  # one row unless the content is long
 
         # 3. near duplicate (same scope and kind): calibrated cosine AND same content words
-        flt = scope_filter(user, [project], now, kinds=[kind])
+        flt = scope_filter(user, [project], now, kinds=[kind], private_to=owner, shared_only=owner is None)
         hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, windows[0].tolist(), flt, 3)
         close = {h.id: h.score for h in hits if h.score >= s.policies.dedup_threshold and h.id not in supersedes}
-        rows = sorted((r for r in await rt.facts.get(close) if r.status == "active" and _compatible(r.key, key)),
+        rows = sorted((r for r in await rt.facts.get(close)
+                       if r.status == "active" and r.private_to == owner and _compatible(r.key, key)),
                       key=lambda r: -close[r.id])
         near = None
         if rows:
@@ -155,6 +173,7 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
             tags=tags, importance=importance, source=source,
             created_at=args.created_at or now, updated_at=now, last_accessed_at=args.created_at or now,
             expires_at=expires_at, content_hash=chash, embedding_model=emb.model_id,
+            visibility=visibility, agent=agent,
         )
         await rt.facts.add(row, supersede=old_rows, actor=source, consolidated_from=merges)
         await index_rows(rt, [row], dense=[windows])
@@ -176,9 +195,10 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     if evicted:
         reason += f"; the scope was over its capacity of {s.policies.capacity_per_scope}, so {len(evicted)} " \
                   "least-retained memories were removed"
+    # Another agent's private memories count, but are not named (their ids would lead nowhere).
     return RememberResult(id=row.id, status=status, reason=reason, importance=importance,
                           expires_at=to_iso(expires_at), superseded_ids=superseded_ids,
-                          evicted_ids=evicted, scope=scope)
+                          evicted_ids=[r.id for r in evicted if r.readable_by(scope.agent)], scope=scope)
 
 
 def _screen(texts: list[str], content: str, kind: str, key: str | None, score: bool
@@ -279,8 +299,8 @@ async def _absorb(rt: Runtime, scope: Scope, row: MemoryRow, w: _Write, now: flo
 EVICTION_MARGIN = 8
 
 
-async def _enforce_capacity(rt: Runtime, user: str, project: str, *, keep: str, now: float) -> list[str]:
-    """Soft-delete the lowest-retention memories over the scope's cap; returns their ids.
+async def _enforce_capacity(rt: Runtime, user: str, project: str, *, keep: str, now: float) -> list[MemoryRow]:
+    """Soft-delete the lowest-retention memories over the scope's cap (every agent's); returns them.
 
     Reads a count, and when over the cap only the few lowest-retention rows (ordered in SQL).
     """
@@ -296,4 +316,4 @@ async def _enforce_capacity(rt: Runtime, user: str, project: str, *, keep: str, 
     await rt.facts.set_status(victims, "deleted", action="evict", now=now, actor="memvault:capacity",
                               reason=f"scope over capacity {cap}")
     await unindex_rows(rt, victims)
-    return [r.id for r in victims]
+    return victims

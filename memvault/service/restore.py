@@ -2,7 +2,9 @@
 
 Rules:
 
-- Only the caller's own memories, in any of the user's projects (as ``forget`` by ids).
+- Only the caller's own memories, in any of the user's projects (as ``forget`` by ids),
+  and of those only the ones the calling agent reads: another agent's private memory
+  is not found.
 - An active memory that merged others (``consolidate``, or ``remember`` superseding two or
   more ids) undoes that merge: the members come back, the merged memory is retired
   (``service.consolidate.undo_merge``).
@@ -12,8 +14,10 @@ Rules:
   the sweep erases it, and giving it a fresh TTL would keep what the user let expire.
   Storing its text again with ``remember`` is the way to keep it.
 - The same text already active in the memory's project (same content words, a
-  compatible key, as ``remember`` judges duplicates): refused, naming that memory.
-- The memory held a ``key`` that another active memory holds now: the restored one
+  compatible key, the same slot owner, as ``remember`` judges duplicates): refused,
+  naming that memory.
+- The memory held a ``key`` that another active memory of its slot owner (the shared
+  memories, or the same agent's private ones) holds now: the restored one
   takes the slot back and the holder becomes superseded by it (one active memory per
   key per scope); the reply lists it in ``superseded_ids``. A memory that replaced it
   through ``supersedes`` (no key) stays active; the reply says so.
@@ -44,10 +48,13 @@ from memvault.storage.history import HistoryStore
 ERASING_ACTIONS = {"purge": "erased by forget(hard=true)", "expire": "erased when its TTL ran out"}
 
 
-async def restore(rt: Runtime, user_id: str, memory_id: str, *, actor: str | None) -> RestoreResult:
+async def restore(rt: Runtime, user_id: str, memory_id: str, *, actor: str | None,
+                  reader: str | None = None) -> RestoreResult:
     """Make memory ``memory_id`` of ``user_id`` active again (re-indexed); see the module rules.
 
-    ``actor``: who asked (the client's name), recorded in the history. Raises
+    ``actor``: who asked (the client's name), recorded in the history. ``reader``: the
+    agent asking (it restores shared memories and its own private ones); None: the user,
+    who may restore any. Raises
     InvalidArgument (not an id), NotFound (no such memory of this user), Conflict (erased,
     active, expired, its text active elsewhere, the scope full); nothing is written then.
     """
@@ -55,9 +62,9 @@ async def restore(rt: Runtime, user_id: str, memory_id: str, *, actor: str | Non
     await rt.started()
     async with rt.write_lock:
         now = rt.clock.now()
-        found = await rt.facts.select(user_id, ids=[mid], statuses=MEMORY_STATUSES)
+        found = await rt.facts.select(user_id, ids=[mid], statuses=MEMORY_STATUSES, reader=reader)
         if not found:
-            raise await _missing(rt, user_id, mid)
+            raise await _missing(rt, user_id, mid, reader)
         row = found[0]
         if row.expires_at is not None and row.expires_at <= now:
             raise Conflict(f"memory {mid} cannot be restored: its TTL ran out at {to_iso(row.expires_at)}, so it "
@@ -68,7 +75,8 @@ async def restore(rt: Runtime, user_id: str, memory_id: str, *, actor: str | Non
                 return undone
             raise Conflict(f"memory {mid} is already active; nothing to restore")
         await _refuse_duplicate(rt, row, now)
-        holders = [r for r in await rt.facts.active_by_key(user_id, row.project, row.key, now) if r.id != row.id] \
+        holders = [r for r in await rt.facts.active_by_key(user_id, row.project, row.key, now,
+                                                            private_to=row.private_to) if r.id != row.id] \
             if row.key is not None else []
         cap = rt.settings.policies.capacity_per_scope
         if await rt.facts.count_active(user_id, row.project, now) - len(holders) + 1 > cap:
@@ -79,15 +87,15 @@ async def restore(rt: Runtime, user_id: str, memory_id: str, *, actor: str | Non
         await rt.facts.restore([row], now=now, actor=actor, reason=reason, displace=[(h, row.id) for h in holders])
         await index_rows(rt, [row])
         await unindex_rows(rt, holders)
-    scope: Scope = make_scope(user_id, row.project, "argument", include_global=False)
+    scope: Scope = make_scope(user_id, row.project, "argument", include_global=False, agent=reader)
     return RestoreResult(id=row.id, previous_status=previous, content_preview=preview(row.content),  # type: ignore[arg-type]
                          kind=row.kind, key=row.key, expires_at=to_iso(row.expires_at),
                          superseded_ids=[h.id for h in holders], reason=reason, scope=scope)
 
 
-async def _missing(rt: Runtime, user_id: str, mid: str) -> Exception:
-    """The error for an id with no row: erased (its history says how) or unknown to this user."""
-    last = await HistoryStore.on(rt.facts).last(user_id, mid)
+async def _missing(rt: Runtime, user_id: str, mid: str, reader: str | None) -> Exception:
+    """The error for an id with no row the reader reads: erased (its history says how) or unknown to this user."""
+    last = await HistoryStore.on(rt.facts).last(user_id, mid, reader=reader)
     if last is not None and last.action in ERASING_ACTIONS:
         return Conflict(f"memory {mid} was {ERASING_ACTIONS[last.action]} on {to_iso(last.at)}; its text is gone "
                         "and it cannot be restored")
@@ -100,7 +108,8 @@ async def _refuse_duplicate(rt: Runtime, row: MemoryRow, now: float) -> None:
     same = await rt.facts.select(row.user_id, projects=[row.project], content_hash=row.content_hash, now=now)
     words = await rt.run_sync(content_words, row.content)
     for other in same:
-        if other.id == row.id or not (other.key is None or row.key is None or other.key == row.key):
+        if other.id == row.id or other.private_to != row.private_to \
+                or not (other.key is None or row.key is None or other.key == row.key):
             continue
         if await rt.run_sync(content_words, other.content) == words:
             raise Conflict(f"memory {row.id} was not restored: the same text is active as memory {other.id}; "

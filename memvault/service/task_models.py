@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memvault.service.models import RememberResult, Scope
-from memvault.vocabulary import TaskStatus
+from memvault.vocabulary import TaskStatus, Visibility
 
 
 class TaskSummary(BaseModel):
@@ -93,6 +93,8 @@ class PreferenceOut(BaseModel):
     won: Literal["project", "global"] = Field(description="Which scope this value came from.")
     overrides: Overridden | None = Field(None, description="The global value this project value overrides.")
     value_truncated: bool = False
+    visibility: Visibility = Field("shared", description="private: this agent's own value, which wins over a "
+                                   "shared one of the same key and project.")
 
 
 class ProfileFact(BaseModel):
@@ -105,6 +107,7 @@ class ProfileFact(BaseModel):
     project: str
     updated_at: str
     content_truncated: bool = False
+    visibility: Visibility = "shared"
 
 
 class ProfileResult(BaseModel):

@@ -2,7 +2,7 @@
 
 The format (``FORMAT``, version ``VERSION``), one JSON object per line, UTF-8:
 
-- line 1, the header: ``{"format": "memvault-export", "version": 1, "exported_at": ISO 8601
+- line 1, the header: ``{"format": "memvault-export", "version": 2, "exported_at": ISO 8601
   UTC, "memvault": version that wrote it, "embedding_model": the model configured there,
   "filters": {"user": ..., "project": ...}}``;
 - then one line per record, ``{"type": ..., <fields>}``, the types and fields of
@@ -12,6 +12,10 @@ The format (``FORMAT``, version ``VERSION``), one JSON object per line, UTF-8:
 
 Versioning: a reader of version N reads files of version N and ignores fields it does
 not know; a change that removes a field or changes what one means gets a new version.
+Version 2 added a memory's ``visibility`` and ``agent``: an older reader would have
+imported private memories as shared, so it must refuse the file. This version reads
+version 1 files too: their memories are shared, writer unknown (``Field.since``,
+``Field.default``).
 
 Import never overwrites: a memory whose id the target knows (a row, or the history an
 erased one leaves), a task with the same (user, project, task id) or a document file
@@ -48,7 +52,9 @@ from memvault.storage.facts import FactStore
 from memvault.storage.migrations import LATEST_VERSION
 
 FORMAT = "memvault-export"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)
+"""The format versions this memvault imports."""
 NOT_INDEXED = "(imported; not indexed yet)"
 """``doc_files.embedding_model`` of an imported document: no model matches, so the next index run reads it."""
 SHOWN = 5
@@ -140,22 +146,24 @@ def _json(text: str, n: int) -> dict[str, Any]:
 
 def check_header(obj: dict[str, Any]) -> None:
     """Raise InvalidArgument unless ``obj`` is the header of an export this version reads."""
-    supported = f"this memvault reads format {FORMAT!r} version {VERSION}"
+    supported = f"this memvault reads format {FORMAT!r} version {' or '.join(map(str, READS))}"
     if obj.get("format") != FORMAT:
         raise InvalidArgument(f"line 1: not a memvault export (format {obj.get('format')!r}); {supported}")
     version = obj.get("version")
     if isinstance(version, bool) or not isinstance(version, int):
         raise InvalidArgument(f"line 1: version is {version!r}, not a whole number; {supported}")
-    if version != VERSION:
+    if version not in READS:
         newer = "; a newer memvault wrote it: import it with that version" if version > VERSION else ""
         raise InvalidArgument(f"line 1: export format version {version} is not supported; {supported}{newer}")
 
 
-def _record(obj: dict[str, Any], n: int) -> Record:
+def _record(obj: dict[str, Any], n: int, version: int) -> Record:
     kind = obj.get("type")
     rt = p.BY_NAME.get(kind) if isinstance(kind, str) else None
     if rt is None:
         raise InvalidArgument(f"line {n}: type is {kind!r}, not one of {', '.join(p.BY_NAME)}")
+    # A field newer than the file's version is not in it: it takes its default (ignored if given).
+    obj = {**obj, **{f.name: f.default for f in rt.fields if f.since > version}}
     missing = [f.name for f in rt.fields if f.name not in obj]
     if missing:
         raise InvalidArgument(f"line {n}: {rt.name} record without {', '.join(missing)}")
@@ -181,7 +189,8 @@ def parse_export(lines: Iterable[str]) -> Parsed:
 
     Blank lines are ignored. Raises InvalidArgument naming the line (1-based) and what is
     wrong: not JSON, an unknown header, format or version, an unknown type, a missing
-    field, a field of the wrong type, a memory / task / document given twice.
+    field, a field of the wrong type, a memory / task / document given twice. Fields newer
+    than the file's version take their defaults.
     """
     header: dict[str, Any] | None = None
     records: list[Record] = []
@@ -196,7 +205,7 @@ def parse_export(lines: Iterable[str]) -> Parsed:
             check_header(obj)
             header = obj
             continue
-        rec = _record(obj, n)
+        rec = _record(obj, n, header["version"])
         if rec.type in (p.MEMORY, p.TASK, p.DOC_FILE):
             seen = first.setdefault((rec.type.name, rec.identity), n)
             if seen != n:

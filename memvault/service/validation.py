@@ -17,6 +17,7 @@ source         kept            up to 200 printable characters
 collection     kept            1-64 ASCII letters, digits, '_', '-', '.'
 kind(s)        exact           one of the memory kinds
 status         exact           one of the task statuses
+visibility     exact           shared or private
 =============  ==============  =========================================================
 
 "Folded" fields are case-insensitive: they are stored and compared casefolded
@@ -46,7 +47,16 @@ from memvault.clock import parse_iso_span
 from memvault.policy.scripts import char_label, first_invisible, mixed_script
 from memvault.policy.units import SECONDS_PER_DAY
 from memvault.service.errors import InvalidArgument
-from memvault.vocabulary import KINDS, TASK_STATUSES, Kind, TaskStatus, is_kind, is_task_status
+from memvault.vocabulary import (
+    KINDS,
+    TASK_STATUSES,
+    VISIBILITIES,
+    Kind,
+    TaskStatus,
+    Visibility,
+    is_kind,
+    is_task_status,
+)
 
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64
@@ -172,6 +182,16 @@ def check_kind(kind: str) -> Kind:
     if not isinstance(kind, str) or not is_kind(kind):
         raise InvalidArgument(f"kind {shown(kind)} is not known; use one of: {', '.join(KINDS)}")
     return kind
+
+
+def check_visibility(visibility: str) -> Visibility:
+    """``shared`` (every agent of the user reads the memory) or ``private`` (only the agent writing it)."""
+    if visibility == "shared":
+        return "shared"
+    if visibility == "private":
+        return "private"
+    raise InvalidArgument(f"visibility {shown(visibility)} is not known; use one of: {', '.join(VISIBILITIES)} "
+                          "(shared: every client of this user reads it; private: only this agent)")
 
 
 def empty_filter(name: str, what: str) -> InvalidArgument:
@@ -360,3 +380,14 @@ def clean_label(label: str | None, limit: int = MAX_SOURCE_CHARS) -> str | None:
     if not text or mixed_script(text) is not None:
         return None
     return text
+
+
+MAX_AGENT_CHARS = 128
+
+
+def agent_label(label: str | None) -> str | None:
+    """The agent id of a client: its ``MEMVAULT_AGENT_ID`` or self-reported name made fit to
+    compare (``clean_label``, cut to ``MAX_AGENT_CHARS``, casefolded: ``Claude-Code`` is
+    ``claude-code``); None when nothing is left. Never raises."""
+    cleaned = clean_label(label, MAX_AGENT_CHARS)
+    return unicodedata.normalize("NFKC", cleaned.casefold()) if cleaned else None

@@ -28,7 +28,7 @@ from memvault.policy.units import SECONDS_PER_DAY
 from memvault.storage import rows as col
 from memvault.storage.database import Database, Transaction
 from memvault.storage.migrations import LATEST_VERSION, MIGRATIONS
-from memvault.vocabulary import KINDS
+from memvault.vocabulary import KINDS, VISIBILITIES
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ _LN_MIN_RECENCY = math.log(sys.float_info.min)
 MEMORY_COLUMNS = (
     "id, user_id, project, kind, key, content, tags, importance, confidence, source, created_at, "
     "updated_at, last_accessed_at, access_count, expires_at, status, superseded_by, content_hash, "
-    "embedding_model, index_state"
+    "embedding_model, index_state, visibility, agent"
 )
 
 
@@ -68,6 +68,20 @@ class MemoryRow:
     status: str = "active"
     superseded_by: str | None = None
     index_state: str = "pending"
+    visibility: str = "shared"
+    agent: str | None = None
+
+    @property
+    def private_to(self) -> str | None:
+        """The agent that alone reads this memory (its writer, when private); None when shared.
+
+        Also the memory's slot owner: keys and duplicates are judged among the memories of
+        one owner (the shared ones, or one agent's private ones)."""
+        return self.agent if self.visibility == "private" else None
+
+    def readable_by(self, reader: str | None) -> bool:
+        """Whether agent ``reader`` reads this memory (None: the user, who reads every memory)."""
+        return reader is None or self.visibility != "private" or self.agent == reader
 
     def snapshot(self, consolidated_from: Sequence[str] = ()) -> str:
         """JSON of the row for the history table; ``consolidated_from`` (ids of the memories
@@ -112,7 +126,7 @@ def row_from_sql(r: sqlite3.Row | tuple) -> MemoryRow:
     value checked against its column's type). Raises BadValue on a value memvault never writes."""
     (id_, user_id, project, kind, key, content, tags, importance, confidence, source, created_at,
      updated_at, last_accessed_at, access_count, expires_at, status, superseded_by, content_hash,
-     embedding_model, index_state) = tuple(r)
+     embedding_model, index_state, visibility, agent) = tuple(r)
     return MemoryRow(
         id=col.text(id_, "id"), user_id=col.text(user_id, "user_id"), project=col.text(project, "project"),
         kind=col.choice(kind, "kind", KINDS), key=col.opt_text(key, "key"), content=col.text(content, "content"),
@@ -126,6 +140,7 @@ def row_from_sql(r: sqlite3.Row | tuple) -> MemoryRow:
         content_hash=col.text(content_hash, "content_hash"),
         embedding_model=col.text(embedding_model, "embedding_model"),
         index_state=col.choice(index_state, "index_state", INDEX_STATES),
+        visibility=col.choice(visibility, "visibility", VISIBILITIES), agent=col.opt_text(agent, "agent"),
     )
 
 
@@ -163,6 +178,21 @@ def _marks(n: int) -> str:
 
 def _alive(now: float) -> tuple[str, list[Any]]:
     return "(expires_at IS NULL OR expires_at > ?)", [now]
+
+
+def readable_sql(reader: str | None) -> tuple[str, list[Any]]:
+    """SQL condition (and parameters) on ``memories``: readable by agent ``reader`` (shared, or
+    private to it); None is the user, who reads every memory."""
+    if reader is None:
+        return "1", []
+    return "(visibility = 'shared' OR agent = ?)", [reader]
+
+
+def _owned(private_to: str | None) -> tuple[str, list[Any]]:
+    """SQL condition on ``memories``: in the slot of ``private_to`` (None: the shared memories)."""
+    if private_to is None:
+        return "visibility = 'shared'", []
+    return "(visibility = 'private' AND agent = ?)", [private_to]
 
 
 def _ln(x: float | None) -> float | None:
@@ -306,23 +336,28 @@ class FactStore:
         return out
 
     async def active_by_hash(self, user_id: str, project: str, kind: str, content_hash: str,
-                             now: float) -> list[MemoryRow]:
+                             now: float, *, private_to: str | None = None) -> list[MemoryRow]:
         """Every active, unexpired memory with this content hash in this scope and kind (one per key
-        at most, in practice), oldest first."""
+        at most, in practice) in the slot of ``private_to`` (None: the shared memories; else that
+        agent's private ones), oldest first."""
         alive, p = _alive(now)
+        owned, o = _owned(private_to)
         return await self._fetch(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE user_id=? AND project=? AND kind=? AND content_hash=?"
-            f" AND status='active' AND {alive} ORDER BY created_at",
-            [user_id, project, kind, content_hash, *p],
+            f" AND status='active' AND {alive} AND {owned} ORDER BY created_at",
+            [user_id, project, kind, content_hash, *p, *o],
         )
 
-    async def active_by_key(self, user_id: str, project: str, key: str, now: float) -> list[MemoryRow]:
-        """Active, unexpired memories holding ``key`` in exactly this scope."""
+    async def active_by_key(self, user_id: str, project: str, key: str, now: float, *,
+                            private_to: str | None = None) -> list[MemoryRow]:
+        """Active, unexpired memories holding ``key`` in exactly this scope, in the slot of
+        ``private_to`` (None: the shared memories; else that agent's private ones)."""
         alive, p = _alive(now)
+        owned, o = _owned(private_to)
         return await self._fetch(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE user_id=? AND project=? AND key=? AND status='active'"
-            f" AND {alive}",
-            [user_id, project, key, *p],
+            f" AND {alive} AND {owned}",
+            [user_id, project, key, *p, *o],
         )
 
     async def select(self, user_id: str, *, projects: Sequence[str] | None = None,
@@ -330,14 +365,16 @@ class FactStore:
                      key: str | None = None, ids: Sequence[str] | None = None,
                      created_before: float | None = None, statuses: Sequence[str] = ("active",),
                      now: float | None = None, limit: int | None = None,
-                     content_hash: str | None = None) -> list[MemoryRow]:
+                     content_hash: str | None = None, reader: str | None = None) -> list[MemoryRow]:
         """Rows of one user matching every given condition (AND); newest first.
 
         ``now`` given -> expired rows are left out. ``tags_any`` matches rows holding
         at least one of the tags. ``content_hash``: rows whose text normalises to it.
+        ``reader``: only rows that agent reads (shared, or private to it); None: every row.
         """
-        where = ["user_id = ?"]
-        params: list[Any] = [user_id]
+        readable, r = readable_sql(reader)
+        where = ["user_id = ?", readable]
+        params: list[Any] = [user_id, *r]
         if projects is not None:
             where.append(f"project IN ({_marks(len(projects))})")
             params += list(projects)
@@ -424,13 +461,16 @@ class FactStore:
                                       [user_id, project])
         return row is not None
 
-    async def counts_by_kind(self, user_id: str, projects: Sequence[str], now: float) -> dict[str, int]:
-        """Active, unexpired memories per kind over the given projects."""
+    async def counts_by_kind(self, user_id: str, projects: Sequence[str], now: float, *,
+                             reader: str | None = None) -> dict[str, int]:
+        """Active, unexpired memories per kind over the given projects that agent ``reader``
+        reads (None: all of them)."""
         alive, p = _alive(now)
+        readable, r = readable_sql(reader)
         rows = await self._db.fetchall(
             f"SELECT kind, COUNT(*) FROM memories WHERE user_id=? AND project IN ({_marks(len(projects))})"
-            f" AND status='active' AND {alive} GROUP BY kind",
-            [user_id, *projects, *p],
+            f" AND status='active' AND {alive} AND {readable} GROUP BY kind",
+            [user_id, *projects, *p, *r],
         )
         return {k: n for k, n in rows}
 
@@ -512,11 +552,12 @@ class FactStore:
     async def _insert(self, tx: Transaction, row: MemoryRow, supersede: Sequence[MemoryRow], *, actor: str | None,
                       reason: str | None, consolidated_from: Sequence[str], at: float | None = None) -> None:
         await tx.execute(
-            f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES ({_marks(20)})",
+            f"INSERT INTO memories ({MEMORY_COLUMNS}) VALUES ({_marks(22)})",
             [row.id, row.user_id, row.project, row.kind, row.key, row.content,
              json.dumps(row.tags, ensure_ascii=False), row.importance, row.confidence, row.source,
              row.created_at, row.updated_at, row.last_accessed_at, row.access_count, row.expires_at,
-             row.status, row.superseded_by, row.content_hash, row.embedding_model, "pending"],
+             row.status, row.superseded_by, row.content_hash, row.embedding_model, "pending",
+             row.visibility, row.agent],
         )
         when = row.created_at if at is None else at
         await self._history(tx, row, "add", actor, when, None, row.snapshot(consolidated_from), reason)

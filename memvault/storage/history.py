@@ -6,6 +6,10 @@ read is for one user (``memory_history.user_id``). A key's history covers the me
 that hold the key now (``memories.key``; a memory only ever gains a key, never changes
 it); an erased memory left no row and its history entries hold no key, so it is not
 found by key, only by its id. Entries come newest first (highest ``seq``).
+
+An agent's read (``reader``) leaves out the memories it does not read (another agent's
+private ones); an erased memory has no row left to say whose it was, and its entries
+hold no content, actor or reason, so they stay readable by id.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 from memvault.storage import rows as col
 from memvault.storage.database import Database
-from memvault.storage.facts import FactStore, HistoryEntry, history_entry
+from memvault.storage.facts import FactStore, HistoryEntry, history_entry, readable_sql
 
 _COLUMNS = "seq, memory_id, action, actor, at, old, new, reason, project"
 
@@ -41,25 +45,31 @@ class HistoryStore:
 
     @staticmethod
     def _where(user_id: str, memory_id: str | None, key: str | None,
-               projects: Sequence[str] | None) -> tuple[str, list[Any]]:
+               projects: Sequence[str] | None, reader: str | None) -> tuple[str, list[Any]]:
         if (memory_id is None) == (key is None):
             raise ValueError("give exactly one of memory_id and key")
+        readable, r = readable_sql(reader)
         if memory_id is not None:
-            return "user_id = ? AND memory_id = ?", [user_id, memory_id]
-        inner, params = "user_id = ? AND key = ?", [user_id, key]
+            if reader is None:
+                return "user_id = ? AND memory_id = ?", [user_id, memory_id]
+            hidden = f"SELECT id FROM memories WHERE user_id = ? AND id = ? AND NOT {readable}"
+            return (f"user_id = ? AND memory_id = ? AND memory_id NOT IN ({hidden})",
+                    [user_id, memory_id, user_id, memory_id, *r])
+        inner, params = f"user_id = ? AND key = ? AND {readable}", [user_id, key, *r]
         if projects is not None:
             inner += f" AND project IN ({_marks(len(projects))})"
             params += list(projects)
         return f"user_id = ? AND memory_id IN (SELECT id FROM memories WHERE {inner})", [user_id, *params]
 
     async def entries(self, user_id: str, *, memory_id: str | None = None, key: str | None = None,
-                      projects: Sequence[str] | None = None, limit: int
+                      projects: Sequence[str] | None = None, limit: int, reader: str | None = None
                       ) -> tuple[list[tuple[HistoryEntry, str]], int]:
         """The newest ``limit`` history entries, each with the project it was recorded in, of one memory (``memory_id``) or of the memories
         holding ``key`` in ``projects`` (None: any project), newest first, and how many entries
         there are in all. Unreadable entries are left out (one log line each). Raises
-        ValueError unless exactly one of ``memory_id`` and ``key`` is given."""
-        where, params = self._where(user_id, memory_id, key, projects)
+        ValueError unless exactly one of ``memory_id`` and ``key`` is given. ``reader``: only
+        the memories that agent reads (see the module docstring); None: every memory."""
+        where, params = self._where(user_id, memory_id, key, projects, reader)
         found = await self._db.fetchall(
             f"SELECT {_COLUMNS} FROM memory_history WHERE {where} ORDER BY seq DESC LIMIT ?", [*params, int(limit)]
         )
@@ -68,7 +78,8 @@ class HistoryStore:
         got = col.readable(found, _entry, "memory_history", lambda r: f"seq {r[0]!r}")
         return got, int(total[0])
 
-    async def last(self, user_id: str, memory_id: str) -> HistoryEntry | None:
-        """The newest history entry of one memory of ``user_id``; None when it has none."""
-        got, _ = await self.entries(user_id, memory_id=memory_id, limit=1)
+    async def last(self, user_id: str, memory_id: str, *, reader: str | None = None) -> HistoryEntry | None:
+        """The newest history entry of one memory of ``user_id`` that agent ``reader`` reads
+        (None: any); None when there is none."""
+        got, _ = await self.entries(user_id, memory_id=memory_id, limit=1, reader=reader)
         return got[0][0] if got else None

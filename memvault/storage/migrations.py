@@ -169,6 +169,17 @@ MIGRATIONS: list[tuple[int, str]] = [
             AND seq < (SELECT max(h.seq) FROM memory_history h WHERE h.memory_id = memory_history.memory_id);
         """,
     ),
+    (
+        7,
+        # Private and shared memories: ``visibility`` says who reads a memory (every agent of
+        # its user, or only the agent that wrote it), ``agent`` which agent (MCP client, or
+        # MEMVAULT_AGENT_ID) wrote it. Memories written before are shared, writer unknown;
+        # their index points carry no ``private_to`` and so read as shared too.
+        """
+        ALTER TABLE memories ADD COLUMN visibility TEXT NOT NULL DEFAULT 'shared';  -- shared | private
+        ALTER TABLE memories ADD COLUMN agent TEXT;                                 -- writer; NULL = unknown
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -28,7 +28,7 @@ from memvault.policy.tasks import state_json
 from memvault.storage import rows as col
 from memvault.storage.database import Transaction, read_snapshot
 from memvault.storage.facts import MEMORY_STATUSES
-from memvault.vocabulary import KINDS, TASK_STATUSES
+from memvault.vocabulary import KINDS, TASK_STATUSES, VISIBILITIES
 
 FIELD_KINDS = ("text", "opt_text", "number", "opt_number", "integer", "strings", "object", "opt_object")
 
@@ -36,11 +36,15 @@ FIELD_KINDS = ("text", "opt_text", "number", "opt_number", "integer", "strings",
 @dataclass(frozen=True)
 class Field:
     """One exported column: ``name`` (the column and the JSON key), ``kind`` (one of
-    ``FIELD_KINDS``), ``choices`` (the allowed values of a text field; empty = any)."""
+    ``FIELD_KINDS``), ``choices`` (the allowed values of a text field; empty = any),
+    ``since`` (the export format version that added it) and ``default`` (its value in a
+    record of an older version, which does not hold it)."""
 
     name: str
     kind: str
     choices: tuple[str, ...] = ()
+    since: int = 1
+    default: Any = None
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,9 @@ MEMORY = RecordType(
     _f("id:text user_id:text project:text") + _f("kind:text", KINDS)
     + _f("key:opt_text content:text tags:strings importance:number confidence:number source:opt_text "
          "created_at:number updated_at:number last_accessed_at:number access_count:integer expires_at:opt_number")
-    + _f("status:text", MEMORY_STATUSES) + _f("superseded_by:opt_text content_hash:text embedding_model:text"),
+    + _f("status:text", MEMORY_STATUSES) + _f("superseded_by:opt_text content_hash:text embedding_model:text")
+    # Version 2: who reads a memory and which agent wrote it (version 1: shared, writer unknown).
+    + (Field("visibility", "text", VISIBILITIES, since=2, default="shared"), Field("agent", "opt_text", since=2)),
     order="user_id, project, created_at, id", identity=("id",),
 )
 MEMORY_HISTORY = RecordType(

@@ -15,7 +15,8 @@ ranked hits and ``memvault.policy`` fuses them.
 Payload fields the filters understand (all optional on a point):
 ``user_id``, ``project``, ``kind``, ``status``, ``collection``, ``path`` (strings),
 ``tags`` (list of strings), ``created_at``, ``expires_at`` (unix seconds, float; a null or
-absent ``expires_at`` means the point never expires).
+absent ``expires_at`` means the point never expires), ``private_to`` (string; null or
+absent on a point every reader may see).
 
 Items and points: an item (a memory, a document chunk) is one point, or several when
 its text is longer than the model reads at once (one point per window of the text).
@@ -44,7 +45,8 @@ KEYWORDS = "keywords"
 PARENT = "parent"
 """Payload field naming the item a point belongs to, when an item has several points."""
 
-KEYWORD_FIELDS: tuple[str, ...] = ("user_id", "project", "kind", "tags", "status", "collection", PARENT)
+KEYWORD_FIELDS: tuple[str, ...] = ("user_id", "project", "kind", "tags", "status", "collection", PARENT,
+                                   "private_to")
 """Payload fields given a keyword index."""
 FLOAT_FIELDS: tuple[str, ...] = ("created_at", "expires_at")
 """Payload fields given a float (range) index."""
@@ -164,6 +166,9 @@ class VectorFilter:
     path_prefix: payload ``path`` starts with this string: byte-wise, case-sensitive, on
         the whole stored value (Qdrant ``MatchPrefix``, served by a keyword index with the
         prefix option). Give ``"src/"`` rather than ``"src"`` to stay within a folder.
+    absent: payload fields that must have no value (absent, null or []).
+    absent_or_equals: payload fields that must have no value or equal the string given
+        (e.g. ``{"private_to": reader}``: points for every reader, or for this one).
     """
 
     user_id: str | None = None
@@ -176,6 +181,8 @@ class VectorFilter:
     alive_at: float | None = None
     equals: dict[str, str] | None = None
     path_prefix: str | None = None
+    absent: list[str] | None = None
+    absent_or_equals: dict[str, str] | None = None
     first_points: bool = False
     """Only the first point of each item (the one without ``parent``): counts items, not points."""
 
@@ -204,6 +211,10 @@ class VectorFilter:
             out.append(Condition("eq", key, value))
         if self.path_prefix is not None:
             out.append(Condition("prefix", "path", self.path_prefix))
+        for key in self.absent or ():
+            out.append(Condition("absent", key))
+        for key, value in (self.absent_or_equals or {}).items():
+            out.append(Condition("absent_or_eq", key, value))
         if self.first_points:
             out.append(Condition("absent", PARENT))
         return out
@@ -222,10 +233,10 @@ class Condition:
     op: ``eq`` (value equals), ``any`` (value is / list contains any of ``value``),
     ``range`` (``gte`` <= value <= ``lte``, either bound optional),
     ``alive`` (value is null/absent, or value > ``gt``), ``prefix`` (string starts with),
-    ``absent`` (no value: absent, null or []).
+    ``absent`` (no value: absent, null or []), ``absent_or_eq`` (no value, or equals ``value``).
     """
 
-    op: Literal["eq", "any", "range", "alive", "prefix", "absent"]
+    op: Literal["eq", "any", "range", "alive", "prefix", "absent", "absent_or_eq"]
     key: str
     value: Any = None
     gte: float | None = None

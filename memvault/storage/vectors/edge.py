@@ -173,6 +173,9 @@ def edge_filter(flt: VectorFilter | None) -> qe.Filter | None:
             must.append(qe.FieldCondition(c.key, match=qe.MatchPrefix(c.value)))
         elif c.op == "absent":
             must.append(qe.IsEmptyCondition(c.key))
+        elif c.op == "absent_or_eq":
+            must.append(qe.Filter(should=[qe.IsEmptyCondition(c.key),
+                                          qe.FieldCondition(c.key, match=qe.MatchValue(c.value))]))
         else:  # pragma: no cover - Condition.op is a closed set
             raise ValueError(f"unknown condition {c.op!r}")
     return qe.Filter(must=must) if must else None

@@ -88,6 +88,11 @@ def client_filter(flt: VectorFilter | None) -> models.Filter | None:
             must.append(models.FieldCondition(key=c.key, match=models.MatchPrefix(prefix=c.value)))
         elif c.op == "absent":
             must.append(models.IsEmptyCondition(is_empty=models.PayloadField(key=c.key)))
+        elif c.op == "absent_or_eq":
+            must.append(models.Filter(should=[
+                models.IsEmptyCondition(is_empty=models.PayloadField(key=c.key)),
+                models.FieldCondition(key=c.key, match=models.MatchValue(value=c.value)),
+            ]))
         else:  # pragma: no cover - Condition.op is a closed set
             raise ValueError(f"unknown condition {c.op!r}")
     return models.Filter(must=must) if must else None
