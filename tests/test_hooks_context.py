@@ -59,6 +59,11 @@ async def fill(mcp_client: McpClient, data_dir: Path, repo: Path) -> dict[str, A
                    state={"plan": ["reproduce", "write failing test", "fix rounding"], "current_step": 2})
         await call(c, "set_task_state", task_id="finished-one", title="Old work", state={"x": 1},
                    status="done", outcome="Shipped.")
+        # another agent's client must not be given a private memory: the hooks show shared ones only
+        await call(c, "remember", content="The draft of the pricing memo is kept in the scratch folder.",
+                   kind="fact", importance=1.0, visibility="private")
+        await call(c, "remember", content="A private pnpm note", key="pref.private_note", kind="preference",
+                   visibility="private", project="")
         # another project's memory must not show in this one's block
         await call(c, "remember", content="The blog uses Hugo and deploys from main.", kind="fact",
                    project="github.com/acme/blog", importance=1.0)
@@ -87,6 +92,7 @@ async def test_context_shows_profile_tasks_and_memories_of_the_folders_project(m
     assert "short answers without bullet lists. (preference, " in global_part
     assert "main editor is Helix" in global_part
     assert "Hugo" not in out
+    assert "pricing memo" not in out and "pref.private_note" not in out
     assert res.stderr == ""
 
 

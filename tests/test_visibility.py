@@ -172,3 +172,32 @@ async def test_two_forwarded_clients_with_their_own_agent_ids_are_two_agents_of_
     assert owners_started(data_dir) == 1
     assert db_rows(data_dir, "SELECT agent, visibility FROM memories ORDER BY agent") \
         == [("coder", "shared"), ("planner", "private")]
+
+
+async def test_consolidation_never_mixes_owners_or_shows_another_agents_private_memory(
+        tmp_path, shared_embedder, model_cache):
+    restating = ["The user prefers pnpm for JavaScript projects", "The user uses pnpm for JavaScript projects"]
+    async with agents(tmp_path / "d", shared_embedder, model_cache, "claude-code", "cursor") as (a, b):
+        private = [await call(a, "remember", content=t, visibility="private", force=True, project="")
+                   for t in restating]
+        shared = await call(b, "remember", content=restating[0] + " and monorepos", force=True, project="")
+        shared2 = await call(b, "remember", content="The user uses pnpm for JavaScript projects and monorepos",
+                             force=True, project="")
+        private_ids = {p["id"] for p in private}
+        shared_ids = {shared["id"], shared2["id"]}
+
+        # The other agent's proposals name none of the private memories, nor their text.
+        seen_by_b = await call(b, "consolidate", project="")
+        assert not private_ids & set(json.dumps(seen_by_b).split('"'))
+        assert [set(p["member_ids"]) for p in seen_by_b["proposals"]] == [shared_ids]
+
+        # The writer's own run merges its private pair and the shared pair separately.
+        applied = await call(a, "consolidate", project="", dry_run=False)
+        groups = sorted((set(p["member_ids"]) for p in applied["proposals"]), key=len)
+        assert private_ids in groups and shared_ids in groups and len(groups) == 2
+        merged = db_rows(tmp_path / "d", "SELECT visibility, agent FROM memories WHERE status='active' ORDER BY 1")
+        assert [m[0] for m in merged] == ["private", "shared"] and merged[0][1] == "claude-code"
+
+        # The private merge stays private: the other agent never recalls it.
+        got = await call(b, "recall", query="which package manager for JavaScript", k=20)
+        assert all(m["visibility"] == "shared" for m in got["memories"])

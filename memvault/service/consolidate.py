@@ -97,11 +97,11 @@ async def consolidate(rt: Runtime, scope: Scope, args: ConsolidateArgs, *, actor
         where = repr(project) if project else "the global scope ('')"
         raise NotFound(f"this user has no memories in project {where}; omit project for the current one")
     if args.dry_run:
-        merges, found, scanned = await _find(rt, user, project, rt.clock.now(), args.limit)
+        merges, found, scanned = await _find(rt, user, project, rt.clock.now(), args.limit, scope.agent)
     else:
         async with rt.write_lock:
             now = rt.clock.now()
-            merges, found, scanned = await _find(rt, user, project, now, args.limit)
+            merges, found, scanned = await _find(rt, user, project, now, args.limit, scope.agent)
             await _apply(rt, merges, now, actor)
     hint = HINT_NONE if not merges else HINT_PROPOSED if args.dry_run else HINT_APPLIED
     return ConsolidateResult(applied=not args.dry_run and bool(merges), proposals=[m.proposal for m in merges],
@@ -126,22 +126,35 @@ async def consolidate_all(rt: Runtime) -> int:
     return done
 
 
-async def _find(rt: Runtime, user: str, project: str, now: float, limit: int) -> tuple[list[_Merge], int, int]:
-    """(the merges the reply lists, clusters found in all, memories compared)."""
+async def _find(rt: Runtime, user: str, project: str, now: float, limit: int,
+                reader: str | None) -> tuple[list[_Merge], int, int]:
+    """(the merges the reply lists, clusters found in all, memories compared).
+
+    Only memories agent ``reader`` reads (None: the user, every memory), and clusters only
+    within one owner (the shared memories, or one agent's private ones): a merge never
+    makes a private memory shared, nor joins two agents' private memories.
+    """
     s = rt.settings
-    rows = await rt.facts.select(user, projects=[project], statuses=("active",), now=now, limit=SCAN_MAX)
-    if len(rows) < 2:
-        return [], 0, len(rows)
-    vecs = await _vectors(rt, rows)
+    rows = await rt.facts.select(user, projects=[project], statuses=("active",), now=now, limit=SCAN_MAX,
+                                 reader=reader)
+    owners: dict[str | None, list[MemoryRow]] = {}
+    for r in rows:
+        owners.setdefault(r.private_to, []).append(r)
     floor = s.policies.consolidate_min_cosine
-    pairs = await rt.run_sync(_close_pairs, vecs, floor)
-    clusters = await rt.run_sync(find_clusters, [r.content for r in rows], [r.kind for r in rows],
-                                 [r.key for r in rows], pairs, floor)
-    merges = [_merge(rows, c, now, rt) for c in clusters[:limit]]
+    found: list[_Merge] = []
+    for group in owners.values():
+        if len(group) < 2:
+            continue
+        vecs = await _vectors(rt, group)
+        pairs = await rt.run_sync(_close_pairs, vecs, floor)
+        clusters = await rt.run_sync(find_clusters, [r.content for r in group], [r.kind for r in group],
+                                     [r.key for r in group], pairs, floor)
+        found.extend(_merge(group, c, now, rt) for c in clusters)
+    merges = found[:limit]
     for m in merges:
         m.proposal.content, m.proposal.content_truncated = cut(m.kept.content, s.replies.content_budget_chars)
     kept, _ = whole_within_budget(merges, _size, total=s.replies.reply_budget_chars)
-    return kept, len(clusters), len(rows)
+    return kept, len(found), len(rows)
 
 
 def _size(m: _Merge) -> int:
@@ -205,6 +218,7 @@ def _merge(rows: list[MemoryRow], cluster: list[int], now: float, rt: Runtime) -
         access_count=sum(m.access_count for m in members),
         expires_at=None if any(e is None for e in expiries) else max(e for e in expiries if e is not None),
         content_hash=kept.content_hash, embedding_model=kept.embedding_model,
+        visibility=kept.visibility, agent=kept.agent,
     )
     proposal = Proposal(
         member_ids=[m.id for m in members], kept_id=kept.id, content=kept.content, kind=row.kind, key=key,

@@ -99,11 +99,12 @@ def _marks(n: int) -> str:
 
 def keyed_memories(con: sqlite3.Connection, user_id: str, projects: Sequence[str], now: float,
                    limit: int) -> list[GlanceMemory]:
-    """Active, unexpired memories with a key over ``projects``, newest update first, at most ``limit``
-    (the query of the profile's preferences)."""
+    """Active, unexpired shared memories with a key over ``projects``, newest update first, at most
+    ``limit`` (the query of the profile's preferences). Private memories stay out of every
+    glance: a hook acts for no agent, so only that agent's own MCP session reads them."""
     rows = con.execute(
         f"SELECT {_COLUMNS} FROM memories WHERE user_id=? AND project IN ({_marks(len(projects))}) "
-        "AND key IS NOT NULL AND status='active' AND (expires_at IS NULL OR expires_at > ?) "
+        "AND key IS NOT NULL AND status='active' AND visibility='shared' AND (expires_at IS NULL OR expires_at > ?) "
         "ORDER BY updated_at DESC LIMIT ?",
         [user_id, *projects, now, int(limit)],
     ).fetchall()
@@ -112,7 +113,7 @@ def keyed_memories(con: sqlite3.Connection, user_id: str, projects: Sequence[str
 
 def ranked_memories(con: sqlite3.Connection, user_id: str, project: str, now: float, limit: int, *,
                     half_life_days: float) -> list[GlanceMemory]:
-    """The best ``limit`` active, unexpired memories without a key in ``project``, best first.
+    """The best ``limit`` active, unexpired shared memories without a key in ``project``, best first.
 
     Best = highest ``retention_score`` (importance x recency of last access, the score
     memvault keeps memories by), ties newest first. The candidates are the
@@ -120,7 +121,7 @@ def ranked_memories(con: sqlite3.Connection, user_id: str, project: str, now: fl
     the ranking is exact for a scope of up to that many memories and reads two bounded
     index ranges for a bigger one. Raises ValueError for a bad ``half_life_days``.
     """
-    where = ("user_id=? AND project=? AND key IS NULL AND status='active' "
+    where = ("user_id=? AND project=? AND key IS NULL AND status='active' AND visibility='shared' "
              "AND (expires_at IS NULL OR expires_at > ?)")
     params = [user_id, project, now]
     found: dict[str, GlanceMemory] = {}
