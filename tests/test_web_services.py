@@ -112,6 +112,20 @@ async def test_an_edit_is_a_new_version_through_remember_and_a_secret_is_refused
         await browse.edit_memory(rt, USER, done.id, browse.Edit(content="x y z", importance="high"))
 
 
+async def test_an_edit_of_a_private_memory_stays_private_to_its_agent(rt: Runtime) -> None:
+    scope = make_scope(USER, "", "argument", agent="cursor")
+    done = await remember(rt, scope, RememberArgs(content="The draft pricing memo sits in notes/pricing",
+                                                  force=True, visibility="private"))
+    assert done.id is not None
+    edited = await browse.edit_memory(rt, USER, done.id, browse.Edit(content="The pricing memo moved to docs/pricing"))
+    assert edited.id is not None and edited.superseded_ids == [done.id]
+    new = (await browse.memory_detail(rt, USER, edited.id)).memory
+    assert (new.visibility, new.agent) == ("private", "cursor")
+    other = await rank(rt, USER, [""], "where is the pricing memo", limit=10, reader="claude-code")
+    mine = await rank(rt, USER, [""], "where is the pricing memo", limit=10, reader="cursor")
+    assert edited.id not in [r.row.id for r in other] and edited.id in [r.row.id for r in mine]
+
+
 async def test_forget_then_restore_from_the_page(rt: Runtime) -> None:
     mid = await _remember(rt, "The staging database is reset every Sunday night")
     assert (await browse.forget_memory(rt, USER, mid)).count == 1

@@ -54,6 +54,8 @@ class MemoryView:
     status: str  # active | expired | superseded | deleted
     superseded_by: str | None
     ttl_days_left: float | None  # days until expiry (None: no expiry; 0 once expired)
+    visibility: str = "shared"  # shared | private (read only by ``agent``)
+    agent: str | None = None  # the agent that wrote it (None: unknown)
 
 
 def memory_view(row: MemoryRow, now: float) -> MemoryView:
@@ -67,7 +69,7 @@ def memory_view(row: MemoryRow, now: float) -> MemoryView:
         source=row.source, created_at=to_iso(row.created_at) or "", updated_at=to_iso(row.updated_at) or "",
         last_accessed_at=to_iso(row.last_accessed_at) or "", access_count=row.access_count,
         expires_at=to_iso(row.expires_at), status=status, superseded_by=row.superseded_by,
-        ttl_days_left=None if left is None else round(left, 2),
+        ttl_days_left=None if left is None else round(left, 2), visibility=row.visibility, agent=row.agent,
     )
 
 
@@ -206,7 +208,8 @@ def _number(name: str, text: str) -> float | None:
 async def edit_memory(rt: Runtime, user_id: str, memory_id: str, e: Edit) -> RememberResult:
     """Replace active memory ``memory_id`` by one with the edited content, key, tags, importance and TTL.
 
-    A ``remember`` in the memory's project and kind with ``supersedes=[memory_id]`` and
+    A ``remember`` in the memory's project, kind and visibility (a private memory's new
+    version is written for its agent, so it stays private to it) with ``supersedes=[memory_id]`` and
     ``force`` (the person chose to keep it): the old memory stays in history, a secret is
     declined as everywhere (``status == "declined"``, nothing written). Blank importance:
     scored as ``remember`` scores it; blank TTL: the kind's default. Raises InvalidArgument
@@ -222,8 +225,10 @@ async def edit_memory(rt: Runtime, user_id: str, memory_id: str, e: Edit) -> Rem
     tags = [t.strip() for t in e.tags.split(",") if t.strip()]
     args = RememberArgs(content=e.content, kind=row.kind, key=e.key.strip() or None, tags=tags,
                         importance=_number("importance", e.importance), ttl_days=_number("ttl_days", e.ttl_days),
-                        supersedes=[mid], source=UI_ACTOR, force=True)
-    return await remember(rt, make_scope(user_id, row.project, "argument", include_global=False), args)
+                        supersedes=[mid], source=UI_ACTOR, force=True, visibility=row.visibility)
+    # The new version keeps the old one's visibility and writer: a private memory stays its agent's.
+    agent = row.agent if row.visibility == "private" else None
+    return await remember(rt, make_scope(user_id, row.project, "argument", include_global=False, agent=agent), args)
 
 
 async def forget_memory(rt: Runtime, user_id: str, memory_id: str) -> ForgetResult:

@@ -70,14 +70,19 @@ def filter_form(base: str, f: Filters, q: str, per_page: int, projects: Sequence
     ]), method="get", action=f"{base}/", class_="filters")
 
 
+def _seen_by(m: MemoryView) -> str:
+    """Who reads memory ``m``: every agent (shared) or only its writer (private)."""
+    return f"only {m.agent} (private)" if m.visibility == "private" else "every agent (shared)"
+
+
 def memory_rows(base: str, page: MemoryPage, params: Mapping[str, object]) -> Html:
     """The paged table of memories with its pager (``params``: the filters, kept across pages)."""
     rows = [(_memory_link(base, m), m.kind, m.key or "", ", ".join(m.tags), m.project_name,
-             f"{m.importance:.2f}", tag("span", m.status, class_=f"st {m.status}"), _ttl(m), m.source or "",
-             _short(m.created_at), _short(m.updated_at)) for m in page.memories]
+             f"{m.importance:.2f}", tag("span", m.status, class_=f"st {m.status}"), _ttl(m), _seen_by(m),
+             m.source or "", _short(m.created_at), _short(m.updated_at)) for m in page.memories]
     if not rows:
         return tag("p", "No memory matches these filters.", class_="empty")
-    headers = ["Memory", "Kind", "Key", "Tags", "Project", "Importance", "Status", "Expires", "Source",
+    headers = ["Memory", "Kind", "Key", "Tags", "Project", "Importance", "Status", "Expires", "Read by", "Source",
                "Created", "Updated"]
     return join([tag("p", f"{page.total} memories · page {page.page} of {page.pages}", class_="count"),
                  table(headers, rows, class_="memories"), pager(base, page, params)])
@@ -117,8 +122,8 @@ def detail(base: str, d: MemoryDetail) -> Html:
     facts = table(["Field", "Value"], [
         ("id", m.id), ("status", tag("span", m.status, class_=f"st {m.status}")), ("project", m.project_name),
         ("kind", m.kind), ("key", m.key or "—"), ("tags", ", ".join(m.tags) or "—"),
-        ("importance", f"{m.importance:.2f}"), ("expires", _ttl(m)), ("source", m.source or "—"),
-        ("created", m.created_at), ("updated", m.updated_at),
+        ("importance", f"{m.importance:.2f}"), ("expires", _ttl(m)), ("read by", _seen_by(m)),
+        ("written by", m.agent or "—"), ("source", m.source or "—"), ("created", m.created_at), ("updated", m.updated_at),
         ("last access", f"{m.last_accessed_at} ({m.access_count} accesses)"),
         ("superseded by", tag("a", m.superseded_by, href=f"{base}/m/{m.superseded_by}") if m.superseded_by else "—"),
     ], class_="fields")
