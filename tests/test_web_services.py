@@ -164,3 +164,89 @@ async def test_health_checks_the_index_against_sqlite(rt: Runtime) -> None:
     assert list(checks) == ["sqlite", "model", "vector index"]
     assert all(c.ok for c in checks.values())
     assert checks["vector index"].detail == "1 points for 1 live memories"
+
+
+PNPM = ["The user prefers pnpm", "The user uses pnpm for every project", "The user switched the monorepo to pnpm"]
+DARK = ["The user prefers dark mode in the editor", "The user likes the editor in dark mode"]
+DISTINCT = ["The API server listens on port 8080", "The API server listens on port 8081"]
+
+
+async def _restatements(rt: Runtime) -> tuple[list[str], list[str], list[str]]:
+    """Two groups of restatements and a distinct look-alike pair, in project ``shop``."""
+    pnpm = [await _remember(rt, t, project="shop", kind="preference") for t in PNPM]
+    dark = [await _remember(rt, t, project="shop", kind="preference") for t in DARK]
+    apart = [await _remember(rt, t, project="shop") for t in DISTINCT]
+    return pnpm, dark, apart
+
+
+async def _statuses(rt: Runtime, ids: list[str]) -> list[tuple[str, str | None]]:
+    return [((d := (await browse.memory_detail(rt, USER, i)).memory).status, d.superseded_by) for i in ids]
+
+
+async def test_the_consolidation_view_applies_only_the_proposal_chosen(rt: Runtime) -> None:
+    pnpm, dark, apart = await _restatements(rt)
+    view = await browse.consolidation(rt, USER, "shop")
+    groups = {frozenset(p.member_ids): p for p in view.result.proposals}
+    assert set(groups) == {frozenset(pnpm), frozenset(dark)}  # the distinct pair is never proposed
+    assert set(view.members) == {*pnpm, *dark} and view.members[pnpm[0]].content == PNPM[0]
+    assert (await browse.consolidation(rt, USER, "")).result.proposals == []  # global: nothing there
+
+    chosen = groups[frozenset(dark)]
+    done = await browse.apply_proposals(rt, USER, "shop", [",".join(chosen.member_ids)])
+    assert done.applied and [p.member_ids for p in done.proposals] == [chosen.member_ids]
+    merged = done.proposals[0].merged_id
+    assert merged is not None
+    assert await _statuses(rt, dark) == [("superseded", merged)] * 2
+    assert await _statuses(rt, pnpm + apart) == [("active", None)] * 5  # the other group stays as it was
+    detail = await browse.memory_detail(rt, USER, merged)
+    assert detail.memory.content == chosen.content and detail.merged_from == dark and detail.can_undo_merge
+    left = await browse.consolidation(rt, USER, "shop")
+    assert [set(p.member_ids) for p in left.result.proposals] == [set(pnpm)]
+
+
+async def test_a_stale_proposal_is_refused_and_nothing_is_merged(rt: Runtime) -> None:
+    pnpm, dark, _ = await _restatements(rt)
+    shown = await browse.consolidation(rt, USER, "shop")
+    pnpm_ids = next(p.member_ids for p in shown.result.proposals if set(p.member_ids) == set(pnpm))
+    dark_ids = next(p.member_ids for p in shown.result.proposals if set(p.member_ids) == set(dark))
+
+    await browse.forget_memory(rt, USER, dark[1])
+    with pytest.raises(Conflict) as err:
+        await browse.apply_proposals(rt, USER, "shop", [",".join(pnpm_ids), ",".join(dark_ids)])
+    assert f"{dark[1]} is no longer active" in str(err.value) and "nothing was merged" in str(err.value)
+    assert await _statuses(rt, pnpm) == [("active", None)] * 3  # all or nothing: the fresh one is not applied
+
+    fourth = await _remember(rt, "The user always uses pnpm", project="shop", kind="preference")
+    now = await browse.consolidation(rt, USER, "shop")
+    assert any(fourth in p.member_ids for p in now.result.proposals), "the new restatement joins the group"
+    with pytest.raises(Conflict, match="its memories now group as .*" + fourth):
+        await browse.apply_proposals(rt, USER, "shop", [",".join(pnpm_ids)])
+    assert await _statuses(rt, pnpm + [fourth]) == [("active", None)] * 4
+    with pytest.raises(InvalidArgument, match="a proposal merges at least two memories"):
+        await browse.apply_proposals(rt, USER, "shop", [pnpm[0]])
+    with pytest.raises(InvalidArgument, match="choose at least one proposal"):
+        await browse.apply_proposals(rt, USER, "shop", [])
+
+
+async def test_undo_merge_brings_the_members_back_and_only_undoes(rt: Runtime) -> None:
+    pnpm, _, apart = await _restatements(rt)
+    view = await browse.consolidation(rt, USER, "shop")
+    chosen = next(p for p in view.result.proposals if set(p.member_ids) == set(pnpm))
+    merged = (await browse.apply_proposals(rt, USER, "shop", [",".join(chosen.member_ids)])).proposals[0].merged_id
+    assert merged is not None
+
+    undone = await browse.undo_merge(rt, USER, merged)
+    assert undone.status == "merge_undone" and sorted(undone.restored_ids) == sorted(pnpm)
+    assert undone.retired_ids == [merged]
+    assert await _statuses(rt, pnpm) == [("active", None)] * 3
+    detail = await browse.memory_detail(rt, USER, merged)
+    assert detail.memory.status == "deleted" and not detail.can_undo_merge
+    assert detail.history[0].actor == browse.UI_ACTOR
+    found = await rank(rt, USER, ["shop"], "which package manager does the user use", limit=10)
+    assert set(pnpm) <= {r.row.id for r in found} and merged not in {r.row.id for r in found}
+
+    with pytest.raises(Conflict, match="is deleted; only an active memory that merged others"):
+        await browse.undo_merge(rt, USER, merged)
+    with pytest.raises(Conflict, match=f"memory {apart[0]} merged no memories"):
+        await browse.undo_merge(rt, USER, apart[0])
+    assert (await browse.memory_detail(rt, USER, apart[0])).memory.status == "active"

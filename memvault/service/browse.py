@@ -1,10 +1,12 @@
 """What the local web page shows and changes, for the owner's user: pages of memories,
-one memory with its history, and the edits, forgets and restores made there.
+one memory with its history, the edits, forgets and restores made there, and the
+consolidation proposals of one project, applied one by one or all at once, and undone.
 
 Reads go through ``memvault.storage.browse`` (paged SQL over every status); changes go
 through the same services as the tools, so every policy holds: an edit is a ``remember``
 of the new text that ``supersedes`` the old memory (secrets refused, key slots, history
-kept), a forget is ``forget`` by id (soft, restorable), a restore is ``restore``.
+kept), a forget is ``forget`` by id (soft, restorable), a restore is ``restore``, applying
+proposals is ``consolidate``'s ``apply_chosen`` and undoing a merge its ``undo_merge_of``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass, field
 
 from memvault.clock import to_iso
 from memvault.service import validation as v
+from memvault.service.consolidate import MAX_LIMIT, ConsolidateArgs, apply_chosen, consolidate, undo_merge_of
+from memvault.service.consolidate_models import ConsolidateResult
 from memvault.service.errors import Conflict, InvalidArgument, NotFound
 from memvault.service.forget import ForgetArgs, forget
 from memvault.service.history import HistoryArgs, history
@@ -167,6 +171,13 @@ class MemoryDetail:
     memory: MemoryView
     history: list[HistoryItem] = field(default_factory=list)
     history_total: int = 0
+    merged_from: list[str] = field(default_factory=list)
+    """The memories its latest merge joined (newest history entry naming ``consolidated_from``); [] if none."""
+
+    @property
+    def can_undo_merge(self) -> bool:
+        """Active and merged others: ``undo_merge`` applies (it may still refuse, saying why)."""
+        return self.memory.status == "active" and bool(self.merged_from)
 
 
 async def memory_detail(rt: Runtime, user_id: str, memory_id: str) -> MemoryDetail:
@@ -181,7 +192,9 @@ async def memory_detail(rt: Runtime, user_id: str, memory_id: str) -> MemoryDeta
         raise NotFound(f"no memory with id {mid} for this user (it may have been erased)")
     hist = await history(rt, make_scope(user_id, found[0].project, "argument", include_global=False),
                          HistoryArgs(id=mid, limit=100))
-    return MemoryDetail(memory=memory_view(found[0], rt.clock.now()), history=hist.entries, history_total=hist.total)
+    merged = next((e.consolidated_from for e in hist.entries if e.memory_id == mid and e.consolidated_from), None)
+    return MemoryDetail(memory=memory_view(found[0], rt.clock.now()), history=hist.entries, history_total=hist.total,
+                        merged_from=list(merged or []))
 
 
 @dataclass(frozen=True)
@@ -240,6 +253,45 @@ async def forget_memory(rt: Runtime, user_id: str, memory_id: str) -> ForgetResu
 async def restore_memory(rt: Runtime, user_id: str, memory_id: str) -> RestoreResult:
     """Restore memory ``memory_id`` (see ``memvault.service.restore``; its errors)."""
     return await restore(rt, user_id, memory_id, actor=UI_ACTOR)
+
+
+@dataclass(frozen=True)
+class Consolidation:
+    """The merges proposed in one project (``consolidate``'s dry run, for the user: every
+    memory, clustered within one owner) with the page's view of each member."""
+
+    project: str  # '' = global
+    result: ConsolidateResult
+    members: dict[str, MemoryView]  # id -> view, for every member of every proposal
+
+
+async def consolidation(rt: Runtime, user_id: str, project: str) -> Consolidation:
+    """The proposals of ``project`` ('' = global; at most ``MAX_LIMIT``, within the reply
+    budget), nothing written. Raises InvalidArgument (a bad project name) or NotFound (a
+    project where this user has no memory; the global scope is never unknown)."""
+    project = v.check_project(project) or ""
+    res = await consolidate(rt, make_scope(user_id, project, "argument", include_global=False),
+                            ConsolidateArgs(dry_run=True, limit=MAX_LIMIT, project_given=bool(project)), actor=None)
+    ids = [i for p in res.proposals for i in p.member_ids]
+    now = rt.clock.now()
+    rows = await rt.facts.select(user_id, ids=ids, statuses=MEMORY_STATUSES) if ids else []
+    return Consolidation(project=project, result=res, members={r.id: memory_view(r, now) for r in rows})
+
+
+async def apply_proposals(rt: Runtime, user_id: str, project: str, chosen: list[str]) -> ConsolidateResult:
+    """Apply the proposals ``chosen`` in ``project`` ('' = global), each given as its member ids
+    joined by commas (as the page's forms send them); see ``consolidate.apply_chosen`` (its
+    errors: a proposal whose members changed since it was shown is refused, nothing written)."""
+    project = v.check_project(project) or ""
+    sets = [[i for i in (x.strip() for x in c.split(",")) if i] for c in chosen]
+    return await apply_chosen(rt, make_scope(user_id, project, "argument", include_global=False), sets,
+                              actor=UI_ACTOR)
+
+
+async def undo_merge(rt: Runtime, user_id: str, memory_id: str) -> RestoreResult:
+    """Undo the merge recorded on active memory ``memory_id``: its members come back, it is
+    retired when the merge created it (see ``consolidate.undo_merge_of``; its errors)."""
+    return await undo_merge_of(rt, user_id, memory_id, actor=UI_ACTOR)
 
 
 async def task_list(rt: Runtime, user_id: str, *, limit: int = 100, versions: int = 10

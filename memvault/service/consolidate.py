@@ -11,12 +11,15 @@ the access counts and the latest access.
 Applying (``dry_run=false``): under ``write_lock``, one SQLite transaction writes one
 memory per proposal listed in the reply (its ``add`` history names the members,
 ``consolidated_from``) and marks the members superseded by it; nothing is deleted.
-Then the index: merged memories in, members out.
+Then the index: merged memories in, members out. ``apply_chosen`` (the web page) writes
+only the proposals a person chose, found again under the lock: a chosen proposal whose
+members changed since it was shown is refused, never applied as it now stands.
 
 Undo (``restore`` of a merged memory, ``undo_merge``): the members still superseded by
 it come back active and the merged memory is retired (deleted, soft) when the merge
 created it; a memory that absorbed the members through ``remember`` (reinforced) stays.
-One transaction, then the index.
+One transaction, then the index. ``undo_merge_of`` (the web page) undoes by id and only
+undoes: a memory that is not active, or merged nothing, is refused rather than restored.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from memvault.service.indexing import embed_memories, index_rows, unindex_rows
 from memvault.service.models import Scope
 from memvault.service.project import make_scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
-from memvault.storage.facts import CONSOLIDATED_FROM, MemoryRow
+from memvault.storage.facts import CONSOLIDATED_FROM, MEMORY_STATUSES, MemoryRow
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +112,71 @@ async def consolidate(rt: Runtime, scope: Scope, args: ConsolidateArgs, *, actor
                              scope=scope)
 
 
+async def apply_chosen(rt: Runtime, scope: Scope, chosen: list[list[str]], *, actor: str | None
+                       ) -> ConsolidateResult:
+    """Apply only the proposals ``chosen`` in ``scope.project``: each one a proposal's ``member_ids``.
+
+    Under ``write_lock`` the proposals are found again (as ``consolidate`` finds them, for
+    the agent ``scope.agent`` reads; None: every memory) and each chosen set of ids must be
+    exactly the members of a proposal found now; then those merges are written as
+    ``consolidate(dry_run=false)`` writes them (one transaction, then the index). The
+    reply lists the merges written (``merged_id`` set), in the order chosen.
+
+    Raises InvalidArgument (no proposal chosen, more than ``MAX_LIMIT``, a set of fewer than
+    two ids, a bad id, an id in two sets), NotFound (no memory of this user in the project),
+    Conflict (a chosen proposal no longer stands: a member was merged, forgotten or edited
+    since, or its memories now group differently; the message names it); nothing is
+    written then.
+    """
+    if not chosen:
+        raise InvalidArgument("choose at least one proposal to apply (its member ids)")
+    if len(chosen) > MAX_LIMIT:
+        raise InvalidArgument(f"{len(chosen)} proposals chosen; at most {MAX_LIMIT} per call")
+    wanted = [v.check_ids("member_ids", ids) for ids in chosen]
+    seen: set[str] = set()
+    for ids in wanted:
+        if len(set(ids)) < 2:
+            raise InvalidArgument(f"a proposal merges at least two memories; got {v.shown(ids)}")
+        if seen & set(ids):
+            raise InvalidArgument(f"memory {sorted(seen & set(ids))[0]} is in two chosen proposals; "
+                                  "each memory is merged once")
+        seen |= set(ids)
+    user, project = scope.user_id, scope.project
+    await rt.started()
+    if not await rt.facts.has_project(user, project):
+        where = repr(project) if project else "the global scope ('')"
+        raise NotFound(f"this user has no memories in project {where}")
+    async with rt.write_lock:
+        now = rt.clock.now()
+        found, rows = await _every_merge(rt, user, project, now, scope.agent)
+        by_members = {frozenset(m.proposal.member_ids): m for m in found}
+        active = {r.id for r in rows}
+        merges = []
+        for ids in wanted:
+            merge = by_members.get(frozenset(ids))
+            if merge is None:
+                raise Conflict(_stale(ids, active, found))
+            merges.append(merge)
+        _cut_contents(rt, merges)
+        await _apply(rt, merges, now, actor)
+    return ConsolidateResult(applied=True, proposals=[m.proposal for m in merges], clusters_found=len(found),
+                             scanned=len(rows), truncated=False, hint=HINT_APPLIED, scope=scope)
+
+
+def _stale(ids: list[str], active: set[str], found: list[_Merge]) -> str:
+    """Why the chosen proposal ``ids`` is not one of the proposals ``found`` now (the Conflict's message)."""
+    head = f"the proposal to merge {', '.join(ids)} no longer stands"
+    tail = "; nothing was merged: look at the current proposals again"
+    gone = [i for i in ids if i not in active]
+    if gone:
+        return (f"{head}: {', '.join(gone)} {'is' if len(gone) == 1 else 'are'} no longer active "
+                f"(merged, forgotten or edited since){tail}")
+    groups = [m.proposal.member_ids for m in found if set(m.proposal.member_ids) & set(ids)]
+    if groups:
+        return f"{head}: its memories now group as {'; '.join(', '.join(g) for g in groups)}{tail}"
+    return f"{head}: its memories no longer restate each other{tail}"
+
+
 async def consolidate_all(rt: Runtime) -> int:
     """Apply consolidation to every scope holding active memories (the periodic job); returns
     the number of merges written. One scope's failure is logged and the others go on."""
@@ -134,13 +202,22 @@ async def _find(rt: Runtime, user: str, project: str, now: float, limit: int,
     within one owner (the shared memories, or one agent's private ones): a merge never
     makes a private memory shared, nor joins two agents' private memories.
     """
-    s = rt.settings
+    found, rows = await _every_merge(rt, user, project, now, reader)
+    merges = found[:limit]
+    _cut_contents(rt, merges)
+    kept, _ = whole_within_budget(merges, _size, total=rt.settings.replies.reply_budget_chars)
+    return kept, len(found), len(rows)
+
+
+async def _every_merge(rt: Runtime, user: str, project: str, now: float,
+                       reader: str | None) -> tuple[list[_Merge], list[MemoryRow]]:
+    """(every merge found, in the order proposals are listed; the active memories compared)."""
     rows = await rt.facts.select(user, projects=[project], statuses=("active",), now=now, limit=SCAN_MAX,
                                  reader=reader)
     owners: dict[str | None, list[MemoryRow]] = {}
     for r in rows:
         owners.setdefault(r.private_to, []).append(r)
-    floor = s.policies.consolidate_min_cosine
+    floor = rt.settings.policies.consolidate_min_cosine
     found: list[_Merge] = []
     for group in owners.values():
         if len(group) < 2:
@@ -150,11 +227,14 @@ async def _find(rt: Runtime, user: str, project: str, now: float, limit: int,
         clusters = await rt.run_sync(find_clusters, [r.content for r in group], [r.kind for r in group],
                                      [r.key for r in group], pairs, floor)
         found.extend(_merge(group, c, now, rt) for c in clusters)
-    merges = found[:limit]
+    return found, rows
+
+
+def _cut_contents(rt: Runtime, merges: list[_Merge]) -> None:
+    """Cut each proposal's text to ``replies.content_budget_chars`` (the merged row keeps it whole)."""
     for m in merges:
-        m.proposal.content, m.proposal.content_truncated = cut(m.kept.content, s.replies.content_budget_chars)
-    kept, _ = whole_within_budget(merges, _size, total=s.replies.reply_budget_chars)
-    return kept, len(found), len(rows)
+        m.proposal.content, m.proposal.content_truncated = cut(m.kept.content,
+                                                               rt.settings.replies.content_budget_chars)
 
 
 def _size(m: _Merge) -> int:
@@ -243,6 +323,31 @@ async def _apply(rt: Runtime, merges: list[_Merge], now: float, actor: str | Non
     await rt.facts.consolidate([(m.row, m.members) for m in merges], now=now, actor=actor, reason=reason)
     await index_rows(rt, [m.row for m in merges])
     await unindex_rows(rt, [x for m in merges for x in m.members])
+
+
+async def undo_merge_of(rt: Runtime, user_id: str, memory_id: str, *, actor: str | None) -> RestoreResult:
+    """Undo the latest merge recorded on the active memory ``memory_id`` of ``user_id`` (any
+    agent's: the user reads every memory), as ``restore`` of it does, under ``write_lock``.
+
+    Raises InvalidArgument (not an id), NotFound (no such memory of this user), Conflict
+    (the memory is not active or its TTL ran out, it merged no memories, or no member can
+    come back: see ``undo_merge``); nothing is written then.
+    """
+    mid = v.check_ids("id", [memory_id])[0]
+    await rt.started()
+    async with rt.write_lock:
+        now = rt.clock.now()
+        found = await rt.facts.select(user_id, ids=[mid], statuses=MEMORY_STATUSES)
+        if not found:
+            raise NotFound(f"no memory with id {mid} for this user (it may have been erased)")
+        row = found[0]
+        if row.status != "active" or (row.expires_at is not None and row.expires_at <= now):
+            state = row.status if row.status != "active" else "expired"
+            raise Conflict(f"memory {mid} is {state}; only an active memory that merged others has a merge to undo")
+        undone = await undo_merge(rt, row, now, actor=actor)
+    if undone is None:
+        raise Conflict(f"memory {mid} merged no memories; there is no merge to undo")
+    return undone
 
 
 async def merged_members(rt: Runtime, row: MemoryRow) -> tuple[str, list[str]] | None:
