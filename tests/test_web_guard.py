@@ -73,3 +73,31 @@ def test_a_change_needs_a_post_from_the_page_itself(client) -> None:
     r = c.put(f"/{SECRET}/m/abc", headers={"Origin": ORIGIN})
     assert r.status_code == 405 and "GET and changes with POST" in r.text
     assert len(seen) == 1
+
+
+def test_the_consolidation_posts_of_the_real_page_are_guarded() -> None:
+    """Applying proposals and undoing a merge: refused without the secret or from another origin
+    before the page touches the store; from the page itself they reach the store."""
+    from memvault.web.app import PageContext, build_app
+
+    asked: list[int] = []
+
+    def runtime() -> str:
+        asked.append(1)
+        return "the store is closed for this test"
+
+    app = Guard(build_app(PageContext(runtime=runtime, user_id="local", owner_status=dict), f"/{SECRET}"),
+                SECRET, PORT)
+    c = TestClient(app, base_url=ORIGIN)
+    mid = "0b6f9a52-3c1e-4d2b-9f7a-1e2d3c4b5a69"
+    form = {"project": "-", "p": f"{mid},{mid[:-1]}0"}
+    r = c.post("/consolidate", data=form, headers={"Origin": ORIGIN})
+    assert r.status_code == 403 and "address memvault ui printed" in r.text
+    for path in ("/consolidate", f"/m/{mid}/undo-merge"):
+        r = c.post(f"/{SECRET}{path}", data=form, headers={"Origin": "http://evil.example"})
+        assert r.status_code == 403 and "only from this page itself" in r.text, path
+    assert asked == []
+    for path in ("/consolidate", f"/m/{mid}/undo-merge"):
+        r = c.post(f"/{SECRET}{path}", data=form, headers={"Origin": ORIGIN, "Sec-Fetch-Site": "same-origin"})
+        assert r.status_code == 503 and "the store is closed for this test" in r.text, path
+    assert asked == [1, 1]

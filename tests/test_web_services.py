@@ -250,3 +250,33 @@ async def test_undo_merge_brings_the_members_back_and_only_undoes(rt: Runtime) -
     with pytest.raises(Conflict, match=f"memory {apart[0]} merged no memories"):
         await browse.undo_merge(rt, USER, apart[0])
     assert (await browse.memory_detail(rt, USER, apart[0])).memory.status == "active"
+
+
+async def test_the_pages_apply_all_form_merges_every_group_and_a_stale_one_is_answered_409(rt: Runtime) -> None:
+    """The routes on the real runtime (through the guard, as the browser posts): Apply all, then
+    the same form again, now stale."""
+    import httpx
+
+    from memvault.web.app import PageContext, build_app
+    from memvault.web.guard import Guard
+
+    pnpm, dark, _ = await _restatements(rt)
+    secret, port = "t" * 43, 8123
+    app = Guard(build_app(PageContext(runtime=lambda: rt, user_id=USER, owner_status=dict), f"/{secret}"),
+                secret, port)
+    origin = f"http://127.0.0.1:{port}"
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=origin,
+                                 headers={"Origin": origin}) as web:
+        page = await web.get(f"/{secret}/consolidate", params={"project": "shop"})
+        assert page.status_code == 200 and "Apply all 2 merges" in page.text
+        form = {"project": "shop", "p": [",".join(pnpm), ",".join(dark)]}
+        done = await web.post(f"/{secret}/consolidate", data=form)
+        assert done.status_code == 303 and "/consolidate?project=shop&merged=" in done.headers["location"]
+        merged = done.headers["location"].split("merged=")[1].split("&")[0].split("%2C")
+        assert await _statuses(rt, pnpm) == [("superseded", merged[0])] * 3
+        assert await _statuses(rt, dark) == [("superseded", merged[1])] * 2
+        shown = await web.get(done.headers["location"])
+        assert f'href="/{secret}/m/{merged[0]}"' in shown.text and "No memories of this project restate" in shown.text
+
+        again = await web.post(f"/{secret}/consolidate", data=form)
+        assert again.status_code == 409 and "no longer stands" in again.text and "nothing was merged" in again.text

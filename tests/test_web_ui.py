@@ -4,8 +4,8 @@ One owner (started by a ``memvault serve`` forwarder, as a client starts it), on
 client on it, one headless Chromium (Debian's, through Playwright's Python API) with
 every request that is not to 127.0.0.1 blocked and recorded. The test walks what a
 person does: sees a memory remembered over MCP, searches and reads why each hit ranks,
-edits one memory and forgets another, each seen by the next MCP ``recall``; a secret in
-an edit is refused. Without the secret, from another host name (DNS rebinding) or from
+edits one memory and forgets another, applies a proposed merge and undoes it, each seen
+by the next MCP ``recall``; a secret in an edit is refused. Without the secret, from another host name (DNS rebinding) or from
 another origin, the page refuses (403). The main views are saved as PNGs in the test's
 temporary folder, or in ``docs/images`` (the README's "See your memory") when
 ``SCREENSHOTS_DIR=docs/images`` is set, so an ordinary run leaves the tree clean.
@@ -35,6 +35,7 @@ from tests.test_owner import alive, owner_pid
 
 CHROMIUM = Path(os.environ.get("MEMVAULT_CHROMIUM", "/usr/bin/chromium"))
 REPO = Path(__file__).resolve().parent.parent
+DARK = ["The user prefers dark mode in the editor", "The user likes the editor in dark mode"]
 GITHUB_PAT = "gh" + "p_" + "Zq7Hk2Lm9Np4Rs6Tv8Wx1Yb3Cd5Fg0Jh" + "AbCd"  # a fake token of the real shape
 
 pytestmark = pytest.mark.anyio
@@ -78,6 +79,11 @@ def _stop_owner(data_dir: Path) -> None:
 async def _recall(client: Any, query: str) -> list[str]:
     found = await call(client, "recall", query=query, k=10)
     return [m["content"] for m in found["memories"]]
+
+
+async def _recall_ids(client: Any, query: str) -> list[str]:
+    found = await call(client, "recall", query=query, k=10)
+    return [m["id"] for m in found["memories"]]
 
 
 async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path, model_cache: Path,
@@ -183,6 +189,23 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                     assert not any("prefers pnpm over npm" in c for c in seen), seen
                     assert not any("GitHub" in c or GITHUB_PAT in c for c in seen), seen
                     assert not any("Deploys go out" in c for c in await _recall(client, "when do deploys go out"))
+
+                    # Consolidation: two restatements are proposed as one merge; apply it, then undo it.
+                    dark = [await call(client, "remember", content=t, kind="preference") for t in DARK]
+                    assert [d["status"] for d in dark] == ["stored", "stored"], dark
+                    await page.goto(f"{url}consolidate")
+                    group = page.locator("section.proposal")
+                    assert await group.count() == 1 and "dark mode" in await group.inner_text()
+                    await page.screenshot(path=images / "ui-consolidate.png")
+                    await group.locator("button:text('Apply this merge')").click()
+                    assert "merged 2 memories" in await page.locator(".notice").inner_text()
+                    merged = urlsplit(page.url).path.rsplit("/", 1)[1]
+                    ids = await _recall_ids(client, "does the user like dark mode in the editor")
+                    assert merged in ids and not {d["id"] for d in dark} & set(ids), ids
+                    await page.click("button:text('Undo merge')")
+                    assert "merge undone" in await page.locator(".notice").inner_text()
+                    ids = await _recall_ids(client, "does the user like dark mode in the editor")
+                    assert {d["id"] for d in dark} <= set(ids) and merged not in ids, ids
 
                     # The other views.
                     await page.goto(f"{url}profile")

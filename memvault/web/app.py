@@ -7,8 +7,12 @@ stripped it; every link carries it again through ``base``):
   ``since``, ``until``, ``page``, ``per_page``) or, with ``q``, recall's ranking of ``q``
   with why each hit ranks where it does;
 - ``GET /m/<id>``: one memory and its history; ``POST /m/<id>/edit`` | ``/forget`` |
-  ``/restore``: the change, then a redirect (303) to the memory with a notice, or the
-  page again with the refusal (a secret in an edit: 400, nothing written);
+  ``/restore`` | ``/undo-merge``: the change, then a redirect (303) to the memory with a
+  notice, or the page again with the refusal (a secret in an edit: 400, nothing written);
+- ``GET /consolidate`` (``project``: a project id, ``-`` for global): the merges proposed;
+  ``POST /consolidate`` (``project``, and one ``p`` per proposal chosen: its member ids
+  joined by commas): applies those, then redirects to the merged memory (several: to the
+  view, linking them); a proposal whose members changed since: 409, nothing written;
 - ``GET /profile``, ``/tasks``, ``/docs``, ``/health``; ``GET /static/<file>``.
 
 Errors of the services become the page with the message (400 bad input, 404 unknown,
@@ -17,6 +21,7 @@ Errors of the services become the page with the message (400 bad input, 404 unkn
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -38,6 +43,7 @@ from memvault.web import pages
 from memvault.web.html import Html, frame, url
 
 STATIC_TYPES = {"style.css": "text/css; charset=utf-8", "icon.svg": "image/svg+xml"}
+UUID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 STATUS = {InvalidArgument: 400, NotFound: 404, Conflict: 409, NotReady: 503}
 
 
@@ -100,6 +106,41 @@ def build_app(ctx: PageContext, base: str) -> Starlette:
     async def memory(request: Request, rt: Runtime) -> Html:
         return pages.detail(base, await browse.memory_detail(rt, ctx.user_id, request.path_params["id"]))
 
+    async def consolidation_body(rt: Runtime, chosen: str | None, merged_now: list[str]) -> Html:
+        projects = await browse.user_projects(rt, ctx.user_id)
+        if chosen is None:  # the first project the list shows (global when it has memories)
+            chosen = (projects[0][0] or "-") if projects else "-"
+        found = await browse.consolidation(rt, ctx.user_id, "" if chosen == "-" else chosen)
+        return pages.consolidation(base, found, projects, merged_now)
+
+    async def consolidation(request: Request, rt: Runtime) -> Html:
+        merged = [i for i in request.query_params.get("merged", "").split(",") if UUID_TEXT.fullmatch(i)]
+        return await consolidation_body(rt, request.query_params.get("project"), merged)
+
+    async def apply_merges(request: Request) -> Response:
+        rt = ctx.runtime()
+        if isinstance(rt, str):
+            return render("Consolidation", "consolidate", "", status=503, error=rt)
+        form = await request.form()
+        chosen = str(form.get("project", "-"))
+        try:
+            done = await browse.apply_proposals(rt, ctx.user_id, "" if chosen == "-" else chosen,
+                                                [str(p) for p in form.getlist("p")])
+        except MemvaultError as exc:
+            try:
+                body: object = await consolidation_body(rt, chosen, [])
+            except MemvaultError:
+                body = ""
+            return render("Consolidation", "consolidate", body, status=_status(exc), error=str(exc))
+        merged = [p.merged_id for p in done.proposals if p.merged_id]
+        if len(merged) == 1:
+            note = (f"merged {len(done.proposals[0].member_ids)} memories into this one (Undo merge brings them "
+                    "back)")
+            return RedirectResponse(url(base, f"/m/{merged[0]}", {"note": note}), status_code=303)
+        note = f"{len(merged)} merges applied; each merged memory's page can undo its merge"
+        return RedirectResponse(url(base, "/consolidate", {"project": chosen, "merged": ",".join(merged),
+                                                           "note": note}), status_code=303)
+
     async def profile(request: Request, rt: Runtime) -> Html:
         chosen = request.query_params.get("project", "-")
         projects = await browse.user_projects(rt, ctx.user_id)
@@ -122,9 +163,9 @@ def build_app(ctx: PageContext, base: str) -> Starlette:
 
     async def change(request: Request) -> Response:
         mid, what = request.path_params["id"], request.path_params["what"]
-        if what not in ("edit", "forget", "restore"):
-            return PlainTextResponse(f"no such change {what[:40]!r}; a memory takes edit, forget or restore\n",
-                                     status_code=404)
+        if what not in ("edit", "forget", "restore", "undo-merge"):
+            return PlainTextResponse(f"no such change {what[:40]!r}; a memory takes edit, forget, restore or "
+                                     "undo-merge\n", status_code=404)
         rt = ctx.runtime()
         if isinstance(rt, str):
             return render("Memory", "memories", "", status=503, error=rt)
@@ -136,6 +177,8 @@ def build_app(ctx: PageContext, base: str) -> Starlette:
             elif what == "restore":
                 restored = await browse.restore_memory(rt, ctx.user_id, mid)
                 note, target = restored.reason, mid
+            elif what == "undo-merge":
+                note, target = (await browse.undo_merge(rt, ctx.user_id, mid)).reason, mid
             else:
                 form = await request.form()
                 edit = browse.Edit(content=str(form.get("content", "")), key=str(form.get("key", "")),
@@ -166,6 +209,8 @@ def build_app(ctx: PageContext, base: str) -> Starlette:
         Route("/", view("Memories", "memories", memories), methods=["GET"]),
         Route("/m/{id}", view("Memory", "memories", memory), methods=["GET"]),
         Route("/m/{id}/{what:str}", change, methods=["POST"]),
+        Route("/consolidate", view("Consolidation", "consolidate", consolidation), methods=["GET"]),
+        Route("/consolidate", apply_merges, methods=["POST"]),
         Route("/profile", view("Profile", "profile", profile), methods=["GET"]),
         Route("/tasks", view("Tasks", "tasks", tasks), methods=["GET"]),
         Route("/docs", view("Documents", "docs", docs), methods=["GET"]),

@@ -75,17 +75,21 @@ def field(label: str, /, **attrs: object) -> Html:
     return tag("label", join([label, " ", void("input", **attrs)]))
 
 
-def post_button(action: str, text: str, *, cls: str = "") -> Html:
-    """A form with one button that POSTs to ``action`` (a change: guarded as such)."""
-    return tag("form", tag("button", text, type="submit", class_=cls or None), method="post", action=action,
-               class_="inline")
+def post_button(action: str, text: str, *, cls: str = "", hidden: Sequence[tuple[str, str]] = ()) -> Html:
+    """A form with one button that POSTs to ``action`` (a change: guarded as such), sending the
+    ``hidden`` (name, value) fields with it."""
+    fields = join(void("input", type="hidden", name=name, value=value) for name, value in hidden)
+    return tag("form", join([fields, tag("button", text, type="submit", class_=cls or None)]), method="post",
+               action=action, class_="inline")
 
 
 def frame(base: str, title: str, active: str, body: object, *, user: str, notice: str = "",
           error: str = "") -> Html:
     """The whole page: head (the packaged stylesheet), navigation, a notice or error line, ``body``."""
     nav = join(tag("a", text, href=base + path, class_="on" if key == active else None)
-               for key, path, text in (("memories", "/", "Memories"), ("profile", "/profile", "Profile"),
+               for key, path, text in (("memories", "/", "Memories"),
+                                       ("consolidate", "/consolidate", "Consolidation"),
+                                       ("profile", "/profile", "Profile"),
                                        ("tasks", "/tasks", "Tasks"), ("docs", "/docs", "Documents"),
                                        ("health", "/health", "Health")))
     messages = join([tag("p", notice, class_="notice", role="status") if notice else "",

@@ -1,5 +1,5 @@
-"""The page's views as HTML bodies: memories (list and search), one memory, profile, tasks,
-documents, health. Pure rendering of what the services returned (see ``memvault.web.app``)."""
+"""The page's views as HTML bodies: memories (list and search), one memory, consolidation,
+profile, tasks, documents, health. Pure rendering of what the services returned (see ``memvault.web.app``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from memvault.service.browse import (
     LIFE_STATES,
     PAGE_SIZES,
+    Consolidation,
     DocCollection,
     Filters,
     MemoryDetail,
@@ -132,6 +133,8 @@ def detail(base: str, d: MemoryDetail) -> Html:
         actions.append(post_button(f"{base}/m/{m.id}/forget", "Forget", cls="danger"))
     if m.status in ("superseded", "deleted"):
         actions.append(post_button(f"{base}/m/{m.id}/restore", "Restore"))
+    if d.can_undo_merge:
+        actions.append(post_button(f"{base}/m/{m.id}/undo-merge", "Undo merge"))
     edit = ""
     if m.status == "active":
         edit = tag("form", join([
@@ -148,13 +151,80 @@ def detail(base: str, d: MemoryDetail) -> Html:
     hist_rows = [(_short(e.at), e.action, e.actor or "", e.reason or "", e.status or "", e.key or "",
                   tag("a", e.memory_id[:8], href=f"{base}/m/{e.memory_id}"),
                   tag("a", e.superseded_by[:8], href=f"{base}/m/{e.superseded_by}") if e.superseded_by else "",
+                  _links(base, e.consolidated_from or [], short=True),
                   "(same text as above)" if e.content_repeated else (e.content or ""))
                  for e in d.history]
     hist = join([tag("h2", f"History ({d.history_total} changes)"),
-                 table(["At", "What", "By", "Why", "Status", "Key", "Memory", "Superseded by", "Text"], hist_rows,
-                       class_="history")])
-    return join([tag("pre", m.content, class_="content"), facts, tag("div", join(actions), class_="actions"),
+                 table(["At", "What", "By", "Why", "Status", "Key", "Memory", "Superseded by", "Merged", "Text"],
+                       hist_rows, class_="history")])
+    merged = tag("p", join([f"It merged {len(d.merged_from)} memories: ", _links(base, d.merged_from)]),
+                 class_="merged") if d.merged_from else ""
+    return join([tag("pre", m.content, class_="content"), facts, merged, tag("div", join(actions), class_="actions"),
                  tag("h2", "Edit") if edit else "", edit, hist])
+
+
+def _links(base: str, ids: Sequence[str], *, short: bool = False) -> Html:
+    """Links to the memories ``ids`` (their first 8 characters when ``short``), comma-separated."""
+    return join((tag("a", i[:8] if short else i, href=f"{base}/m/{i}") for i in ids), ", ")
+
+
+def consolidation(base: str, c: Consolidation, projects: Sequence[tuple[str, str, int]],
+                  merged_now: Sequence[str] = ()) -> Html:
+    """The merges proposed in one project: each group's members, the text kept and what the merged
+    memory would hold, with an Apply button per group and one for all (``merged_now``: merged
+    memories just written, linked)."""
+    chosen = c.project or "-"
+    opts = [(pid or "-", f"{name} ({n})") for pid, name, n in projects]
+    if chosen not in {o for o, _ in opts}:
+        opts.insert(0, (chosen, "global" if chosen == "-" else chosen))
+    form = tag("form", join([select("project", opts, chosen, "Project"), tag("button", "Show", type="submit")]),
+               method="get", action=f"{base}/consolidate", class_="filters")
+    just = tag("p", join(["Merged just now: ", _links(base, merged_now)]), class_="merged") if merged_now else ""
+    res = c.result
+    note = ("Memories of one project that restate each other (the same meaning, no conflicting word), grouped "
+            "within one owner: the shared memories, or one agent's private ones. Applying writes one merged "
+            "memory per group and marks its members superseded by it (nothing is deleted); the merged "
+            "memory's page can undo it.")
+    if not res.proposals:
+        return join([form, just, tag("p", note, class_="why"),
+                     tag("p", f"No memories of this project restate each other ({res.scanned} active memories "
+                              "compared).", class_="empty")])
+    n_groups = len(res.proposals)
+    shown = _plural(n_groups, "group") + (f" shown of {res.clusters_found}" if res.truncated else "")
+    count = tag("p", f"{shown} of restatements among {_plural(res.scanned, 'active memory', 'active memories')} "
+                     "compared" + ("; apply these, then look again for the rest" if res.truncated else ""),
+                class_="count")
+    action = f"{base}/consolidate"
+    every = tag("div", post_button(action, f"Apply all {n_groups} merges", hidden=[
+        ("project", chosen), *[("p", ",".join(p.member_ids)) for p in res.proposals]]), class_="actions") \
+        if n_groups > 1 else ""
+    groups = []
+    for n, p in enumerate(res.proposals, 1):
+        rows = []
+        for mp in p.members:
+            m = c.members.get(mp.id)
+            rows.append((_memory_link(base, m) if m else mp.content_preview, mp.kind,
+                         f"{m.importance:.2f}" if m else "", ", ".join(m.tags) if m else "",
+                         _short(mp.created_at), "text kept" if mp.id == p.kept_id else ""))
+        first = c.members.get(p.member_ids[0])
+        holds = (f"kind {p.kind} · key {p.key or '—'} · importance {p.importance:.2f} · tags "
+                 f"{', '.join(p.tags) or '—'} · expires {_short(p.expires_at) or 'never'} · read by "
+                 f"{_seen_by(first) if first else '—'}")
+        groups.append(tag("section", join([
+            tag("h2", f"Group {n}: {len(p.member_ids)} memories"),
+            table(["Member", "Kind", "Importance", "Tags", "Created", ""], rows, class_="memories"),
+            tag("h3", "The merged memory would hold"),
+            tag("pre", p.content + ("…" if p.content_truncated else ""), class_="content"),
+            tag("p", holds, class_="count"),
+            tag("div", post_button(action, "Apply this merge", hidden=[("project", chosen),
+                                                                       ("p", ",".join(p.member_ids))]),
+                class_="actions"),
+        ]), class_="proposal"))
+    return join([form, just, tag("p", note, class_="why"), count, every, *groups])
+
+
+def _plural(n: int, one: str, many: str = "") -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def profile(base: str, p: ProfileResult, projects: Sequence[tuple[str, str, int]], chosen: str) -> Html:
