@@ -30,7 +30,7 @@ import anyio
 import pytest
 
 from memvault.mcp.owner_files import owner_files
-from tests.conftest import MEMVAULT, call, memvault_client, server_env
+from tests.conftest import MEMVAULT, call, db_rows, memvault_client, server_env
 from tests.test_owner import alive, owner_pid
 
 CHROMIUM = Path(os.environ.get("MEMVAULT_CHROMIUM", "/usr/bin/chromium"))
@@ -200,8 +200,8 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                     await group.locator("button:text('Apply this merge')").click()
                     assert "merged 2 memories" in await page.locator(".notice").inner_text()
                     merged = urlsplit(page.url).path.rsplit("/", 1)[1]
-                    ids = await _recall_ids(client, "does the user like dark mode in the editor")
-                    assert merged in ids and not {d["id"] for d in dark} & set(ids), ids
+                    marks = "SELECT status, superseded_by FROM memories WHERE id IN (?, ?)"
+                    assert db_rows(data_dir, marks, tuple(d["id"] for d in dark)) == [("superseded", merged)] * 2
                     await page.click("button:text('Undo merge')")
                     assert "merge undone" in await page.locator(".notice").inner_text()
                     ids = await _recall_ids(client, "does the user like dark mode in the editor")
