@@ -87,3 +87,26 @@ def test_a_pasted_page_is_not_a_request():
 def test_the_cue_is_reported_without_punctuation():
     assert one("Remember, the office is closed Monday.").cue == "Remember"
     assert one("请记住：别在周五发布").cue == "记住"
+
+
+@pytest.mark.parametrize(("prompt", "content"), [
+    ("remember that the build uses pnpm, thank you, please!!", "The build uses pnpm"),
+    ("remember that the build uses pnpm ,  ;  :", "The build uses pnpm"),
+    ("记住：构建用 pnpm，谢谢。", "构建用 pnpm"),
+    ("能帮我记住构建用 pnpm 吗？", "构建用 pnpm"),
+    ("remember that thanks-giving is a holiday here", "Thanks-giving is a holiday here"),
+])
+def test_trailing_courtesy_and_punctuation_are_dropped(prompt, content):
+    assert one(prompt).content == content
+
+
+@pytest.mark.parametrize("filler", ["\t", ":", " ,", "，", " thanks", "?"])
+def test_long_runs_of_trailing_filler_take_linear_time(filler):
+    # Trailing filler repeated 50,000 times, then a word: the trimming must not rescan the
+    # run from every position (each case would take minutes if it did).
+    prompt = "remember that the build uses pnpm" + filler * 50_000 + "x"
+    found = find_memory_requests(prompt)
+    assert all(len(r.content) <= len(prompt) for r in found)
+    if filler != "?":  # a sentence ending in "?" is a question, not a request
+        assert find_memory_requests("remember that the build uses pnpm" + filler * 50_000)[0].content == (
+            "The build uses pnpm")

@@ -42,9 +42,8 @@ VISIBILITY_DESCRIPTION = "shared: every client of this user reads it; private: o
 
 RECALL_DESCRIPTION = (
     "Find relevant memories from earlier sessions (current project + global by default), best first, "
-    "each with its id, kind, scores and dates. Long contents are cut; the reply is bounded. Each returned "
-    "memory counts as accessed (its access count and last access time are updated, which keeps it fresh "
-    "in later rankings); nothing else changes."
+    "each with its id, kind, scores and dates. Long contents are cut; the reply is bounded. Returned "
+    "memories count as accessed (which keeps them fresh); nothing else changes."
 )
 
 FORGET_DESCRIPTION = (
@@ -71,7 +70,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
         key: Annotated[str | None, Field(description="Stable slot, e.g. 'pref.package_manager'; a new value with the same key replaces the old.")] = None,
         tags: Annotated[list[str] | None, Field(description="Short labels for filtering (at most 20; case-insensitive); omitted or [] = none.")] = None,
         importance: Annotated[float | None, Field(description="0..1; omit to let memvault score it.")] = None,
-        ttl_days: Annotated[float | None, Field(description="Days until it expires (fractions allowed; at least one minute, 0.0007); omit for the kind's default. A shorter TTL is refused.")] = None,
+        ttl_days: Annotated[float | None, Field(description="Days until it expires (at least 0.0007, one minute); omit for the kind's default.")] = None,
         supersedes: Annotated[list[str] | None, Field(description="Ids of memories this one replaces; omitted or [] = none.")] = None,
         project: Annotated[str | None, Field(description="Omit for the current project; '' for the user's global scope.")] = None,
         source: Annotated[str | None, Field(description="Where it came from (file, session, client); defaults to the client's name.")] = None,
@@ -98,8 +97,8 @@ def register_memory_tools(mcp: MCPServer) -> None:
         k: Annotated[int, Field(description="How many memories to return (1-50).")] = 5,
         kinds: Annotated[list[KindArg] | None, Field(description="Only these kinds; omit for all (an empty list is refused).")] = None,
         tags: Annotated[list[str] | None, Field(description="Only memories with at least one of these tags; omit for any (an empty list is refused).")] = None,
-        since: Annotated[str | None, Field(description="ISO 8601 date or time: created at or after, e.g. 2026-11-29 (from the start of that day) or 2026-11-29T14:20Z. Times without an offset are UTC.")] = None,
-        until: Annotated[str | None, Field(description="ISO 8601 date or time: created at or before, through the end of what is given: 2026-11-29 includes that whole day, T14:20 that whole minute. Times without an offset are UTC.")] = None,
+        since: Annotated[str | None, Field(description="ISO 8601 date or time (UTC unless an offset is given): created at or after, e.g. 2026-11-29 or 2026-11-29T14:20Z.")] = None,
+        until: Annotated[str | None, Field(description="ISO 8601 date or time (UTC unless an offset is given): created at or before; 2026-11-29 includes that whole day.")] = None,
         project: RecallProject = None,
         include_global: Annotated[bool, Field(description="Also read the user's global scope.")] = True,
     ) -> RecallResult:

@@ -90,9 +90,10 @@ _PREF_ZH = re.compile(
 # Content that follows a Chinese cue but makes no request: "记住了" (got it), "记住了吗".
 _ZH_NOT_CONTENT = re.compile(r"^(?:了|吗|嗎|没|沒|不)")
 _QUESTION_END = re.compile(r"(?:[?？]|[吗嗎呢][。.]?)\s*$")
-_TRAILING_THANKS = re.compile(
-    r"(?:[\s,，.。!！]*(?:thanks|thank\s+you|thx|please|pls|谢谢|謝謝|多谢|多謝|谢啦))+[\s.!！。]*$", re.IGNORECASE)
-_TRAILING_PUNCT = re.compile(r"[\s,，;；:：、]+$")
+# A courtesy word at the very end, searched in a bounded tail only (a regex anchored at the
+# end but searched from every position of a long text would take quadratic time).
+_THANKS_AT_END = re.compile(r"(?:thanks|thank\s{1,8}you|thx|please|pls|谢谢|謝謝|多谢|多謝|谢啦)\Z", re.IGNORECASE)
+_THANKS_TAIL = 32
 
 
 def _sentences(prompt: str) -> list[str]:
@@ -108,12 +109,34 @@ def _sentences(prompt: str) -> list[str]:
     return out
 
 
+def _rstrip(text: str, chars: str) -> str:
+    """``text`` without its trailing whitespace and ``chars``, in any mix (linear time)."""
+    while True:
+        shorter = text.rstrip().rstrip(chars)
+        if shorter == text:
+            return text
+        text = shorter
+
+
+def _drop_thanks(text: str) -> str:
+    """``text`` without trailing courtesy words ("…, thanks!", "…，谢谢。") and the punctuation around them."""
+    out = text
+    while True:
+        tail = _rstrip(out, ".!！。")
+        m = _THANKS_AT_END.search(tail[-_THANKS_TAIL:])
+        if m is None:
+            return out
+        out = _rstrip(tail[: len(tail) - len(m.group(0))], ",，.。!！")
+
+
 def _clean(content: str, *, question_ok: bool) -> str:
     text = content.strip()
     if question_ok:
-        text = re.sub(r"(?:[吗嗎])?[?？]?\s*$", "", text)
-    text = _TRAILING_THANKS.sub("", text)
-    text = _TRAILING_PUNCT.sub("", text).strip()
+        text = text.rstrip()
+        text = text[:-1] if text.endswith(("?", "？")) else text
+        text = text[:-1] if text.endswith(("吗", "嗎")) else text
+    text = _drop_thanks(text)
+    text = _rstrip(text, ",，;；:：、").strip()
     if text[:1].isascii() and text[:1].isalpha():
         text = text[0].upper() + text[1:]
     return text

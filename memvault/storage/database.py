@@ -26,9 +26,8 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
-from contextlib import asynccontextmanager, closing, contextmanager
-from pathlib import Path
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiosqlite
@@ -156,18 +155,3 @@ class Database:
         """Close the connection (waits for a running transaction to end)."""
         async with self._turn():
             await self._conn.close()
-
-
-@contextmanager
-def read_snapshot(path: Path | str, busy_timeout_ms: int = 5000) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to the SQLite file ``path`` inside one read transaction, so
-    that every query sees the same snapshot (in WAL mode writers are neither blocked nor
-    blocking). Blocking (call from a worker thread in async code). Raises sqlite3.Error
-    when the file cannot be opened or read."""
-    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)) as con:
-        con.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        con.execute("BEGIN")
-        try:
-            yield con
-        finally:
-            con.execute("COMMIT")

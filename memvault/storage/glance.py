@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 from memvault.policy.ranking import retention_score
 from memvault.storage import rows as col
 from memvault.storage.migrations import LATEST_VERSION
+from memvault.storage.snapshot import read_snapshot
 from memvault.vocabulary import OPEN_TASK_STATUSES
 
 __all__ = ["GlanceMemory", "GlanceTask", "SchemaMismatch", "glance_snapshot", "keyed_memories",
@@ -73,17 +74,11 @@ def glance_snapshot(db_path: Path, *, busy_timeout_ms: int = 250) -> Iterator[sq
     """
     if not db_path.is_file():
         raise FileNotFoundError(f"no memvault database at {db_path}")
-    with closing(sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
-                                 timeout=busy_timeout_ms / 1000)) as con:
-        con.execute("PRAGMA query_only = ON")
-        con.execute("BEGIN")
-        try:
-            (version,) = con.execute("PRAGMA user_version").fetchone()
-            if version != LATEST_VERSION:
-                raise SchemaMismatch(f"schema version {version}, this memvault reads {LATEST_VERSION}")
-            yield con
-        finally:
-            con.execute("COMMIT")
+    with read_snapshot(db_path, busy_timeout_ms) as con:
+        (version,) = con.execute("PRAGMA user_version").fetchone()
+        if version != LATEST_VERSION:
+            raise SchemaMismatch(f"schema version {version}, this memvault reads {LATEST_VERSION}")
+        yield con
 
 
 def _memory(r: Sequence[Any]) -> GlanceMemory:

@@ -26,8 +26,9 @@ from typing import Any
 
 from memvault.policy.tasks import state_json
 from memvault.storage import rows as col
-from memvault.storage.database import Transaction, read_snapshot
+from memvault.storage.database import Transaction
 from memvault.storage.facts import MEMORY_STATUSES
+from memvault.storage.snapshot import read_snapshot
 from memvault.vocabulary import KINDS, TASK_STATUSES, VISIBILITIES
 
 FIELD_KINDS = ("text", "opt_text", "number", "opt_number", "integer", "strings", "object", "opt_object")
