@@ -98,10 +98,11 @@ def register_memory_tools(mcp: MCPServer) -> None:
         until: Annotated[str | None, Field(description="ISO 8601 date or time: created at or before, through the end of what is given: 2026-11-29 includes that whole day, T14:20 that whole minute. Times without an offset are UTC.")] = None,
         project: RecallProject = None,
         include_global: Annotated[bool, Field(description="Also read the user's global scope.")] = True,
+        min_relevance: Annotated[float | None, Field(description="Leave out memories whose relevance (0-1, 0.5 = as likely relevant as not) is below this; omit for the server's default, 0 for the k best whatever their relevance.")] = None,
     ) -> RecallResult:
         scope = await resolve_scope(ctx, runtime(ctx).settings, project, roots, include_global=include_global)
         args = RecallArgs(query=query, k=k, kinds=None if kinds is None else list(kinds), tags=tags, since=since,
-                          until=until)
+                          until=until, min_relevance=min_relevance)
         return await recall_handler(runtime(ctx), scope, args)
 
     @mcp.tool(

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 from memvault.clock import to_iso
 from memvault.policy.budget import cut_to_budget
-from memvault.policy.ranking import final_score, normalise_rrf, recency
+from memvault.policy.ranking import final_score, recency
 from memvault.service import validation as v
 from memvault.service.deixis_query import deictic_query
 from memvault.service.errors import InvalidArgument
-from memvault.service.indexing import hybrid_search, scope_filter
+from memvault.service.fusion import score_candidates, search_channels
+from memvault.service.indexing import scope_filter
 from memvault.service.models import MemoryOut, RecallResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.facts import MemoryRow
@@ -35,6 +36,7 @@ class RecallArgs:
     tags: list[str] | None = None
     since: str | None = None
     until: str | None = None
+    min_relevance: float | None = None  # None: settings.ranking.min_relevance
 
 
 @dataclass
@@ -58,19 +60,18 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
     now = rt.clock.now()
     flt = scope_filter(user_id, projects, now, kinds=kinds, tags_any=tags or None,
                        created_from=since, created_to=until)
-    fused, similarity = await hybrid_search(rt, MEMORY_COLLECTION, query, flt, max(r.candidates, limit))
-    weights = [r.weight_dense, r.weight_keyword]
-    rows = {m.id: m for m in await rt.facts.get(fused.keys())}
+    channels = await search_channels(rt, MEMORY_COLLECTION, query, flt, max(r.candidates, limit))
+    rows = {m.id: m for m in await rt.facts.get(channels.ids())}
+    # The index may briefly lag SQLite; SQLite decides what is alive.
+    alive = {mid: row for mid, row in rows.items()
+             if row.status == "active" and (row.expires_at is None or row.expires_at > now)}
+    scored = await rt.run_sync(score_candidates, channels, {mid: row.content for mid, row in alive.items()}, r)
     ranked: list[Ranked] = []
-    for mid, raw in fused.items():
-        row = rows.get(mid)
-        # The index may briefly lag SQLite; SQLite decides what is alive.
-        if row is None or row.status != "active" or (row.expires_at is not None and row.expires_at <= now):
-            continue
-        rel = normalise_rrf(raw, weights, r.rrf_k)
+    for mid, sc in scored.items():
+        row = alive[mid]
         rec = recency(row.last_accessed_at, now, r.half_life_days)
-        score = final_score(rel, row.importance, rec, r.weight_relevance, r.weight_importance, r.weight_recency)
-        ranked.append(Ranked(row=row, score=score, relevance=rel, similarity=similarity.get(mid)))
+        score = final_score(sc.score, row.importance, rec, r.weight_relevance, r.weight_importance, r.weight_recency)
+        ranked.append(Ranked(row=row, score=score, relevance=sc.relevance, similarity=sc.similarity))
     ranked.sort(key=lambda c: c.score, reverse=True)
     return ranked[:limit]
 
@@ -101,10 +102,20 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     since, until = v.check_time("since", args.since), v.check_time("until", args.until, end=True)
     if since is not None and until is not None and since > until:
         raise InvalidArgument("since is after until; give a time range that runs forwards")
+    floor = s.ranking.min_relevance if args.min_relevance is None else v.check_min_relevance(args.min_relevance)
     query, query_note = await deictic_query(rt, scope, query)  # "continue" -> the current task
     await rt.started()
-    ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=k, kinds=kinds, tags=tags,
-                        since=since, until=until)
-    memories, truncated = bounded(ranked, s.replies.content_budget_chars, s.replies.reply_budget_chars)
+    # Every candidate is ranked (same cost: the channels fetch this many anyway), so that a
+    # relevant memory ranked below k irrelevant ones still comes back once those are left out.
+    ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=max(k, s.ranking.candidates),
+                        kinds=kinds, tags=tags, since=since, until=until)
+    below = sum(1 for r in ranked[:k] if r.relevance < floor)
+    kept = [r for r in ranked if r.relevance >= floor][:k]
+    note = None
+    if ranked and not kept:
+        note = (f"no memory reached min_relevance {floor:g} (best relevance {max(r.relevance for r in ranked):.2f}); "
+                "nothing stored seems to answer this query; lower min_relevance to see weaker matches")
+    memories, truncated = bounded(kept, s.replies.content_budget_chars, s.replies.reply_budget_chars)
     await rt.facts.touch([m.id for m in memories], rt.clock.now())
-    return RecallResult(scope=scope, memories=memories, truncated=truncated, query_note=query_note)
+    return RecallResult(scope=scope, memories=memories, truncated=truncated, query_note=query_note,
+                        min_relevance=floor, below_min_relevance=below, relevance_note=note)
