@@ -175,7 +175,7 @@ class RankingSettings(_Group):
         "language finds memories in another.",
     )
     min_relevance: float = Field(
-        default=0.5, ge=0, le=1, description="Default of recall's min_relevance: results with a lower calibrated "
+        default=0.3, ge=0, le=1, description="Default of recall's min_relevance: results with a lower calibrated "
         "relevance are left out.",
     )
     forget_query_min_relevance: float = Field(
