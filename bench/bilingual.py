@@ -131,6 +131,7 @@ async def capture_store(facts: list[Fact], zh_parity: int, model_cache: Path, tm
         langs: dict[int, str] = {}
         for i, lang, text in store_layout(facts, zh_parity):
             res = await remember_turn(rt, text, None)
+            assert res.id is not None, f"fact {i} was not stored: {res.status}"
             ids[i], langs[i] = res.id, lang
         rows = {r.id: r for r in await rt.facts.get(list(ids.values()))}
         out: list[Asked] = []
@@ -185,7 +186,7 @@ def abstention_curve(asked: list[Asked], option: str, rk, k: int = 5) -> list[di
     rows = []
     for t in THRESHOLDS:
         empty = [not any(rel >= t for _, rel in o) for a, o in ordered if a.target is None]
-        kept = {"cross": [], "same": []}
+        kept: dict[str, list[bool]] = {"cross": [], "same": []}
         for a, o in ordered:
             if a.target is None:
                 continue
