@@ -72,7 +72,7 @@ OPTIONS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "dense only + neutral": ({"fusion_dense_weight": 1.0}, {}),
     "dense only": ({"fusion_dense_weight": 1.0, "language_neutral": False}, {}),
 }
-DEFAULT_OPTION = "convex 0.8 + coverage + neutral + cross-script"  # the shipped defaults
+DEFAULT_OPTION = "convex 0.6 + coverage + neutral + cross-script"  # the shipped defaults
 
 
 @dataclass(frozen=True)

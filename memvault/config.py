@@ -168,7 +168,7 @@ class RankingSettings(_Group):
         "keyword weighted by query coverage) or rrf (weighted reciprocal rank fusion).",
     )
     fusion_dense_weight: float = Field(
-        default=0.8, ge=0, le=1, description="Share of the dense channel in convex fusion (the keyword channel has the rest).",
+        default=0.6, ge=0, le=1, description="Share of the dense channel in convex fusion (the keyword channel has the rest).",
     )
     language_neutral: bool = Field(
         default=True, description="Remove each language's mean embedding from dense scores, so that a query in one "
