@@ -4,7 +4,11 @@
 ``peer_qdrant`` (mcp-server-qdrant over MCP), ``peer_mem0`` (mem0 OSS, infer=False) and
 ``peer_kgmemory`` (@modelcontextprotocol/server-memory over MCP, LoCoMo and LongMemEval),
 ``longmemeval`` (all eligible questions unless ``--lme-limit``), ``beir`` (SciFact and
-CMRC-zh through the documents path, with BM25 / dense / keyword rows), ``speed``
+CMRC-zh through the documents path, with BM25 / dense / keyword rows), ``bilingual``
+(cross-lingual recall on the English / Chinese probe of tests/data, every fusion option,
+the "nothing relevant" curve on questions the store cannot answer, document cases),
+``abstention`` (LongMemEval's ``_abs`` questions against answerable ones, per
+min_relevance), ``speed``
 (memvault and mcp-server-qdrant over MCP stdio at ``--sizes``) and ``owner`` (memvault
 forwarded to its owner process against ``--no-owner``, at ``--sizes``) and ``consolidation``
 (merges of restatements on the labelled set in tests/data). Peers run from their own
@@ -27,8 +31,12 @@ from typing import Any
 import anyio
 
 from bench.common import DEFAULT_MODEL_CACHE, RESULTS, environment, md_table
+from memvault.config import RankingSettings
 
-ORDER = ("locomo", "peer_qdrant", "peer_mem0", "peer_kgmemory", "longmemeval", "beir", "speed", "owner",
+DEFAULT_MIN_RELEVANCE = RankingSettings().min_relevance
+
+ORDER = ("locomo", "peer_qdrant", "peer_mem0", "peer_kgmemory", "longmemeval", "beir", "bilingual", "abstention",
+         "speed", "owner",
          "consolidation")
 PEERS = ("peer_qdrant", "peer_mem0", "peer_kgmemory")
 
@@ -77,6 +85,17 @@ def headline(payloads: dict[str, dict[str, Any]]) -> str:
     for s in payloads.get("beir", {}).get("sets", []):
         for system, sc in s["scores"].items():
             rows.append([s["name"], "nDCG@10 / Recall@100", system, f"{sc['ndcg@10']:.3f} / {sc['recall@100']:.3f}"])
+    bil = payloads.get("bilingual", {})
+    if opt := bil.get("options", {}).get(bil.get("default", "")):
+        for d in ("en->zh", "zh->en"):
+            if d in opt:
+                rows.append([f"bilingual probe ({opt[d]['n']} q)", f"{d} recall@1 / MRR", "memvault",
+                             f"{opt[d]['R@1']:.3f} / {opt[d]['MRR']:.3f}"])
+    for r in payloads.get("abstention", {}).get("curve", []):
+        if abs(r["min_relevance"] - DEFAULT_MIN_RELEVANCE) < 1e-9:
+            rows.append([f"LongMemEval _abs ({payloads['abstention']['abstention_questions']} q)",
+                         "empty replies / answerable turn any@5 at the default min_relevance", "memvault",
+                         f"{r['_abs empty']:.3f} / {r['turn any@5']:.3f}"])
     for r in payloads.get("speed", {}).get("results", []):
         rows.append([f"speed, {r['memories']} memories", "recall p50 / remember p50 ms (load)", r["system"],
                      f"{r['recall_p50_ms']:.1f} / {r['remember_p50_ms']:.1f} ({r['loadavg_after'][0]:.1f})"])

@@ -417,6 +417,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 payload["throughput"] = await run_throughput(rt, paths)
             for folder in sets:
                 bs = load_set(Path(folder).resolve(), args.queries)  # noqa: ASYNC240
+                if args.slice:
+                    nq, others = (int(x) for x in args.slice.split(":"))
+                    bs = slice_set(bs, nq, others)
                 payload["sets"].append(await run_set(rt, bs, systems, raw_sample=args.raw_sample, progress=progress))
         finally:
             await rt.close()
@@ -449,6 +452,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", help="benchmark data folder (default ../shared/bench)")
     p.add_argument("--queries", type=int, default=None, help="only the first N queries with qrels")
     p.add_argument("--systems", nargs="*", default=list(SYSTEMS), choices=SYSTEMS)
+    p.add_argument("--slice", metavar="QUERIES:OTHERS",
+                   help="a fixed sub-set per set: the first QUERIES scored queries, their relevant documents and "
+                   "OTHERS further documents (every 5th other one), for before/after comparisons under load")
     p.add_argument("--raw-sample", type=int, default=256, help="chunks embedded bare for the throughput ratio")
     p.add_argument("--throughput", nargs="+", type=Path, metavar="PATH",
                    help="instead: index_docs these folders/files and compare with bare embedding")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
@@ -174,6 +174,23 @@ class RankingSettings(_Group):
     weight_recency: float = Field(default=0.1, ge=0, description="Weight of recency in the final score.")
     half_life_days: float = Field(default=30.0, gt=0, description="Recency half-life on last access, days.")
     candidates: int = Field(default=100, ge=10, le=1000, description="Candidates per channel before fusion.")
+    # Fusion: see memvault/policy/fusion.py and docs/benchmarks.md ("Fusion and languages")
+    # for the options measured and why these are the defaults.
+    fusion: Literal["convex", "rrf"] = Field(
+        default="convex", description="How the dense and keyword channels are combined: convex (normalised scores, "
+        "keyword weighted by query coverage) or rrf (weighted reciprocal rank fusion).",
+    )
+    fusion_dense_weight: float = Field(
+        default=0.6, ge=0, le=1, description="Share of the dense channel in convex fusion (the keyword channel has the rest).",
+    )
+    language_neutral: bool = Field(
+        default=True, description="Remove each language's mean embedding from dense scores, so that a query in one "
+        "language finds memories in another.",
+    )
+    min_relevance: float = Field(
+        default=0.0, ge=0, le=1, description="Default of recall's min_relevance: results with a lower calibrated "
+        "relevance are left out (0: none are; the reply still says when nothing looks relevant).",
+    )
     forget_query_min_relevance: float = Field(
         default=0.9, gt=0, le=1, description="Dense cosine a forget(query=...) match must reach."
     )

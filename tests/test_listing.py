@@ -131,7 +131,7 @@ async def test_what_the_model_reads_of_the_tools_stays_small(mcp_client: McpClie
     in_context = sum(len(t.name) + len(t.description or "") + len(json.dumps(t.input_schema)) for t in tools)
     # 8 tools: 8.9k characters measured after the lean listing, 11.5k before it; 9.8k before
     # restore and history (0.7k together, descriptions already one line), 10.5k with them, 10.9k with consolidate,
-    # 11.1k with visibility, 10.9k after shortening recall's, since's, until's and ttl_days' descriptions
+    # 11.1k with visibility, 11.2k with min_relevance; 10.9k after shortening the longest descriptions
     assert in_context < 11_000, in_context
 
 

@@ -6,7 +6,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 import annotated_types
 import pytest
@@ -92,6 +92,9 @@ def _other_value(name: str, tmp: Path) -> tuple[str, Any]:
     default = field.default_factory() if field.default_factory is not None else field.default
     if get_origin(field.annotation) is list:
         return json.dumps([str(tmp / "a")]), [tmp / "a"]
+    if get_origin(field.annotation) is Literal:
+        other = next(v for v in get_args(field.annotation) if v != default)
+        return str(other), other
     (base,) = [t for t in (get_args(field.annotation) or (field.annotation,)) if t is not type(None)]
     if base is Path:
         return str(tmp / name), tmp / name

@@ -76,8 +76,8 @@ def register_doc_tools(mcp: MCPServer) -> None:
         project: Project = None,
     ) -> IndexDocsResult:
         """Index documentation (Markdown, reStructuredText, text, source code, HTML, PDF) so that
-        search_docs can find and cite it. Incremental: unchanged files cost nothing, changed files
-        are re-chunked, deleted files dropped; .gitignore is honoured. Only paths inside the
+        search_docs can find and cite it. Incremental (unchanged files cost nothing); .gitignore is
+        honoured. Only paths inside the
         workspace roots (or configured folders) are read."""
         rt = runtime(ctx)
         folders = root_folders(roots)
@@ -102,10 +102,11 @@ def register_doc_tools(mcp: MCPServer) -> None:
         path_prefix: Annotated[str | None, Field(description="Only files whose path starts with this, e.g. 'docs/api/'.")] = None,
         project: Project = None,
         include_global: Annotated[bool, Field(description="Also read documents shared by every project.")] = True,
+        min_relevance: Annotated[float, Field(description="Leave out chunks whose relevance (0-1) is below this; 0: none.")] = 0.0,
     ) -> SearchDocsResult:
         """Search the indexed documentation of this project. Each result gives the file path, the
         heading (or code symbol), the exact line range (and PDF page) and the text: cite them
-        as path:start_line-end_line. A cut text says so; open the file at those lines for the rest."""
+        as path:start_line-end_line. A cut text says so."""
         rt = runtime(ctx)
         scope = await resolve_scope(ctx, rt.settings, project, roots, include_global=include_global)
-        return await search_handler(rt, scope, query, k, collection, path_prefix)
+        return await search_handler(rt, scope, query, k, collection, path_prefix, min_relevance)

@@ -48,8 +48,7 @@ RECALL_DESCRIPTION = (
 
 FORGET_DESCRIPTION = (
     "Forget memories chosen by selectors (combined with AND; at least one). Soft by default (kept in "
-    "history); hard=true erases them. Use dry_run=true to preview. A list selector given as [] is refused, "
-    "never read as 'all' or 'none'."
+    "history); hard=true erases them. Use dry_run=true to preview. A list given as [] is refused."
 )
 
 
@@ -101,10 +100,11 @@ def register_memory_tools(mcp: MCPServer) -> None:
         until: Annotated[str | None, Field(description="ISO 8601 date or time (UTC unless an offset is given): created at or before; 2026-11-29 includes that whole day.")] = None,
         project: RecallProject = None,
         include_global: Annotated[bool, Field(description="Also read the user's global scope.")] = True,
+        min_relevance: Annotated[float | None, Field(description="Leave out memories whose relevance (0-1) is below this; omit for the default (0: none).")] = None,
     ) -> RecallResult:
         scope = await resolve_scope(ctx, runtime(ctx).settings, project, roots, include_global=include_global)
         args = RecallArgs(query=query, k=k, kinds=None if kinds is None else list(kinds), tags=tags, since=since,
-                          until=until)
+                          until=until, min_relevance=min_relevance)
         return await recall_handler(runtime(ctx), scope, args)
 
     @mcp.tool(
@@ -121,7 +121,7 @@ def register_memory_tools(mcp: MCPServer) -> None:
         query: Annotated[str | None, Field(description="Forget memories that closely match this text (high bar; listed in the reply).")] = None,
         kinds: Annotated[list[KindArg] | None, Field(description="Only these kinds; omit for all (an empty list is refused).")] = None,
         tags: Annotated[list[str] | None, Field(description="Only memories with one of these tags; omit for any (an empty list is refused).")] = None,
-        older_than_days: Annotated[float | None, Field(description="Only memories created more than this many days ago (fractions allowed: 0.5 = 12 hours), by the server's clock.")] = None,
+        older_than_days: Annotated[float | None, Field(description="Only memories created more than this many days ago (0.5 = 12 hours).")] = None,
         hard: Annotated[bool, Field(description="Purge the text from the database and history too (cannot be undone).")] = False,
         dry_run: Annotated[bool, Field(description="Only list what would be forgotten.")] = False,
         project: RecallProject = None,

@@ -117,13 +117,13 @@ def register_profile_tools(mcp: MCPServer) -> None:
         title: Annotated[str | None, Field(description="Short title; needed once, when the task is created.")] = None,
         status: Annotated[TaskStatus | None, Field(description=f"{' | '.join(TASK_STATUSES)}; omit to keep.")] = None,
         expected_version: Annotated[int | None, Field(description="Write only if the task is at this version (0 = must not exist); a mismatch fails with the current version.")] = None,
-        ttl_days: Annotated[float | None, Field(description="Days without an update before this open task expires (at least one minute, 0.0007); omit for the default (7).")] = None,
+        ttl_days: Annotated[float | None, Field(description="Days without an update before this open task expires; omit for the default (7).")] = None,
         outcome: Annotated[str | None, Field(description="With status done/abandoned: how it ended. Kept as an episode memory that later recalls find.")] = None,
         project: Project = None,
     ) -> SetTaskResult:
         """Save the working state of a multi-step task (plan, current step, findings) so that this or a
         later session can resume it. Task state is not memory: it never shows in recall. Each write adds
-        one version; pass expected_version to avoid overwriting another writer. Finishing with an
+        one version. Finishing with an
         outcome leaves one episode memory ("Task ... Approach ... Outcome ...")."""
         rt = runtime(ctx)
         scope = await resolve_scope(ctx, rt.settings, project, roots)

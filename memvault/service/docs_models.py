@@ -43,9 +43,12 @@ class DocHit(BaseModel):
     text: str
     text_truncated: bool = False
     shown_end_line: int = Field(description="Last line shown whole in text; open the file from the next one for the rest.")
-    score: float = Field(description="Fused (RRF) relevance, 0..1.")
+    score: float = Field(description="Fused rank score of the dense and keyword channels, 0..1 (orders results).")
     collection: str
     project: str
+    relevance: float = Field(0.0, description="Calibrated relevance, 0..1: the estimated probability that the chunk is "
+                             "what the query asks about (0.5 = as likely as not; fitted on memories, read it as a "
+                             "guide for long chunks).")
 
 
 class SearchDocsResult(BaseModel):
@@ -54,3 +57,5 @@ class SearchDocsResult(BaseModel):
     scope: Scope
     results: list[DocHit]
     truncated: bool = Field(description="True when a text was cut or results were dropped by the size budget.")
+    below_min_relevance: int = Field(0, description="How many of the k best-ranked chunks were left out for a "
+                                     "relevance below min_relevance.")

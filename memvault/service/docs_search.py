@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memvault.policy.budget import cut_to_budget
-from memvault.policy.ranking import normalise_rrf
 from memvault.service import validation as v
 from memvault.service.docs_index import DOCS_COLLECTION, check_path_prefix, ensure_docs_collection
 from memvault.service.docs_models import DocHit, SearchDocsResult
-from memvault.service.indexing import hybrid_search
+from memvault.service.fusion import Scored, score_candidates, search_channels
 from memvault.service.models import Scope
 from memvault.service.runtime import Runtime
 from memvault.storage.docs import ChunkRow, DocStore
@@ -29,12 +28,13 @@ async def rank_chunks(
     limit: int,
     collection: str | None = None,
     path_prefix: str | None = None,
-) -> list[tuple[ChunkRow, float]]:
-    """Hybrid search over document chunks of ``projects``: [(chunk with file, score 0..1)], best first.
+) -> list[tuple[ChunkRow, Scored]]:
+    """Hybrid search over document chunks of ``projects``: [(chunk with file, its scores)], best first.
 
     Dense (e5 query vs passage, cosine) and keyword (the CJK-aware sparse channel of
     recall) candidates are filtered in the engine (projects, collection, path prefix),
-    fused with weighted RRF, and kept only when their chunk row exists (SQLite decides).
+    fused (``service.fusion.score_candidates``), and kept only when their chunk row exists
+    (SQLite decides).
     Raises NotReady, Conflict when the index was built with another model.
     """
     s = rt.settings
@@ -42,22 +42,21 @@ async def rank_chunks(
     await ensure_docs_collection(rt, rebuild_on_mismatch=False)
     flt = VectorFilter(projects=list(projects), status=None, path_prefix=path_prefix,
                        equals={"collection": collection} if collection else None)
-    fused, _ = await hybrid_search(rt, DOCS_COLLECTION, query, flt, max(s.ranking.candidates, limit))
-    weights = [s.ranking.weight_dense, s.ranking.weight_keyword]
+    channels = await search_channels(rt, DOCS_COLLECTION, query, flt, max(s.ranking.candidates, limit))
     async with DocStore.connect(s.db_path) as store:
-        rows = await store.chunks(list(fused)[: max(limit * 2, limit + 20)])
-    out: list[tuple[ChunkRow, float]] = []
-    for cid, raw in fused.items():
-        row = rows.get(cid)
-        if row is None or row.file is None or row.file.project not in projects:
-            continue  # an orphan of an interrupted run, or a chunk replaced since
-        out.append((row, normalise_rrf(raw, weights, s.ranking.rrf_k)))
+        rows = await store.chunks(channels.ids())
+    live = {cid: row for cid, row in rows.items() if row.file is not None and row.file.project in projects}
+    # a chunk without a live row is an orphan of an interrupted run, or a chunk replaced since
+    scored = await rt.run_sync(score_candidates, channels, {cid: row.text for cid, row in live.items()}, s.ranking)
+    out: list[tuple[ChunkRow, Scored]] = []
+    for cid, sc in scored.items():
+        out.append((live[cid], sc))
         if len(out) >= limit:
             break
     return out
 
 
-def _hit(row: ChunkRow, score: float, text: str, was_cut: bool) -> DocHit:
+def _hit(row: ChunkRow, sc: Scored, text: str, was_cut: bool) -> DocHit:
     """A search result for ``row`` showing ``text`` (its text, cut to the budget when ``was_cut``)."""
     shown = row.end_line
     if was_cut:
@@ -67,7 +66,8 @@ def _hit(row: ChunkRow, score: float, text: str, was_cut: bool) -> DocHit:
     assert f is not None
     return DocHit(path=f.path, heading=row.heading, symbol=row.symbol, start_line=row.start_line,
                   end_line=row.end_line, page=row.page, text=text, text_truncated=was_cut, shown_end_line=shown,
-                  score=round(score, 4), collection=f.collection, project=f.project)
+                  score=round(sc.score, 4), relevance=round(sc.relevance, 4), collection=f.collection,
+                  project=f.project)
 
 
 async def search_docs(
@@ -77,21 +77,27 @@ async def search_docs(
     k: int = 5,
     collection: str | None = None,
     path_prefix: str | None = None,
+    min_relevance: float = 0.0,
 ) -> SearchDocsResult:
     """Chunks of indexed documents matching ``query`` over ``scope.projects_read``, best first.
 
     Each result's text is cut to ``settings.documents.docs_result_chars`` and the whole reply to
     ``settings.replies.reply_budget_chars``; a cut text keeps its line range (``start_line`` ..
-    ``end_line``) so the rest can be opened. Raises InvalidArgument on bad input, NotReady.
+    ``end_line``) so the rest can be opened. ``min_relevance`` (0..1, default 0 = off) leaves
+    out chunks of a lower calibrated relevance. Raises InvalidArgument on bad input, NotReady.
     """
     s = rt.settings
     q = v.check_query(query)
     k = v.check_k(k, s.replies.max_k)
     name = v.check_collection(collection)
     prefix = check_path_prefix(path_prefix)
-    ranked = await rank_chunks(rt, scope.projects_read, q, limit=k, collection=name, path_prefix=prefix)
+    floor = v.check_min_relevance(min_relevance)
+    ranked = await rank_chunks(rt, scope.projects_read, q, limit=k if floor <= 0 else max(k, s.ranking.candidates),
+                               collection=name, path_prefix=prefix)
+    below = sum(1 for _, sc in ranked[:k] if sc.relevance < floor)
+    ranked = [hit for hit in ranked if hit[1].relevance >= floor][:k]
     fitted, truncated = cut_to_budget(ranked, lambda hit: hit[0].text, per_item=s.documents.docs_result_chars,
                                       total=s.replies.reply_budget_chars)
-    results = [_hit(*f.item, f.text, f.cut) for f in fitted]  # item: (chunk row, score)
-    return SearchDocsResult(scope=scope, results=results, truncated=truncated)
+    results = [_hit(*f.item, f.text, f.cut) for f in fitted]  # item: (chunk row, Scored)
+    return SearchDocsResult(scope=scope, results=results, truncated=truncated, below_min_relevance=below)
 

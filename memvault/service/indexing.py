@@ -22,7 +22,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from memvault.policy.keywords import AVG_DOC_TERMS, keyword_terms, sparse_from_terms
-from memvault.policy.ranking import rrf_fuse
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.facts import MemoryRow
 from memvault.storage.vectors.base import PARENT, Point, SparseVector, VectorFilter
@@ -219,26 +218,6 @@ async def sweep_expired(rt: Runtime) -> int:
     if total:
         log.info("swept %d expired memories", total)
     return total
-
-
-async def hybrid_search(rt: Runtime, collection: str, query: str, flt: VectorFilter, n: int
-                        ) -> tuple[dict[str, float], dict[str, float]]:
-    """Dense + keyword candidates (``n`` per channel, filtered in the engine) fused by weighted RRF.
-
-    Returns (fused RRF score by id, best first; dense cosine by id for the dense hits).
-    RRF: Cormack, Clarke & Buettcher 2009; weights and k from settings.
-    """
-    r = rt.settings.ranking
-    _, vectors = await rt.ready()
-    qvec = await embed_query(rt, query)
-    dense_hits = await rt.run_sync(vectors.search_dense, collection, qvec.tolist(), flt, n)
-    sparse = await rt.run_sync(lambda: keyword_vector(query, query=True))
-    sparse_hits = []
-    if sparse.indices:
-        sparse_hits = await rt.run_sync(vectors.search_sparse, collection, sparse, flt, n)
-    weights = [r.weight_dense, r.weight_keyword]
-    fused = rrf_fuse([[h.id for h in dense_hits], [h.id for h in sparse_hits]], weights, r.rrf_k)
-    return fused, {h.id: h.score for h in dense_hits}
 
 
 def scope_filter(user_id: str, projects: Sequence[str], now: float, *, tags_any: Sequence[str] | None = None,

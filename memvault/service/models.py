@@ -62,7 +62,9 @@ class MemoryOut(BaseModel):
     tags: list[str] = Field(default_factory=list)
     project: str = ""
     score: float = Field(description="Final rank score: relevance, importance and recency combined.")
-    relevance: float = Field(description="Fused (RRF) relevance to the query, 0..1.")
+    relevance: float = Field(description="Calibrated relevance to the query, 0..1: the estimated probability that this "
+                             "memory is what the query asks about (0.5 = as likely as not), comparable across "
+                             "queries and languages.")
     similarity: float | None = Field(None, description="Dense cosine similarity to the query, if a dense hit.")
     importance: float
     created_at: str
@@ -80,6 +82,13 @@ class RecallResult(BaseModel):
     memories: list[MemoryOut]
     truncated: bool = Field(description="True when a content was cut or results were dropped by the size budget.")
     query_note: str | None = Field(None, description="How the query was interpreted, when it was changed.")
+    min_relevance: float = Field(0.0, description="The relevance bar applied: memories below it were left out.")
+    below_min_relevance: int = Field(0, description="How many of the k best-ranked memories were left out for a "
+                                     "relevance below min_relevance.")
+    relevance_note: str | None = Field(None, description="Set when nothing cleared min_relevance, or when no returned "
+                                       "memory looks relevant: says so and gives the best relevance seen.")
+    nothing_relevant: bool = Field(False, description="True when no memory reached the relevance of a likely answer "
+                                   "(0.3): what is returned, if anything, probably does not answer the query.")
 
 
 class ForgottenItem(BaseModel):

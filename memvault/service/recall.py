@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 from memvault.clock import to_iso
 from memvault.policy.budget import cut_to_budget
-from memvault.policy.ranking import final_score, normalise_rrf, recency
+from memvault.policy.ranking import final_score, recency
 from memvault.service import validation as v
 from memvault.service.deixis_query import deictic_query
 from memvault.service.errors import InvalidArgument
-from memvault.service.indexing import hybrid_search, scope_filter
+from memvault.service.fusion import score_candidates, search_channels
+from memvault.service.indexing import scope_filter
 from memvault.service.models import MemoryOut, RecallResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.facts import MemoryRow
@@ -36,6 +37,7 @@ class RecallArgs:
     tags: list[str] | None = None
     since: str | None = None
     until: str | None = None
+    min_relevance: float | None = None  # None: settings.ranking.min_relevance
 
 
 @dataclass
@@ -61,20 +63,19 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
     now = rt.clock.now()
     flt = scope_filter(user_id, projects, now, kinds=kinds, tags_any=tags or None,
                        created_from=since, created_to=until, reader=reader)
-    fused, similarity = await hybrid_search(rt, MEMORY_COLLECTION, query, flt, max(r.candidates, limit))
-    weights = [r.weight_dense, r.weight_keyword]
-    rows = {m.id: m for m in await rt.facts.get(fused.keys())}
+    channels = await search_channels(rt, MEMORY_COLLECTION, query, flt, max(r.candidates, limit))
+    rows = {m.id: m for m in await rt.facts.get(channels.ids())}
+    # The index may briefly lag SQLite; SQLite decides what is alive.
+    alive = {mid: row for mid, row in rows.items()
+             if row.status == "active" and (row.expires_at is None or row.expires_at > now)
+             and row.readable_by(reader)}
+    scored = await rt.run_sync(score_candidates, channels, {mid: row.content for mid, row in alive.items()}, r)
     ranked: list[Ranked] = []
-    for mid, raw in fused.items():
-        row = rows.get(mid)
-        # The index may briefly lag SQLite; SQLite decides what is alive.
-        if row is None or row.status != "active" or (row.expires_at is not None and row.expires_at <= now) \
-                or not row.readable_by(reader):
-            continue
-        rel = normalise_rrf(raw, weights, r.rrf_k)
+    for mid, sc in scored.items():
+        row = alive[mid]
         rec = recency(row.last_accessed_at, now, r.half_life_days)
-        score = final_score(rel, row.importance, rec, r.weight_relevance, r.weight_importance, r.weight_recency)
-        ranked.append(Ranked(row=row, score=score, relevance=rel, similarity=similarity.get(mid)))
+        score = final_score(sc.score, row.importance, rec, r.weight_relevance, r.weight_importance, r.weight_recency)
+        ranked.append(Ranked(row=row, score=score, relevance=sc.relevance, similarity=sc.similarity))
     ranked.sort(key=lambda c: c.score, reverse=True)
     return ranked[:limit]
 
@@ -96,6 +97,15 @@ def bounded(ranked: list[Ranked], content_budget: int, reply_budget: int) -> tup
     return out, truncated
 
 
+LIKELY_ANSWER = 0.3
+"""Calibrated relevance below which a memory probably does not answer the query: the reply
+says so (``nothing_relevant``, ``relevance_note``) without leaving memories out, unless
+``min_relevance`` asks for that. On the bilingual probe 0.79 of the questions the store
+cannot answer have no memory above it, and every same-language answer is above it; on
+LongMemEval's long conversational stores half the answerable questions have none either,
+which is why it is a flag and not a default filter (docs/benchmarks.md)."""
+
+
 async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     """Ranked memories for ``args.query`` over ``scope.projects_read``; raises InvalidArgument on bad input."""
     s = rt.settings
@@ -106,10 +116,25 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     since, until = v.check_time("since", args.since), v.check_time("until", args.until, end=True)
     if since is not None and until is not None and since > until:
         raise InvalidArgument("since is after until; give a time range that runs forwards")
+    floor = s.ranking.min_relevance if args.min_relevance is None else v.check_min_relevance(args.min_relevance)
     query, query_note = await deictic_query(rt, scope, query)  # "continue" -> the current task
     await rt.started()
-    ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=k, kinds=kinds, tags=tags,
-                        since=since, until=until, reader=scope.agent)
-    memories, truncated = bounded(ranked, s.replies.content_budget_chars, s.replies.reply_budget_chars)
+    # Every candidate is ranked (same cost: the channels fetch this many anyway), so that a
+    # relevant memory ranked below k irrelevant ones still comes back once those are left out.
+    ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=max(k, s.ranking.candidates),
+                        kinds=kinds, tags=tags, since=since, until=until, reader=scope.agent)
+    below = sum(1 for r in ranked[:k] if r.relevance < floor)
+    kept = [r for r in ranked if r.relevance >= floor][:k]
+    best = max((r.relevance for r in ranked), default=0.0)
+    note = None
+    if ranked and not kept:
+        note = (f"no memory reached min_relevance {floor:g} (best relevance {best:.2f}); "
+                "nothing stored seems to answer this query; lower min_relevance to see weaker matches")
+    elif kept and best < LIKELY_ANSWER:
+        note = (f"no memory reached relevance {LIKELY_ANSWER:g} (best {best:.2f}): these are the closest matches, "
+                "and nothing stored may answer this query")
+    memories, truncated = bounded(kept, s.replies.content_budget_chars, s.replies.reply_budget_chars)
     await rt.facts.touch([m.id for m in memories], rt.clock.now())
-    return RecallResult(scope=scope, memories=memories, truncated=truncated, query_note=query_note)
+    return RecallResult(scope=scope, memories=memories, truncated=truncated, query_note=query_note,
+                        min_relevance=floor, below_min_relevance=below, relevance_note=note,
+                        nothing_relevant=best < max(LIKELY_ANSWER, floor))

@@ -329,6 +329,15 @@ def check_k(k: int, max_k: int) -> int:
     return k
 
 
+def check_min_relevance(value: float) -> float:
+    """A relevance bar in [0, 1] (0 = return the k best whatever their relevance)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0.0 <= value <= 1.0:
+        raise InvalidArgument(f"min_relevance is {value!r}; it must be a number from 0 to 1 (0 returns the k best "
+                              "matches whatever their relevance, 0.5 only those as likely relevant as not)")
+    return float(value)
+
+
 def check_query(query: str) -> str:
     """A non-empty search query of at most MAX_QUERY_CHARS characters."""
     q = query.strip()

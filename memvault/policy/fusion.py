@@ -1,0 +1,177 @@
+"""Fusing the dense and keyword channels into one ranking, and a calibrated relevance.
+
+Pure functions over per-candidate channel scores.
+
+Why not equal-weight RRF (``memvault.policy.ranking.rrf_fuse``) alone: RRF sees ranks
+only, so a document whose one incidental word matches the query ("backed" meets
+"roll back") is keyword rank 1 and beats the dense winner (dense rank 1, no keyword
+match) whenever it is dense rank 2. :func:`convex_fuse` combines the scores instead
+(Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS
+2023: a convex combination of normalised scores beats RRF and needs one parameter), and
+lets keyword evidence count in proportion to how much of the query it covers.
+
+Cross-lingual: multilingual-e5 ranks passages in the query's language first whatever
+they say. :func:`language_shift` removes each language's mean embedding from the
+passage side, to first order (after Libovický, Rosa & Fraser, "On the Language
+Neutrality of Pre-trained Multilingual Representations", Findings of EMNLP 2020): with
+``c_L`` the mean passage embedding of language L, ``q . (p - c_L) = q . p - q . c_L``,
+and adding back ``q . c_{lang(q)}`` leaves same-language scores unchanged.
+
+:func:`calibrated_relevance` maps how far a candidate's corrected cosine stands above the
+query's background (:func:`dense_background`), its keyword coverage and whether it is in
+another script to an estimated probability that it answers the query (logistic;
+parameters fitted by ``bench.bilingual``, see docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Hashable, Iterable, Mapping
+from typing import TypeVar
+
+__all__ = [
+    "language_shift",
+    "keyword_coverage",
+    "convex_fuse",
+    "calibrated_relevance",
+    "RELEVANCE_BIAS",
+    "RELEVANCE_COVERAGE",
+    "RELEVANCE_CROSS_SCRIPT",
+    "RELEVANCE_GAP",
+    "DENSE_BACKGROUND",
+    "dense_background",
+]
+
+Id = TypeVar("Id", bound=Hashable)
+
+RELEVANCE_BIAS = -9.46
+RELEVANCE_GAP = 155.22
+RELEVANCE_COVERAGE = 8.33
+RELEVANCE_CROSS_SCRIPT = 5.38
+"""Logistic parameters of :func:`calibrated_relevance` (see there), fitted by
+``bench.bilingual`` on the best-ranked 10 candidates of the probe's questions about facts
+0-49 (2,000 candidates, both languages, same-language and cross-lingual)."""
+
+BACKGROUND_RANKS = 10
+DENSE_BACKGROUND = 0.724
+""":func:`dense_background` averages the corrected cosines ranked 2 to 11 of a query; a store
+with fewer candidates fills the missing ranks with 0.724, the 10th percentile over the
+probe's questions of their mean corrected cosine to the memories that do not answer them
+(median 0.776): a memory missing from a small store counts as an unrelated one, and on
+the low side, because a small store gives little evidence of what "unrelated" scores and
+an empty reply that should not be is the worse mistake there. (With 0.81, the mean of
+ranks 2-11, a lone memory that answers its question, "which package manager should I
+use?" against "The user prefers pnpm over npm ...", cosine 0.80, read as 0.006.)"""
+
+
+def language_shift(query_dots: Mapping[str, float], query_lang: str, passage_lang: str) -> float:
+    """What to subtract from a passage's cosine to the query so that languages compete on meaning.
+
+    ``query_dots[L]`` = dot product of the query embedding with language L's mean passage
+    embedding (unnormalised mean of L2-normalised vectors). Returns
+    ``query_dots[passage_lang] - query_dots[query_lang]``: 0 for a passage in the query's
+    language, and 0 for a language missing from ``query_dots``.
+    """
+    if passage_lang == query_lang or passage_lang not in query_dots or query_lang not in query_dots:
+        return 0.0
+    return query_dots[passage_lang] - query_dots[query_lang]
+
+
+def keyword_coverage(query_terms: Iterable[str], doc_terms: Iterable[str]) -> float:
+    """Share of the query's distinct keyword terms that the document holds, in [0, 1].
+
+    Terms are ``memvault.policy.keywords.keyword_terms`` keys. A query with no terms -> 0.0.
+    """
+    q = set(query_terms)
+    if not q:
+        return 0.0
+    return len(q & set(doc_terms)) / len(q)
+
+
+def convex_fuse(
+    dense: Mapping[Id, float],
+    keyword: Mapping[Id, float],
+    *,
+    dense_weight: float,
+    coverage: Mapping[Id, float] | None = None,
+    gate: bool = False,
+    keyword_blind: Collection[Id] = (),
+) -> dict[Id, float]:
+    """Convex combination of min-max normalised channel scores, best first.
+
+    ``dense``: score per dense hit (cosine, language-corrected); ``keyword``: raw keyword
+    score (IDF-weighted BM25, >= 0) per keyword hit. Per query, dense scores are scaled to
+    [0, 1] by the min and max over ``dense`` (a candidate missing from ``dense`` counts as
+    the min: it ranked below every dense hit; a single dense hit, or all equal, -> 1.0) and
+    keyword scores by the max over ``keyword`` (a missing one -> 0). Then ``K`` is
+    multiplied by ``coverage[id]`` when ``coverage`` is given (missing -> 0) and by the
+    normalised dense score when ``gate`` is True. For the ids in ``keyword_blind`` (written
+    in another script than the query, which the keyword channel cannot match at all) the
+    missing keyword evidence is not counted against them: ``K = D``. The fused score is
+    ``dense_weight * D + (1 - dense_weight) * K``, in [0, 1]. Every id of either channel
+    is returned; ties keep the order dense ids first, then keyword-only ids.
+
+    Raises ValueError if ``dense_weight`` is not in [0, 1].
+    """
+    if not (0.0 <= dense_weight <= 1.0):
+        raise ValueError(f"dense_weight must be in [0, 1], got {dense_weight}")
+    ids = list(dict.fromkeys([*dense, *keyword]))
+    blind = set(keyword_blind)
+    if not ids:
+        return {}
+    dmin = min(dense.values(), default=0.0)
+    dmax = max(dense.values(), default=0.0)
+    kmax = max(keyword.values(), default=0.0)
+    out: dict[Id, float] = {}
+    for i in ids:
+        if i not in dense:
+            d = 0.0
+        elif dmax > dmin:
+            d = (dense[i] - dmin) / (dmax - dmin)
+        else:
+            d = 1.0
+        k = keyword.get(i, 0.0) / kmax if kmax > 0 else 0.0
+        if coverage is not None:
+            k *= coverage.get(i, 0.0)
+        if gate:
+            k *= d
+        if i in blind and i not in keyword:
+            k = d
+        out[i] = dense_weight * d + (1.0 - dense_weight) * k
+    order = sorted(out, key=lambda i: -out[i])  # stable
+    return {i: out[i] for i in order}
+
+
+def dense_background(scores: Iterable[float]) -> float:
+    """How well unrelated passages score for this query: the mean of the dense scores ranked
+    2 to ``BACKGROUND_RANKS + 1`` (best first), missing ranks counted as ``DENSE_BACKGROUND``.
+
+    A memory that answers the query stands out from this background; when nothing does,
+    the best score is close to it. (Empty input -> ``DENSE_BACKGROUND``.)
+    """
+    ranked = sorted(scores, reverse=True)[1: BACKGROUND_RANKS + 1]
+    ranked += [DENSE_BACKGROUND] * (BACKGROUND_RANKS - len(ranked))
+    return sum(ranked) / BACKGROUND_RANKS
+
+
+def calibrated_relevance(gap: float | None, coverage: float, cross_script: bool = False) -> float:
+    """Estimated probability, in [0, 1], that a candidate is what the query asks about.
+
+    ``sigmoid(RELEVANCE_BIAS + RELEVANCE_GAP * gap + RELEVANCE_COVERAGE * coverage
+    + RELEVANCE_CROSS_SCRIPT * cross_script)``, with ``gap`` the candidate's
+    language-corrected cosine minus :func:`dense_background` of its query (``None``, no
+    dense score -> -0.05, below the background), ``coverage`` its keyword coverage in
+    [0, 1] and ``cross_script`` True when it is written in another script than the query
+    (its coverage is then 0 whatever it says; the term stands in for the keyword evidence
+    it cannot have). Fitted by logistic regression on labelled English and Chinese
+    questions, same-language and cross-lingual (``bench.bilingual``), so 0.5 means "as
+    likely relevant as not", in either language. The absolute cosine was a feature too and
+    added nothing once the gap was in (e5 cosines sit in a narrow band that moves with the
+    query: the gap is what separates an answer from the rest).
+    """
+    g = -0.05 if gap is None else gap
+    z = RELEVANCE_BIAS + RELEVANCE_GAP * g + RELEVANCE_COVERAGE * coverage + RELEVANCE_CROSS_SCRIPT * cross_script
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)

@@ -1,0 +1,124 @@
+"""Each language's mean passage embedding, for language-neutral dense scores.
+
+``language_centroids(embedder)`` embeds a small shipped parallel set (the same 40
+everyday and work sentences in English and in Chinese, written for memvault) as passages
+and returns the mean vector of each script class of ``memvault.policy.language``. The
+sets say the same things, so the two means differ by language, not by topic. Computed
+once per loaded model (about 80 short passages, a fraction of a second) and kept on the
+embedder object. Used by ``memvault.policy.fusion.language_shift``.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from memvault.policy.language import CJK, OTHER
+
+__all__ = ["PARALLEL_SENTENCES", "language_centroids"]
+
+PARALLEL_SENTENCES: tuple[tuple[str, str], ...] = (
+    ('I usually walk to work when the weather is good.',
+     '天气好的时候我一般走路去上班。'),
+    ('The meeting was postponed until next week.',
+     '会议推迟到了下周。'),
+    ('She bought a new pair of running shoes yesterday.',
+     '她昨天买了一双新跑鞋。'),
+    ('Please send me the slides before Friday.',
+     '请在周五之前把幻灯片发给我。'),
+    ('The server crashed twice last night because the disk was full.',
+     '昨晚服务器因为磁盘满了崩溃了两次。'),
+    ('We are planning a trip to the mountains in July.',
+     '我们打算七月去山里旅行。'),
+    ('My brother works as a nurse at the city hospital.',
+     '我哥哥在市医院当护士。'),
+    ('The new version fixes the login bug on Android.',
+     '新版本修复了安卓上的登录问题。'),
+    ('He likes to read history books before going to sleep.',
+     '他喜欢睡前读历史书。'),
+    ('The children are learning to swim this summer.',
+     '孩子们今年夏天在学游泳。'),
+    ('Remember to water the flowers on the balcony.',
+     '记得给阳台上的花浇水。'),
+    ('The report shows that sales grew by ten percent.',
+     '报告显示销售额增长了百分之十。'),
+    ('Our team will hire two more engineers next quarter.',
+     '我们团队下个季度还要招两名工程师。'),
+    ('The restaurant around the corner serves excellent noodles.',
+     '拐角那家餐馆的面条非常好吃。'),
+    ('I forgot my umbrella at the train station.',
+     '我把伞忘在火车站了。'),
+    ('The documentation explains how to configure the proxy.',
+     '文档说明了如何配置代理。'),
+    ('My parents moved to a smaller house near the sea.',
+     '我父母搬到了海边一栋小一点的房子。'),
+    ('The test suite takes about five minutes to finish.',
+     '测试套件大约五分钟跑完。'),
+    ('She prefers tea without sugar in the afternoon.',
+     '她下午喝茶不喜欢加糖。'),
+    ('The library is closed on public holidays.',
+     '图书馆在公共假期闭馆。'),
+    ('We need to update the dependencies before the release.',
+     '发布之前我们需要更新依赖。'),
+    ('The cat sleeps on the sofa most of the day.',
+     '猫一天大部分时间都在沙发上睡觉。'),
+    ('He has been learning the guitar for three years.',
+     '他学吉他已经三年了。'),
+    ('The contract must be signed by both parties.',
+     '合同必须由双方签字。'),
+    ('It rained heavily during the whole weekend.',
+     '整个周末都在下大雨。'),
+    ('The password reset link expires after one hour.',
+     '重置密码的链接一小时后失效。'),
+    ('My friend recommended a good dentist downtown.',
+     '我朋友推荐了市中心一位不错的牙医。'),
+    ('The project deadline is the end of this month.',
+     '项目截止日期是这个月底。'),
+    ('They celebrated their anniversary at a small hotel by the lake.',
+     '他们在湖边的一家小酒店庆祝了结婚纪念日。'),
+    ('The application stores its settings in a JSON file.',
+     '应用程序把设置保存在一个 JSON 文件里。'),
+    ('I am trying to eat more vegetables and less meat.',
+     '我在努力多吃蔬菜少吃肉。'),
+    ('The bus was late again this morning.',
+     '今天早上公交车又晚点了。'),
+    ('Our office has a small garden on the roof.',
+     '我们办公室的屋顶上有个小花园。'),
+    ('The price of electricity went up in winter.',
+     '冬天电价涨了。'),
+    ("She is writing a novel about her grandfather's life.",
+     '她正在写一部关于她祖父一生的小说。'),
+    ('The database query became slow after the data grew.',
+     '数据量增长以后数据库查询变慢了。'),
+    ('We adopted a puppy from the animal shelter.',
+     '我们从动物收容所领养了一只小狗。'),
+    ('The museum offers free entry on Sunday mornings.',
+     '博物馆周日上午免费参观。'),
+    ('He always double checks the code before merging it.',
+     '他合并代码之前总是再检查一遍。'),
+    ('The weather forecast says it will snow tomorrow.',
+     '天气预报说明天会下雪。'),
+)
+"""(English, Chinese) pairs saying the same thing."""
+
+_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def language_centroids(embedder) -> dict[str, np.ndarray]:
+    """``{"other": mean English passage vector, "cjk": mean Chinese one}``, float32 (dim,)
+    each (not normalised), for ``embedder`` (a ``memvault.embedding.embedder.Embedder``;
+    anything with ``embed_passages``). Cached per embedder object; thread-safe. Blocking:
+    call it from a worker thread."""
+    with _lock:
+        got = _cache.get(embedder)
+        if got is not None:
+            return got
+    en = embedder.embed_passages([p[0] for p in PARALLEL_SENTENCES])
+    zh = embedder.embed_passages([p[1] for p in PARALLEL_SENTENCES])
+    got = {OTHER: np.asarray(en, dtype=np.float32).mean(axis=0), CJK: np.asarray(zh, dtype=np.float32).mean(axis=0)}
+    with _lock:
+        _cache[embedder] = got
+    return got

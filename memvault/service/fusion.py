@@ -1,0 +1,116 @@
+"""Scoring the candidates of one search: channel hits -> fused rank score, calibrated relevance.
+
+``search_channels`` gathers the dense and keyword candidates of a query (filtered in the
+engine); ``score_candidates`` turns them into one ``Scored`` per candidate, given the
+candidates' texts (which the caller reads from SQLite anyway). Shared by ``recall``,
+``forget`` and ``search_docs``. The pure parts are in ``memvault.policy.fusion``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from memvault.config import RankingSettings
+from memvault.policy.fusion import (
+    calibrated_relevance,
+    convex_fuse,
+    dense_background,
+    keyword_coverage,
+    language_shift,
+)
+from memvault.policy.keywords import keyword_terms
+from memvault.policy.language import script_class
+from memvault.policy.ranking import normalise_rrf, rrf_fuse
+from memvault.service.centroids import language_centroids
+from memvault.service.indexing import embed_query, keyword_vector
+from memvault.service.runtime import Runtime
+from memvault.storage.vectors.base import VectorFilter
+
+
+@dataclass(frozen=True)
+class Channels:
+    """What each channel found for one query: ``dense`` cosine and ``keyword`` score by item id
+    (each best first, at most n), and ``query_dots``: the query embedding's dot product with
+    each language's mean passage embedding (empty when language neutrality is off)."""
+
+    query: str
+    dense: dict[str, float]
+    keyword: dict[str, float]
+    query_dots: dict[str, float]
+
+    def ids(self) -> list[str]:
+        """Every candidate id, dense hits first."""
+        return list(dict.fromkeys([*self.dense, *self.keyword]))
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One candidate's scores: ``score`` the fused rank score in [0, 1] (orders results),
+    ``relevance`` the calibrated probability of being relevant in [0, 1], ``similarity``
+    the raw dense cosine (None when the dense channel did not return it)."""
+
+    score: float
+    relevance: float
+    similarity: float | None
+
+
+async def search_channels(rt: Runtime, collection: str, query: str, flt: VectorFilter, n: int,
+                          *, language_neutral: bool | None = None) -> Channels:
+    """Dense and keyword candidates of ``query`` (``n`` per channel, filtered in the engine by ``flt``)."""
+    emb, vectors = await rt.ready()
+    neutral = rt.settings.ranking.language_neutral if language_neutral is None else language_neutral
+    qvec = await embed_query(rt, query)
+    dense_hits = await rt.run_sync(vectors.search_dense, collection, qvec.tolist(), flt, n)
+    sparse = await rt.run_sync(lambda: keyword_vector(query, query=True))
+    sparse_hits = []
+    if sparse.indices:
+        sparse_hits = await rt.run_sync(vectors.search_sparse, collection, sparse, flt, n)
+    dots: dict[str, float] = {}
+    if neutral:
+        centroids = await rt.run_sync(language_centroids, emb)
+        dots = {lang: float(np.dot(c, qvec)) for lang, c in centroids.items()}
+    return Channels(query=query, dense={h.id: h.score for h in dense_hits},
+                    keyword={h.id: h.score for h in sparse_hits}, query_dots=dots)
+
+
+def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings, *, coverage_weighted: bool = True,
+                     dense_gate: bool = False, cross_script: bool = True) -> dict[str, Scored]:
+    """Fused and calibrated scores of the candidates of ``ch`` that have a text in ``texts``
+    (the others, e.g. rows gone since, are left out), best first by ``score``.
+
+    Blocking (keyword analysis of the keyword hits' texts): call from a worker thread.
+    ``r.fusion`` picks convex fusion (``policy.fusion.convex_fuse`` with keyword coverage)
+    or weighted RRF; the relevance is ``policy.fusion.calibrated_relevance`` either way.
+    ``coverage_weighted`` / ``dense_gate`` / ``cross_script`` (candidates in another script
+    than the query are ``keyword_blind``): the convex options of ``convex_fuse`` (the
+    defaults are the measured best; the others are kept for ``bench.bilingual``).
+    """
+    ids = [i for i in ch.ids() if i in texts]
+    qlang = script_class(ch.query)
+    dense: dict[str, float] = {}
+    blind: set[str] = set()
+    for i in ids:
+        plang = script_class(texts[i])
+        if plang != qlang:
+            blind.add(i)
+        if i in ch.dense:
+            dense[i] = ch.dense[i] - language_shift(ch.query_dots, qlang, plang)
+    keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
+    qterms = keyword_terms(ch.query).keys()
+    coverage = {i: keyword_coverage(qterms, keyword_terms(texts[i]).keys()) for i in keyword}
+    if r.fusion == "convex":
+        fused = convex_fuse(dense, keyword, dense_weight=r.fusion_dense_weight,
+                            coverage=coverage if coverage_weighted else None, gate=dense_gate,
+                            keyword_blind=blind if cross_script else ())
+    else:
+        weights = [r.weight_dense, r.weight_keyword]
+        dense_order = sorted(dense, key=lambda i: -dense[i])
+        raw = rrf_fuse([dense_order, list(keyword)], weights, r.rrf_k)
+        fused = {i: normalise_rrf(v, weights, r.rrf_k) for i, v in raw.items()}
+    background = dense_background(dense.values())
+    return {i: Scored(score=s, relevance=calibrated_relevance(dense[i] - background if i in dense else None,
+                                                              coverage.get(i, 0.0), i in blind),
+                      similarity=ch.dense.get(i)) for i, s in fused.items()}

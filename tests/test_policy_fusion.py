@@ -1,0 +1,116 @@
+"""Unit tests of the pure fusion and language policies (memvault.policy.fusion / .language)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from memvault.policy.fusion import (
+    DENSE_BACKGROUND,
+    calibrated_relevance,
+    convex_fuse,
+    dense_background,
+    keyword_coverage,
+    language_shift,
+)
+from memvault.policy.language import CJK, OTHER, script_class
+from memvault.policy.ranking import rrf_fuse
+
+# --- script_class ---------------------------------------------------------------------
+
+
+def test_script_class_tells_chinese_from_english_with_identifiers_inside():
+    assert script_class("发布出问题时，对该部署执行 kubectl rollout undo 即可回滚。") == CJK
+    assert script_class("Use `kubectl rollout undo` to roll back.") == OTHER
+    assert script_class("Yuki 由纪 keeps her tax documents in a blue folder") == OTHER
+    assert script_class("1234 !!") == OTHER  # no letters
+
+
+# --- language_shift -------------------------------------------------------------------
+
+
+def test_language_shift_is_zero_within_a_language_and_the_gap_across():
+    dots = {CJK: 0.70, OTHER: 0.82}
+    assert language_shift(dots, OTHER, OTHER) == 0.0
+    assert language_shift(dots, OTHER, CJK) == pytest.approx(-0.12)  # raises the Chinese passage's score
+    assert language_shift(dots, CJK, OTHER) == pytest.approx(0.12)
+    assert language_shift({}, OTHER, CJK) == 0.0  # neutrality off: no change
+
+
+# --- keyword_coverage -----------------------------------------------------------------
+
+
+def test_keyword_coverage_is_the_share_of_query_terms_held():
+    assert keyword_coverage({"often", "databas", "back"}, {"back", "roll", "kubectl"}) == pytest.approx(1 / 3)
+    assert keyword_coverage({"a"}, {"a", "b"}) == 1.0
+    assert keyword_coverage(set(), {"a"}) == 0.0
+
+
+# --- convex_fuse ----------------------------------------------------------------------
+
+
+def test_dense_winner_beats_a_document_whose_only_keyword_hit_is_incidental():
+    # the reported case: the Chinese page is dense rank 1 with no keyword hit; the English
+    # page matches one of three query terms (stem "back") and is dense rank 2
+    dense = {"zh": 0.86, "ops": 0.84}
+    keyword = {"ops": 3.1}
+    assert list(rrf_fuse([["zh", "ops"], ["ops"]], [1.0, 1.0], k=10))[0] == "ops"  # RRF: the keyword hit wins
+    fused = convex_fuse(dense, keyword, dense_weight=0.7, coverage={"ops": 1 / 3})
+    assert list(fused) == ["zh", "ops"]
+    assert fused["zh"] == pytest.approx(0.7)
+    assert fused["ops"] == pytest.approx(0.3 / 3)
+
+
+def test_convex_fuse_normalises_each_channel_and_keeps_every_id():
+    fused = convex_fuse({"a": 0.9, "b": 0.8, "c": 0.7}, {"c": 10.0, "d": 5.0}, dense_weight=0.5)
+    assert set(fused) == {"a", "b", "c", "d"}
+    assert fused["a"] == pytest.approx(0.5)  # dense max, no keyword
+    assert fused["b"] == pytest.approx(0.25)
+    assert fused["c"] == pytest.approx(0.5)  # dense min, keyword max
+    assert fused["d"] == pytest.approx(0.25)  # keyword only: dense counts as the min
+    assert all(0.0 <= v <= 1.0 for v in fused.values())
+    assert convex_fuse({}, {}, dense_weight=0.7) == {}
+    assert convex_fuse({"a": 0.5}, {}, dense_weight=0.7) == {"a": pytest.approx(0.7)}
+
+
+def test_keyword_blind_candidates_are_not_punished_for_having_no_keyword_hit():
+    # an English query: the Chinese memory cannot share a term with it
+    dense = {"zh": 0.90, "en": 0.85, "en2": 0.80}
+    keyword = {"en": 1.0}
+    fused = convex_fuse(dense, keyword, dense_weight=0.7, coverage={"en": 0.5}, keyword_blind={"zh"})
+    assert fused["zh"] == pytest.approx(1.0)  # K taken as its dense score
+    assert fused["en"] == pytest.approx(0.7 * 0.5 + 0.3 * 0.5)
+
+
+def test_gate_scales_keyword_by_dense_standing():
+    fused = convex_fuse({"a": 1.0, "b": 0.0}, {"b": 2.0}, dense_weight=0.5, gate=True)
+    assert fused["b"] == 0.0
+
+
+@pytest.mark.parametrize("w", [-0.1, 1.5, math.nan])
+def test_convex_fuse_refuses_a_weight_outside_0_1(w):
+    with pytest.raises(ValueError, match="dense_weight must be in"):
+        convex_fuse({"a": 1.0}, {}, dense_weight=w)
+
+
+# --- calibrated_relevance -------------------------------------------------------------
+
+
+def test_calibrated_relevance_is_a_probability_rising_with_both_signals():
+    low = calibrated_relevance(-0.02, 0.0)
+    mid = calibrated_relevance(0.05, 0.0)
+    high = calibrated_relevance(0.12, 0.0)
+    assert 0.0 <= low < mid < high <= 1.0
+    assert low < 0.1 and high > 0.9  # below the background: hardly; far above it: surely
+    assert calibrated_relevance(0.05, 1.0) > mid
+    assert calibrated_relevance(0.05, 0.0, cross_script=True) > mid  # stands in for the coverage it cannot have
+    assert calibrated_relevance(None, 0.0) == calibrated_relevance(-0.05, 0.0)
+    assert calibrated_relevance(5.0, 1.0) <= 1.0 and calibrated_relevance(-5.0, 0.0) >= 0.0
+
+
+def test_dense_background_averages_ranks_2_to_11_padded():
+    assert dense_background([0.9] + [0.8] * 10) == pytest.approx(0.8)
+    assert dense_background([0.9, 0.8] + [0.7] * 20) == pytest.approx((0.8 + 0.7 * 9) / 10)
+    assert dense_background([0.95]) == pytest.approx(DENSE_BACKGROUND)  # a lone memory: the padded background
+    assert dense_background([]) == pytest.approx(DENSE_BACKGROUND)
