@@ -14,6 +14,7 @@ Every non-loopback request is blocked.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -51,6 +52,7 @@ async def _fill(data_dir: Path, model_cache: Path, n: int, cache: Path | None) -
 
 async def _views(url: str, repeat: int) -> dict[str, dict[str, float]]:
     from playwright.async_api import Route, async_playwright
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
 
     async def only_loopback(route: Route) -> None:
         if route.request.url.startswith("http://127.0.0.1:"):
@@ -76,6 +78,10 @@ async def _views(url: str, repeat: int) -> dict[str, dict[str, float]]:
                 fcp, server = [], []
                 for _ in range(repeat):
                     await page.goto(target)
+                    # the load event can come before the paint entry is recorded: wait for it
+                    with contextlib.suppress(PlaywrightTimeout):
+                        await page.wait_for_function(
+                            "performance.getEntriesByName('first-contentful-paint').length > 0", timeout=5000)
                     t = await page.evaluate(
                         "() => { const n = performance.getEntriesByType('navigation')[0];"
                         " const p = performance.getEntriesByName('first-contentful-paint')[0];"
