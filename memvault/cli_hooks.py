@@ -66,6 +66,8 @@ DEFAULT_MAX_TOKENS = 2000
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 HOOK_CLIENT_NAME = "memvault-hook"
 REMEMBER_SOURCE = "prompt hook"
+FAST_REMEMBER_S = 3.0
+"""How long the prompt hook waits for a running owner to store one request over its socket (seconds)."""
 """The ``source`` of a memory stored by the prompt hook."""
 BACKUP_SUFFIX = ".memvault-backup"
 
@@ -231,6 +233,12 @@ def _prompt_submit(args: argparse.Namespace) -> int:
     requests = find_memory_requests(prompt) if isinstance(prompt, str) else []
     if not requests:
         return 0
+    folder = Path(cwd) if isinstance(cwd, str) and cwd else Path(os.getcwd())
+    fast = _remember_fast(args, folder, requests)
+    if fast is not None:
+        sys.stdout.write("\n".join(fast) + "\n")
+        sys.stdout.flush()
+        return 0
     from memvault.config import ConfigError
 
     try:
@@ -239,7 +247,6 @@ def _prompt_submit(args: argparse.Namespace) -> int:
         sys.stdout.write("memvault: could not remember that: memvault's settings are invalid (see stderr)\n")
         sys.stderr.write(f"memvault hook prompt-submit: {exc}\n")
         return 0
-    folder = Path(cwd) if isinstance(cwd, str) and cwd else Path(os.getcwd())
     end = time.monotonic() + PROMPT_DEADLINE_S  # for all the requests of the prompt together
     lines = []
     for r in requests:
@@ -249,6 +256,38 @@ def _prompt_submit(args: argparse.Namespace) -> int:
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
     return 0
+
+
+def _remember_fast(args: argparse.Namespace, folder: Path, requests: list[Any]) -> list[str] | None:
+    """The hook's lines when a running owner took every request over its socket (no pydantic,
+    no MCP session); None when there is no owner or it did not take them all (the caller
+    then goes through an MCP session, which starts an owner and repeats nothing: a request
+    already stored is reinforced, not stored twice)."""
+    from memvault.mcp.context_client import remember_via_owner
+
+    try:
+        hs = HookSettings.read(args)
+    except ValueError:
+        return None
+    lines = []
+    for r in requests:
+        res = remember_via_owner(hs.data_dir, hs.user_id, folder, hs.project, r.content, r.kind,
+                                 agent_id=HOOK_CLIENT_NAME, source=REMEMBER_SOURCE, timeout_s=FAST_REMEMBER_S)
+        if res is None:
+            return None
+        lines.append(_said(r.content, r.kind, res))
+    return lines
+
+
+def _said(content: str, kind: str, res: dict[str, Any]) -> str:
+    """The one line the hook prints about a remember result (never the content of a refused one)."""
+    where = f"project {res.get('project_name')}" if res.get("project") else "global"
+    status = res.get("status")
+    if status in ("stored", "superseded"):
+        return f"memvault: remembered “{content}” ({kind}, {where})"
+    if status == "reinforced":
+        return f"memvault: already remembered “{content}” ({where}); marked as confirmed again"
+    return f"memvault: did not remember that: {res.get('reason') or status}"
 
 
 def _full_settings(args: argparse.Namespace):
@@ -271,13 +310,7 @@ def _remember(settings: Any, folder: Path, content: str, kind: str, timeout_s: f
         sys.stderr.write(f"memvault hook prompt-submit: {type(exc).__name__}: {str(exc)[:300]}\n")
         return "memvault: could not reach memvault to remember that (see `memvault doctor`)"
     scope = res.get("scope") or {}
-    where = f"project {scope.get('project_name')}" if scope.get("project") else "global"
-    status = res.get("status")
-    if status in ("stored", "superseded"):
-        return f"memvault: remembered “{content}” ({kind}, {where})"
-    if status == "reinforced":
-        return f"memvault: already remembered “{content}” ({where}); marked as confirmed again"
-    return f"memvault: did not remember that: {res.get('reason') or status}"
+    return _said(content, kind, {**res, "project": scope.get("project"), "project_name": scope.get("project_name")})
 
 
 # --------------------------------------------------------------------------- install / uninstall

@@ -60,6 +60,18 @@ def session_hook(stdin: str, data_dir: Path) -> str:
     return res.stdout
 
 
+def owner_status(data_dir: Path) -> dict | None:
+    """The running owner's status line (``served``: MCP sessions it served), or None when none answers."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(30)
+            s.connect(str(socket_path(data_dir)))
+            s.sendall(json.dumps({"memvault": "status", "version": __version__}).encode() + b"\n")
+            return json.loads(s.makefile("rb").readline())
+    except OSError:
+        return None
+
+
 def stop_owner(data_dir: Path) -> None:
     pid = owner_pid(data_dir)
     assert pid is not None, "the hook started no owner"
@@ -84,8 +96,12 @@ async def test_requests_are_stored_through_the_owner_and_secrets_never(mcp_clien
     assert res.returncode == 0, res.stderr
     assert res.stdout == "memvault: remembered “发布前必须先跑集成测试。” (fact, project shop)\n"
 
+    assert owner_status(data_dir)["served"] == 1  # the first request opened an MCP session (and started the owner)
+
     res = prompt_hook("From now on, answer in English.", repo, data_dir, model_cache)
     assert res.stdout == "memvault: remembered “From now on, answer in English.” (preference, project shop)\n"
+    # with the owner up, the hook hands requests over its socket: no MCP session, same policies
+    assert owner_status(data_dir)["served"] == 1
     res = prompt_hook("记住：发布前必须先跑集成测试", repo, data_dir, model_cache)  # the same again
     assert res.stdout.startswith("memvault: already remembered “发布前必须先跑集成测试”")
 
@@ -118,6 +134,10 @@ async def test_requests_are_stored_through_the_owner_and_secrets_never(mcp_clien
     assert db_rows(data_dir, "SELECT COUNT(*) FROM memories WHERE content LIKE ?", (f"%{TOKEN[4:20]}%",)) == [(0,)]
     assert db_rows(data_dir, "SELECT project, kind, source FROM memories WHERE content LIKE '%集成测试%'") == [
         ("github.com/acme/shop", "fact", "prompt hook")]
+    # both ways write as the same agent with the same source
+    assert db_rows(data_dir, "SELECT DISTINCT agent, source, visibility FROM memories") == [
+        ("memvault-hook", "prompt hook", "shared")]
+    assert owner_status(data_dir) is None  # (stopped above)
 
     async with mcp_client(data_dir, roots=[repo.as_uri()]) as c:
         found = await call(c, "recall", query="发布之前要做什么测试？")

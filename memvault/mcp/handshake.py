@@ -7,7 +7,9 @@ Forwarder -> owner, one JSON line:
 ``{"memvault": "ui", ...}`` to ask for the local web page's address: after the ``ok`` line,
 one more line ``{"ok": true, "url": ...}``, and the connection closes;
 or ``{"memvault": "context", ..., "max_tokens": 2000}`` from a session hook, answered with
-``{"ok": true, "text": "..."}``, the block ``memvault context`` prints, and closed).
+``{"ok": true, "text": "..."}``, the block ``memvault context`` prints, and closed; or
+``{"memvault": "remember", ..., "content": "...", "kind": "fact", "agent_id": ..., "source": ...}``
+from a prompt hook, answered with ``{"ok": true, "status": ..., "reason": ..., "project": ...}``).
 Owner -> forwarder, one JSON line: ``{"ok": true, "version": ..., "pid": ...}`` then MCP
 lines both ways; or ``{"ok": false, "error": "<sentence for a person>"}`` and the
 connection closes. Two versions of memvault never serve one store: the owner refuses a
@@ -50,7 +52,7 @@ def parse_hello(line: bytes) -> dict[str, Any]:
         got = json.loads(line)
     except ValueError:
         raise HandshakeError("the first line is not JSON; this socket speaks memvault's owner protocol") from None
-    if not isinstance(got, dict) or got.get("memvault") not in ("connect", "status", "ui", "context"):
+    if not isinstance(got, dict) or got.get("memvault") not in ("connect", "status", "ui", "context", "remember"):
         raise HandshakeError("the first line is not a memvault handshake")
     return got
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio.abc import SocketStream
@@ -211,6 +211,9 @@ class Owner:
             if hello["memvault"] == "context":
                 await stream.send(await self._context(hello))
                 return
+            if hello["memvault"] == "remember":
+                await stream.send(await self._remember(hello))
+                return
             await stream.send(answer(True, version=__version__, pid=os.getpid()))
             cwd = hello.get("cwd")
             conn = Connection(user_id=str(hello.get("user_id") or self.settings.server.user_id),
@@ -234,6 +237,42 @@ class Owner:
                 if self.connections == 0:
                     self.idle_since = time.monotonic()
 
+
+    async def _remember(self, hello: dict[str, Any]) -> bytes:
+        """The answer to a prompt hook's ``remember`` line: ``remember`` (the service, with all its
+        policies) of ``content`` / ``kind`` in the project of the hook's folder, written for the
+        agent ``agent_id`` (the hook's client name) with ``source``; ``ok: true`` with the
+        result's ``status``, ``reason`` and project, or ``ok: false`` with why (the hook then
+        falls back to an MCP session)."""
+        from memvault.service.glance import hook_project
+        from memvault.service.models import ScopeSource  # noqa: F401  (named in the cast below)
+        from memvault.service.project import make_scope
+        from memvault.service.remember import RememberArgs, remember
+
+        rt = self.runtime
+        if not isinstance(rt, Runtime):
+            return answer(False, error="the store is not open")
+        cwd, project, content, kind = hello.get("cwd"), hello.get("project"), hello.get("content"), hello.get("kind")
+        if not isinstance(cwd, str) or not isinstance(content, str) or not isinstance(kind, str):
+            return answer(False, error="a remember request needs cwd (a folder), content and kind (strings)")
+        user = str(hello.get("user_id") or self.settings.server.user_id)
+        agent = _text_or_none(hello.get("agent_id"))
+        source = _text_or_none(hello.get("source"))
+        if self.connections == 0:
+            self.idle_since = time.monotonic()  # a write is activity: the idle time starts again
+        try:
+            where = await anyio.to_thread.run_sync(
+                hook_project, Path(cwd), project if isinstance(project, str) else None)
+        except Exception as exc:  # the hook falls back to an MCP session, which reports it
+            return answer(False, error=f"{type(exc).__name__}: {exc}")
+        try:
+            scope = make_scope(user, where.id, cast("ScopeSource", where.source), agent=agent)
+            res = await remember(rt, scope, RememberArgs(content=content, kind=kind, source=source, force=True))
+        except InvalidArgument as exc:
+            return answer(True, status="declined", reason=str(exc), project=where.id, project_name=where.name)
+        except Exception as exc:
+            return answer(False, error=f"{type(exc).__name__}: {exc}")
+        return answer(True, status=res.status, reason=res.reason, project=where.id, project_name=where.name)
 
     async def _context(self, hello: dict[str, Any]) -> bytes:
         """The answer to a session hook's ``context`` line: the block for its user and folder, read in a
