@@ -126,6 +126,23 @@ async def test_an_edit_of_a_private_memory_stays_private_to_its_agent(rt: Runtim
     assert edited.id not in [r.row.id for r in other] and edited.id in [r.row.id for r in mine]
 
 
+async def test_the_list_and_search_filter_by_visibility(rt: Runtime) -> None:
+    mine = await remember(rt, make_scope(USER, "", "argument", agent="cursor"),
+                          RememberArgs(content="The scratch notes for the pricing memo are in notes/pricing",
+                                       force=True, visibility="private"))
+    shared = await _remember(rt, "The pricing memo is reviewed by finance every quarter")
+    assert mine.id is not None
+    for visibility, expect in (("private", {mine.id}), ("shared", {shared}), ("", {mine.id, shared})):
+        page = await browse.list_memories(rt, USER, browse.Filters(visibility=visibility))
+        assert {m.id for m in page.memories} == expect, visibility
+        hits = await explain(rt, USER, "pricing memo", browse.check_filters(browse.Filters(visibility=visibility)))
+        assert {h.memory.id for h in hits} == expect, visibility
+    assert {m.visibility for m in (await browse.list_memories(rt, USER, browse.Filters())).memories} == {
+        "private", "shared"}
+    with pytest.raises(InvalidArgument, match="visibility 'secret' is not known; use one of: shared, private"):
+        browse.check_filters(browse.Filters(visibility="secret"))
+
+
 async def test_forget_then_restore_from_the_page(rt: Runtime) -> None:
     mid = await _remember(rt, "The staging database is reset every Sunday night")
     assert (await browse.forget_memory(rt, USER, mid)).count == 1

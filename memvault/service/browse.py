@@ -82,7 +82,8 @@ class Filters:
     """The page's memory filters as typed in (strings; '' = no condition), checked by ``check_filters``.
 
     ``project``: a project id, or ``"-"`` for the global scope; ``status``: one of
-    ``LIFE_STATES`` or ``"all"``; ``since``/``until``: ISO 8601 dates or times (UTC).
+    ``LIFE_STATES`` or ``"all"``; ``since``/``until``: ISO 8601 dates or times (UTC);
+    ``visibility``: ``shared`` or ``private`` (any agent's).
     """
 
     project: str = ""
@@ -91,6 +92,7 @@ class Filters:
     status: str = "active"
     since: str = ""
     until: str = ""
+    visibility: str = ""
 
 
 @dataclass(frozen=True)
@@ -114,12 +116,13 @@ def check_filters(f: Filters) -> Checked:
         states = (f.status,)
     else:
         raise InvalidArgument(f"status {v.shown(f.status)} is not known; use one of: all, {', '.join(LIFE_STATES)}")
+    visibility = v.check_visibility(f.visibility) if f.visibility else None
     since = v.check_time("since", f.since or None)
     until = v.check_time("until", f.until or None, end=True)
     if since is not None and until is not None and since > until:
         raise InvalidArgument("since is after until; give a time range that runs forwards")
     return Checked(query=MemoryQuery(projects=projects, kinds=kinds, tag=tag, states=states, created_from=since,
-                                     created_to=until), projects=projects)
+                                     created_to=until, visibility=visibility), projects=projects)
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,8 @@ async def explain(rt: Runtime, user_id: str, query: str, checked: Checked, *, li
     await rt.started()
     ranked = await rank(rt, user_id, projects, query, limit=limit, kinds=kinds, tags=tags,  # type: ignore[arg-type]
                         since=q.created_from, until=q.created_to)
+    if q.visibility is not None:
+        ranked = [r for r in ranked if r.row.visibility == q.visibility]
     dense, keyword = await _channel_ranks(rt, user_id, projects, query, kinds, tags, q.created_from, q.created_to,
                                           limit)
     now = rt.clock.now()

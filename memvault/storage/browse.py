@@ -31,6 +31,7 @@ class MemoryQuery:
     states: Sequence[str] = ("active",)  # of LIFE_STATES
     created_from: float | None = None
     created_to: float | None = None
+    visibility: str | None = None  # shared | private
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,9 @@ def _where(user_id: str, q: MemoryQuery, now: float) -> tuple[str, list[Any]]:
         where.append("CASE WHEN json_valid(memories.tags) THEN EXISTS (SELECT 1 FROM json_each(memories.tags)"
                      " WHERE json_each.value = ?) ELSE 0 END")
         params.append(q.tag)
+    if q.visibility is not None:
+        where.append("visibility = ?")
+        params.append(q.visibility)
     if q.created_from is not None:
         where.append("created_at >= ?")
         params.append(q.created_from)

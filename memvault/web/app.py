@@ -89,7 +89,8 @@ def build_app(ctx: PageContext, base: str) -> Starlette:
     async def memories(request: Request, rt: Runtime) -> Html:
         qp = request.query_params
         f = browse.Filters(project=qp.get("project", ""), kind=qp.get("kind", ""), tag=qp.get("tag", "").strip(),
-                           status=qp.get("status", "active"), since=qp.get("since", ""), until=qp.get("until", ""))
+                           status=qp.get("status", "active"), since=qp.get("since", ""), until=qp.get("until", ""),
+                           visibility=qp.get("visibility", ""))
         q = qp.get("q", "").strip()
         per_page = _int("per_page", qp.get("per_page", "50"))
         page = _int("page", qp.get("page", "1"))
@@ -100,7 +101,7 @@ def build_app(ctx: PageContext, base: str) -> Starlette:
             return Html(form + pages.explained_rows(base, hits, q))
         found = await browse.list_memories(rt, ctx.user_id, f, page=page, per_page=per_page)
         params = {"project": f.project, "kind": f.kind, "tag": f.tag, "status": f.status, "since": f.since,
-                  "until": f.until, "per_page": per_page}
+                  "until": f.until, "visibility": f.visibility, "per_page": per_page}
         return Html(form + pages.memory_rows(base, found, params))
 
     async def memory(request: Request, rt: Runtime) -> Html:

@@ -55,7 +55,8 @@ def _memory_link(base: str, m: MemoryView) -> Html:
 
 def filter_form(base: str, f: Filters, q: str, per_page: int, projects: Sequence[tuple[str, str, int]],
                 tags: Sequence[str]) -> Html:
-    """The GET form of the memory list: text search, project, kind, tag, status, time range, page size."""
+    """The GET form of the memory list: text search, project, kind, tag, status, visibility, time range,
+    page size."""
     project_opts = [("", "all projects"), *[(p or "-", f"{name} ({n})") for p, name, n in projects]]
     return tag("form", join([
         field("Search", type="search", name="q", value=q, placeholder="what recall would be asked", size=32),
@@ -64,6 +65,8 @@ def filter_form(base: str, f: Filters, q: str, per_page: int, projects: Sequence
         field("Tag", name="tag", value=f.tag, list="tags", size=12),
         tag("datalist", join(tag("option", value=t) for t in tags), id="tags"),
         select("status", [(s, s) for s in (*LIFE_STATES, "all")], f.status, "Status"),
+        select("visibility", [("", "shared and private"), ("shared", "shared"), ("private", "private")], f.visibility,
+               "Read by"),
         field("From", type="date", name="since", value=f.since),
         field("To", type="date", name="until", value=f.until),
         select("per_page", [(str(n), str(n)) for n in PAGE_SIZES], str(per_page), "Per page"),
