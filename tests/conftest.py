@@ -14,8 +14,10 @@ runs the pure and unit tests only.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sqlite3
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -206,3 +208,35 @@ async def call_error(client: Client, tool: str, **arguments: Any) -> str:
     text = " ".join(getattr(c, "text", "") for c in res.content)
     assert res.is_error, f"{tool} should have failed, got {json.dumps(res.structured_content)[:300]}"
     return text
+
+
+def owner_pid(data_dir: Path) -> int | None:
+    """The pid in the data dir's owner status file (``owner.json``), or None when there is none."""
+    from memvault.mcp.owner_files import owner_files
+
+    try:
+        return int(json.loads(owner_files(data_dir).info.read_text())["pid"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs; a zombie (exited, not yet reaped) counts as gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+            return False
+    return True
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Iterator[Path]:
+    """A fresh data dir path (not created) for process tests; kills an owner left behind in it."""
+    d = tmp_path / "d"
+    yield d
+    pid = owner_pid(d)
+    if pid is not None and alive(pid):
+        os.kill(pid, signal.SIGKILL)

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from memvault.cli_clients import CLIENTS, client_config
-from tests.conftest import call, server_env
-from tests.test_owner import alive, owner_pid
+from tests.conftest import alive, call, owner_pid, server_env
 
 MEMVAULT = str(Path(sys.executable).with_name("memvault"))
 REPO = Path(__file__).resolve().parents[1]

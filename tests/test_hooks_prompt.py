@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,23 +21,13 @@ import pytest
 from memvault import __version__
 from memvault.mcp.context_client import context_from_owner, socket_path
 from memvault.policy.secrets import find_secret
-from tests.conftest import McpClient, call, db_rows
+from tests.conftest import McpClient, alive, call, db_rows, owner_pid
 from tests.test_hooks_context import git_repo
-from tests.test_owner import alive, owner_pid
 
 pytestmark = pytest.mark.anyio
 
 MEMVAULT = str(Path(sys.executable).with_name("memvault"))
 TOKEN = "ghp_" + "Zq8Xw2Vb7Nm4Lk9Jh3Gf6Dd1Ss5Aa0Pp7Oo3"
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Iterator[Path]:
-    d = tmp_path / "d"
-    yield d
-    pid = owner_pid(d)  # never leave an owner behind
-    if pid is not None and alive(pid):
-        os.kill(pid, signal.SIGKILL)
 
 
 def prompt_hook(prompt: str, cwd: Path, data_dir: Path, model_cache: Path) -> subprocess.CompletedProcess[str]:

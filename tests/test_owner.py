@@ -7,7 +7,6 @@ nature (spawn, kill -9, idle exit), so they are slow and run real processes thro
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -29,6 +28,7 @@ from mcp_types import ListRootsResult, Root
 
 from memvault.mcp.handshake import Hello
 from memvault.mcp.owner_files import owner_files
+from tests.conftest import alive, owner_pid
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow,
               pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="the owner listens on a Unix socket")]
@@ -59,40 +59,10 @@ async def forwarded_client(data_dir: Path, model_cache: Path, root: Path | None 
         yield client
 
 
-def owner_pid(data_dir: Path) -> int | None:
-    """The running owner's pid from its status file, or None."""
-    info = owner_files(data_dir).info
-    try:
-        return int(json.loads(info.read_text())["pid"])
-    except (OSError, ValueError, KeyError):
-        return None
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie (exited, not yet reaped by its parent) counts as gone
-    with contextlib.suppress(OSError):
-        if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
-            return False
-    return True
-
-
 def owners_started(data_dir: Path) -> int:
     """How many owner processes took the data dir (one 'serving' line each in owner.log)."""
     log = owner_files(data_dir).log
     return log.read_text().count("memvault owner") if log.exists() else 0
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> AsyncIterator[Path]:
-    d = tmp_path / "d"
-    yield d
-    pid = owner_pid(d)  # never leave an owner behind
-    if pid is not None and alive(pid):
-        os.kill(pid, signal.SIGKILL)
 
 
 async def remember(c: Client, content: str, **kw: Any) -> dict[str, Any]:

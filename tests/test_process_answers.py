@@ -25,9 +25,8 @@ import pytest
 from anyio.abc import Process
 
 from memvault.mcp.owner_files import owner_files
-from tests.conftest import MEMVAULT
+from tests.conftest import MEMVAULT, alive, owner_pid
 from tests.test_owner import _env as owner_env
-from tests.test_owner import alive, owner_pid
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow,
               pytest.mark.skipif(not hasattr(socket, "AF_UNIX") or sys.platform == "win32",

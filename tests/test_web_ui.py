@@ -30,8 +30,7 @@ import anyio
 import pytest
 
 from memvault.mcp.owner_files import owner_files
-from tests.conftest import MEMVAULT, call, db_rows, memvault_client, server_env
-from tests.test_owner import alive, owner_pid
+from tests.conftest import MEMVAULT, alive, call, db_rows, memvault_client, owner_pid, server_env
 
 CHROMIUM = Path(os.environ.get("MEMVAULT_CHROMIUM", "/usr/bin/chromium"))
 REPO = Path(__file__).resolve().parent.parent
