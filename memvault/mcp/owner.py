@@ -22,13 +22,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 from anyio.abc import SocketStream
 
 from memvault import __version__
 from memvault.config import Settings
+from memvault.mcp import hook_requests
 from memvault.mcp.app import MemvaultServer, build_server
 from memvault.mcp.connection import Connection, bound
 from memvault.mcp.handshake import HandshakeError, answer, parse_hello, version_mismatch
@@ -141,6 +142,10 @@ class Owner:
         await self._http_server.serve()
         scope.cancel()
 
+    def _runtime_or_none(self) -> Runtime | None:
+        """The open runtime, or None while it opens or when it could not be opened."""
+        return self.runtime if isinstance(self.runtime, Runtime) else None
+
     def _page_runtime(self) -> Runtime | str:
         """The runtime for the page, or why there is none (the store could not be opened)."""
         if isinstance(self.runtime, Unavailable):
@@ -209,17 +214,19 @@ class Owner:
                 await stream.send(await self._page_url())
                 return
             if hello["memvault"] == "context":
-                await stream.send(await self._context(hello))
+                await stream.send(await hook_requests.context(self._runtime_or_none(), self.settings, hello))
                 return
             if hello["memvault"] == "remember":
-                await stream.send(await self._remember(hello))
+                if self.connections == 0:
+                    self.idle_since = time.monotonic()  # a write is activity: the idle time starts again
+                await stream.send(await hook_requests.remember(self._runtime_or_none(), self.settings, hello))
                 return
             await stream.send(answer(True, version=__version__, pid=os.getpid()))
             cwd = hello.get("cwd")
-            conn = Connection(user_id=str(hello.get("user_id") or self.settings.server.user_id),
+            conn = Connection(user_id=hook_requests.user_of(hello, self.settings),
                               workspace=Workspace(Path(cwd) if cwd else Path("/")),
                               project=hello.get("project"), pid=hello.get("pid"),
-                              agent_id=_text_or_none(hello.get("agent_id")))
+                              agent_id=hook_requests.text_or_none(hello.get("agent_id")))
             self.connections += 1
             self.served += 1
             self.idle_since = None
@@ -236,72 +243,6 @@ class Owner:
                 self.connections -= 1
                 if self.connections == 0:
                     self.idle_since = time.monotonic()
-
-
-    async def _remember(self, hello: dict[str, Any]) -> bytes:
-        """The answer to a prompt hook's ``remember`` line: ``remember`` (the service, with all its
-        policies) of ``content`` / ``kind`` in the project of the hook's folder, written for the
-        agent ``agent_id`` (the hook's client name) with ``source``; ``ok: true`` with the
-        result's ``status``, ``reason`` and project, or ``ok: false`` with why (the hook then
-        falls back to an MCP session)."""
-        from memvault.service.glance import hook_project
-        from memvault.service.models import ScopeSource  # noqa: F401  (named in the cast below)
-        from memvault.service.project import make_scope
-        from memvault.service.remember import RememberArgs, remember
-
-        rt = self.runtime
-        if not isinstance(rt, Runtime):
-            return answer(False, error="the store is not open")
-        cwd, project, content, kind = hello.get("cwd"), hello.get("project"), hello.get("content"), hello.get("kind")
-        if not isinstance(cwd, str) or not isinstance(content, str) or not isinstance(kind, str):
-            return answer(False, error="a remember request needs cwd (a folder), content and kind (strings)")
-        user = str(hello.get("user_id") or self.settings.server.user_id)
-        agent = _text_or_none(hello.get("agent_id"))
-        source = _text_or_none(hello.get("source"))
-        if self.connections == 0:
-            self.idle_since = time.monotonic()  # a write is activity: the idle time starts again
-        try:
-            where = await anyio.to_thread.run_sync(
-                hook_project, Path(cwd), project if isinstance(project, str) else None)
-        except Exception as exc:  # the hook falls back to an MCP session, which reports it
-            return answer(False, error=f"{type(exc).__name__}: {exc}")
-        try:
-            scope = make_scope(user, where.id, cast("ScopeSource", where.source), agent=agent)
-            res = await remember(rt, scope, RememberArgs(content=content, kind=kind, source=source, force=True))
-        except InvalidArgument as exc:
-            return answer(True, status="declined", reason=str(exc), project=where.id, project_name=where.name)
-        except Exception as exc:
-            return answer(False, error=f"{type(exc).__name__}: {exc}")
-        return answer(True, status=res.status, reason=res.reason, project=where.id, project_name=where.name)
-
-    async def _context(self, hello: dict[str, Any]) -> bytes:
-        """The answer to a session hook's ``context`` line: the block for its user and folder, read in a
-        worker thread (``memvault.service.glance``), or ``ok: false`` with why."""
-        from memvault.service.glance import hook_project, session_context
-
-        rt = self.runtime
-        if not isinstance(rt, Runtime):
-            return answer(False, error="the store is not open")
-        cwd, project = hello.get("cwd"), hello.get("project")
-        max_tokens = hello.get("max_tokens")
-        if not isinstance(cwd, str) or not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
-            return answer(False, error="a context request needs cwd (a folder) and max_tokens (a whole number)")
-        user = str(hello.get("user_id") or self.settings.server.user_id)
-
-        def read() -> str:
-            where = hook_project(Path(cwd), project if isinstance(project, str) else None)
-            return session_context(self.settings.db_path, user, where, rt.clock.now(), max_tokens=max_tokens,
-                                   half_life_days=self.settings.ranking.half_life_days)
-
-        try:
-            return answer(True, text=await anyio.to_thread.run_sync(read))
-        except Exception as exc:  # the hook falls back to reading the store itself
-            return answer(False, error=f"{type(exc).__name__}: {exc}")
-
-
-def _text_or_none(value: Any) -> str | None:
-    """A handshake field that is a non-empty string, else None."""
-    return value if isinstance(value, str) and value else None
 
 
 @dataclass(frozen=True)
