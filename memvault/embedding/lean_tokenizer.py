@@ -1,0 +1,214 @@
+"""The XLM-R tokenizer of e5 models in ~55 MB instead of ~280 MB.
+
+The ``tokenizers`` library holds a Unigram vocabulary of 250,002 pieces as a trie with
+one hash map per node: about 250 MB resident and 1-3 s to build. This tokenizer keeps
+``tokenizers`` for everything around the model (the added special tokens, the
+``Precompiled`` + collapse-spaces normaliser, the Metaspace pre-tokeniser, offsets back
+into the original text) and runs the Unigram Viterbi search itself in SentencePiece,
+whose double-array trie is compact. SentencePiece's Unigram search is the algorithm
+``tokenizers`` ported, so the ids are the same; the one known difference is the order of
+two equal-scoring pieces in a rare tie (e.g. U+2034 TRIPLE PRIME, normalised to three
+primes), which moves nothing measurable in a vector.
+
+Only a ``tokenizer.json`` of exactly that shape is accepted (``LeanUnsupported``
+otherwise): the caller then keeps the ``tokenizers`` one.
+
+The SentencePiece model and the normaliser's rules are derived once from
+``tokenizer.json`` (parsing its 17 MB costs ~1 s) into a small folder (``build_files``)
+and loaded from there afterwards (``LeanTokenizer.load``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import struct
+from pathlib import Path
+from typing import Any
+
+SPM_FILE = "tokenizer.spm"
+META_FILE = "tokenizer-meta.json"
+META_VERSION = 1
+
+_METASPACE = "\u2581"
+
+
+class LeanUnsupported(ValueError):
+    """``tokenizer.json`` is not the XLM-R Unigram pipeline this tokenizer reproduces."""
+
+
+# ------------------------------------------------------------------ building the files
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field(num: int, wire: int, payload: bytes) -> bytes:
+    key = _varint(num << 3 | wire)
+    return key + _varint(len(payload)) + payload if wire == 2 else key + payload
+
+
+def _spm_model(vocab: list[tuple[str, float]], unk_id: int, specials: set[int]) -> bytes:
+    """A serialised SentencePiece ``ModelProto``: Unigram over ``vocab``, identity normaliser.
+
+    Types: 1 normal, 2 unknown, 4 user-defined (the special tokens: ``tokenizers`` keeps
+    them in the Unigram vocabulary with score 0, so a normalised text spelling ``<s>``
+    becomes that piece there too).
+    """
+    out = bytearray()
+    for i, (piece, score) in enumerate(vocab):
+        kind = 2 if i == unk_id else 4 if i in specials else 1
+        body = _field(1, 2, piece.encode()) + _field(2, 5, struct.pack("<f", score)) + _field(3, 0, _varint(kind))
+        out += _field(1, 2, body)
+    trainer = _field(3, 0, _varint(1)) + _field(40, 0, _varint(unk_id))  # UNIGRAM, unk_id
+    for num in (41, 42, 43):  # bos / eos / pad: -1 = none (ours are ordinary pieces above)
+        trainer += _field(num, 0, _varint((1 << 64) - 1))
+    out += _field(2, 2, trainer)
+    # identity normaliser, no dummy prefix, no whitespace handling: tokenizers did all that
+    out += _field(3, 2, _field(1, 2, b"identity") + _field(3, 0, b"\0") + _field(4, 0, b"\0") + _field(5, 0, b"\0"))
+    return bytes(out)
+
+
+def _expect(cond: bool, what: str) -> None:
+    if not cond:
+        raise LeanUnsupported(what)
+
+
+def build_files(tokenizer_json: Path, out_dir: Path) -> None:
+    """Derive the lean tokenizer's files from ``tokenizer_json`` into ``out_dir`` (exists).
+
+    Raises LeanUnsupported when the pipeline is not XLM-R's (Precompiled + collapse
+    spaces, Metaspace always-prepend with split, Unigram without byte fallback,
+    ``<s> $A </s>``), OSError when writing fails.
+    """
+    spec = json.loads(tokenizer_json.read_text(encoding="utf-8"))
+    model = spec.get("model") or {}
+    _expect(model.get("type") == "Unigram" and not model.get("byte_fallback"), "model is not a Unigram")
+    norm = spec.get("normalizer") or {}
+    parts = norm.get("normalizers") or []
+    _expect(norm.get("type") == "Sequence" and len(parts) == 2, "normaliser is not Precompiled + Replace")
+    _expect(parts[0].get("type") == "Precompiled", "normaliser is not Precompiled + Replace")
+    _expect(parts[1] == {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "},
+            "normaliser is not Precompiled + Replace")
+    pre = spec.get("pre_tokenizer") or {}
+    _expect(pre.get("type") == "Metaspace" and pre.get("replacement") == _METASPACE
+            and pre.get("prepend_scheme") == "always" and pre.get("split") is True, "pre-tokeniser is not Metaspace")
+    post = spec.get("post_processor") or {}
+    _expect(post.get("type") == "TemplateProcessing", "post-processor is not a template")
+    single = [next(iter(x.values())) for x in post.get("single", [])]
+    _expect(len(single) == 3 and single[1].get("id") == "A", "template is not <s> $A </s>")
+    bos, eos = single[0]["id"], single[2]["id"]
+    vocab = [(str(p), float(s)) for p, s in model["vocab"]]
+    index = {p: i for i, (p, _) in enumerate(vocab)}
+    added = {t["content"]: t["id"] for t in spec.get("added_tokens", [])}
+    _expect(all(t.get("special") and not t.get("normalized") for t in spec.get("added_tokens", [])),
+            "added tokens are not all special and unnormalised")
+    _expect(all(index.get(c) == i for c, i in added.items()), "added tokens are not in the vocabulary")
+    _expect(bos in added and eos in added, "template tokens are not added tokens")
+    unk_id = int(model["unk_id"])
+    (out_dir / SPM_FILE).write_bytes(_spm_model(vocab, unk_id, set(added.values()) - {unk_id}))
+    meta = {
+        "version": META_VERSION,
+        "precompiled_charsmap": parts[0]["precompiled_charsmap"],
+        "added_tokens": added,
+        "bos": [bos, added[bos]],
+        "eos": [eos, added[eos]],
+        "max_length": int(((spec.get("truncation") or {}).get("max_length")) or 512),
+    }
+    (out_dir / META_FILE).write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+
+
+# ------------------------------------------------------------------ the tokenizer
+
+
+class LeanTokenizer:
+    """Token ids and offsets of XLM-R's tokenizer. Thread-safe (all state read-only).
+
+    Build with ``LeanTokenizer.load(folder)`` on files written by ``build_files``.
+    """
+
+    def __init__(self, spm_model: Any, meta: dict[str, Any]) -> None:
+        from tokenizers import Regex, normalizers, pre_tokenizers
+
+        self._spm = spm_model
+        self._normalizer = normalizers.Sequence([
+            normalizers.Precompiled(base64.b64decode(meta["precompiled_charsmap"])),
+            normalizers.Replace(Regex(" {2,}"), " "),
+        ])
+        self._pre = pre_tokenizers.Metaspace(replacement=_METASPACE, prepend_scheme="always", split=True)
+        self._added: dict[str, int] = meta["added_tokens"]
+        # longest first, so "</s>" is not read as "<s" ... (none is a prefix of another today)
+        alts = sorted(self._added, key=len, reverse=True)
+        self._split_added = re.compile("(" + "|".join(re.escape(a) for a in alts) + ")")
+        self.bos_id: int = meta["bos"][1]
+        self.eos_id: int = meta["eos"][1]
+        self.pad_id: int = self._added.get("<pad>", 1)
+        self.max_length: int = meta["max_length"]
+
+    @classmethod
+    def load(cls, folder: Path) -> LeanTokenizer:
+        """Load from ``folder`` (``build_files``' output). Raises OSError / ValueError."""
+        import sentencepiece
+
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+        if meta.get("version") != META_VERSION:
+            raise ValueError(f"{folder / META_FILE}: version {meta.get('version')}, expected {META_VERSION}")
+        sp = sentencepiece.SentencePieceProcessor()
+        sp.LoadFromSerializedProto((folder / SPM_FILE).read_bytes())
+        return cls(sp, meta)
+
+    def ids(self, text: str) -> list[int]:
+        """Token ids of ``text`` with ``<s>``/``</s>``, not truncated."""
+        out = [self.bos_id]
+        for part in self._split_added.split(text):
+            if not part:
+                continue
+            special = self._added.get(part)
+            if special is not None:
+                out.append(special)
+                continue
+            words = [w for w, _ in self._pre.pre_tokenize_str(self._normalizer.normalize_str(part))]
+            for piece_ids in self._spm.encode(words):
+                out.extend(piece_ids)
+        out.append(self.eos_id)
+        return out
+
+    def count(self, text: str) -> int:
+        """``len(ids(text))``."""
+        return len(self.ids(text))
+
+    def spans(self, text: str) -> list[tuple[int, int, str]]:
+        """``(start, end, piece)`` of every token of ``text`` (no ``<s>``/``</s>``),
+        offsets in characters of ``text`` as ``tokenizers`` reports them."""
+        from tokenizers import PreTokenizedString, Token
+
+        def tokenize(word: str) -> list[Token]:
+            # byte offsets in ``word`` (an unknown piece spans its surface text, not "<unk>")
+            pieces = self._spm.encode(word, return_type="proto").pieces
+            return [Token(p.id, p.surface, (p.begin, p.end)) for p in pieces]
+
+        out: list[tuple[int, int, str]] = []
+        base = 0
+        for part in self._split_added.split(text):
+            if part in self._added:
+                out.append((base, base + len(part), part))
+            elif part:
+                pts = PreTokenizedString(part)
+                pts.normalize(self._normalizer.normalize)
+                self._pre.pre_tokenize(pts)
+                pts.tokenize(tokenize)
+                enc = pts.to_encoding()
+                out.extend((base + s, base + e, t) for (s, e), t in zip(enc.offsets, enc.tokens, strict=True))
+            base += len(part)
+        return out
+
