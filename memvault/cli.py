@@ -53,6 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     the owner itself (what forwarders start)."""
     os.umask(0o077)  # data dir 0700, files 0600, including the vector engine's
     _log_to_stderr(args.log_level)
+    log.info("serve: started (memvault %s)", __version__)
     from memvault.config import ConfigError
 
     try:
@@ -83,12 +84,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         return run_owner(settings)
     if args.no_owner or not settings.server.owner or not hasattr(socket, "AF_UNIX"):
+        from memvault.service.early_load import EarlyEmbedder
+
+        # The model loads while the SDK is imported and the server is built (about a second).
+        early = EarlyEmbedder(settings)
         import anyio
 
         from memvault.mcp.app import build_server
         from memvault.mcp.stdio import serve_stdio
 
-        anyio.run(serve_stdio, build_server(settings))
+        anyio.run(serve_stdio, build_server(settings, load_embedder=early))
         return 0
     from memvault.mcp.forwarder import run_forwarder
 

@@ -110,15 +110,16 @@ _lock = threading.Lock()
 def language_centroids(embedder) -> dict[str, np.ndarray]:
     """``{"other": mean English passage vector, "cjk": mean Chinese one}``, float32 (dim,)
     each (not normalised), for ``embedder`` (a ``memvault.embedding.embedder.Embedder``;
-    anything with ``embed_passages``). Cached per embedder object; thread-safe. Blocking:
-    call it from a worker thread."""
+    anything with ``embed_passages``). Cached per embedder object; thread-safe: computed once,
+    a second caller waits for the first (the runtime computes them right after the model loads,
+    so that the first recall does not). Blocking: call it from a worker thread."""
     with _lock:
         got = _cache.get(embedder)
         if got is not None:
             return got
-    en = embedder.embed_passages([p[0] for p in PARALLEL_SENTENCES])
-    zh = embedder.embed_passages([p[1] for p in PARALLEL_SENTENCES])
-    got = {OTHER: np.asarray(en, dtype=np.float32).mean(axis=0), CJK: np.asarray(zh, dtype=np.float32).mean(axis=0)}
-    with _lock:
+        en = embedder.embed_passages([p[0] for p in PARALLEL_SENTENCES])
+        zh = embedder.embed_passages([p[1] for p in PARALLEL_SENTENCES])
+        got = {OTHER: np.asarray(en, dtype=np.float32).mean(axis=0),
+               CJK: np.asarray(zh, dtype=np.float32).mean(axis=0)}
         _cache[embedder] = got
     return got

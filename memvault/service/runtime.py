@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 
 from memvault.clock import Clock
 from memvault.config import Settings
 from memvault.embedding.embedder import Embedder, load_embedder
+from memvault.service.centroids import language_centroids
 from memvault.service.datadir import prepare_data_dir
 from memvault.service.errors import NotReady, StoreUnavailable
 from memvault.service.failures import open_failure
@@ -115,11 +117,18 @@ class Runtime:
         the other one exits.
         """
         self._after_ready = after_ready
+        async with anyio.create_task_group() as tg:  # ends when the query preparation ends too
+            await self._load(tg, after_ready, rebuild)
+
+    async def _load(self, tg: anyio.abc.TaskGroup, after_ready: Callable[[Runtime], Any] | None,
+                    rebuild: bool) -> None:
         try:
             # Abandoned on cancellation (a signal stops the server): loading can take seconds
             # (a first conversion of the model, written atomically), and nothing waits for it.
             self._embedder = await anyio.to_thread.run_sync(self.load_embedder, self.settings,
                                                             abandon_on_cancel=True)
+            log.info("model ready; opening the index")
+            tg.start_soon(self._prepare_queries, self._embedder)
             try:
                 await self._open_index(rebuild=rebuild)
             except Exception as exc:
@@ -137,6 +146,19 @@ class Runtime:
                 await after_ready(self)
         finally:
             self._started.set()
+            log.info("start-up checks done; serving calls")
+
+    async def _prepare_queries(self, emb: Embedder) -> None:
+        """What the first recall would otherwise compute itself, done while the index opens: the
+        language centroids of language-neutral ranking (80 short passages embedded, which also
+        warms the model up). A failure is logged only: the first recall computes them then."""
+        if not self.settings.ranking.language_neutral:
+            return
+        try:
+            await anyio.to_thread.run_sync(language_centroids, emb, abandon_on_cancel=True)
+            log.info("language centroids ready")
+        except Exception as exc:
+            log.warning("preparing the language centroids failed (the first recall tries again): %s", exc)
 
     async def _open_index(self, *, rebuild: bool = False) -> None:
         vectors = await anyio.to_thread.run_sync(self.open_vectors, self.settings)
