@@ -6,15 +6,17 @@ JSON-RPC to it over its stdin/stdout (no client library: the bench adds no impor
 its own), and times each stage from the spawn (ms):
 
 - from the server's stderr, each start-up line as it arrives (``serve: started``: the
-  interpreter is up and the CLI imported; ``model loaded in``: the model load, begun at
-  process start, ended; ``store open``: the SDK is imported, the server built and the fact
-  store open; ``model ready``: the runtime has the model; ``index ready``; ``start-up
+  interpreter is up and the CLI imported; ``store open``: the SDK is imported, the server
+  built and the fact store open (the model load starts here, in the background); ``model ready``: the runtime has the model; ``index ready``; ``start-up
   checks done``: calls are served; ``language centroids ready``: what the first recall
   needs besides, prepared meanwhile). The owner's lines are read from its ``owner.log``
   (time stamps of the log, to the millisecond);
 - from the wire: ``initialize`` answered, first ``recall`` (k=5) answered.
 
 ``--runs`` repeats each mode (alternating modes, run after run) and prints medians.
+A store that has no saved language centroids (``language-centroids.json``, which every
+start keeps) gets them first, in-process, as its first start would have; ``--first-start``
+also times starts on copies without them.
 Run: ``python -m bench.cold_start --memories 1000`` (fills a temp store first) or
 ``--store DIR`` (a data dir, or a ``bench.speed --fill-cache`` entry whose ``store/`` is used).
 """
@@ -36,10 +38,10 @@ from typing import Any
 
 from bench.common import DEFAULT_MODEL_CACHE, md_table
 from bench.speed import MEMVAULT, server_env
+from memvault.service.runtime import CENTROIDS_FILE
 
 STAGES = (
     ("serve: started", "cli started"),
-    ("model loaded in", "model loaded (early thread)"),
     ("store open;", "SDK imported, server built, store open"),
     ("model ready;", "runtime has the model"),
     ("index ready", "index open"),
@@ -89,24 +91,19 @@ def _stages(lines: list[tuple[float, str]], t0: float) -> dict[str, float]:
     return out
 
 
-LATE_LOAD = ("import sys; import memvault.service.early_load as e; e.EarlyEmbedder = lambda s: None; "
-             "from memvault.cli import main; sys.exit(main(['serve', '--no-owner']))")
-"""``memvault serve --no-owner`` with the model load started where it was before the early
-load: by the server's lifespan, after the SDK is imported (``--late-load``, for comparison)."""
-
-
-def one_start(store: Path, model_cache: Path, *, owner: bool, query: str, late: bool = False) -> dict[str, float]:
-    """One spawn on a fresh copy of ``store``: {stage: ms since spawn}. ``late``: the LATE_LOAD variant."""
+def one_start(store: Path, model_cache: Path, *, owner: bool, query: str, centroids: bool = True) -> dict[str, float]:
+    """One spawn on a fresh copy of ``store``: {stage: ms since spawn}. ``centroids`` False: the
+    copy loses its saved language centroids (a first start: they are computed)."""
     with tempfile.TemporaryDirectory(prefix="memvault-cold-") as tmp:
         data = Path(tmp) / "d"
         shutil.copytree(store, data)
+        if not centroids:
+            (data / CENTROIDS_FILE).unlink(missing_ok=True)
         env = server_env(data, model_cache)
         env["MEMVAULT_PROJECT"] = "bench"
         if owner:
             env["MEMVAULT_OWNER_IDLE_S"] = "1"
         args = [MEMVAULT, "serve"] + ([] if owner else ["--no-owner"])
-        if late:
-            args = [str(Path(MEMVAULT).with_name("python")), "-c", LATE_LOAD]
         lines: list[tuple[float, str]] = []
         t0 = time.time()
         proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
@@ -184,6 +181,14 @@ async def _fill(data: Path, n: int, model_cache: Path) -> None:
         await rt.close()
 
 
+async def _prepare(data: Path, model_cache: Path) -> None:
+    """Open and load ``data`` once in-process: what a first start keeps in it (the saved centroids)."""
+    from bench.mv import open_runtime
+
+    rt = await open_runtime(data, model_cache)
+    await rt.close()
+
+
 def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """Returns {mode: {stage: median ms}} and prints one table per mode (and the load)."""
     import anyio
@@ -194,16 +199,22 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         if args.store:
             store = args.store / "store" if (args.store / "meta.json").is_file() else args.store
         else:
-            store = Path(tmp) / "d"
+            store = Path(tmp) / "prepared"
             anyio.run(_fill, store, args.memories, args.model_cache)
-        modes = ["--no-owner"] + (["--no-owner, late model load"] if args.late_load else []) \
+        if not (store / CENTROIDS_FILE).is_file():  # as any start before this one would have kept them
+            prepared = Path(tmp) / "prepared"
+            if store != prepared:
+                shutil.copytree(store, prepared)  # the given store is left as it is
+            store = prepared
+            anyio.run(_prepare, store, args.model_cache)
+        modes = ["--no-owner"] + (["--no-owner, first start (no saved centroids)"] if args.first_start else []) \
             + (["owner (default)"] if args.owner else [])
         got: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
         queries = synth.queries(args.runs * len(modes), seed=3)
         for i in range(args.runs):
             for j, m in enumerate(modes):
                 got[m].append(one_start(store, args.model_cache, owner=m.startswith("owner"),
-                                        late="late" in m, query=queries[i * len(modes) + j]))
+                                        centroids="first start" not in m, query=queries[i * len(modes) + j]))
     out: dict[str, dict[str, float]] = {}
     for m, runs in got.items():
         names = list(dict.fromkeys(k for r in runs for k in r))
@@ -221,8 +232,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--store", type=Path, help="copy this filled memvault data dir instead of filling one")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--owner", action="store_true", help="also time the default memvault serve (owner process)")
-    p.add_argument("--late-load", action="store_true",
-                   help="also time --no-owner with the model load started after the SDK import (as before)")
+    p.add_argument("--first-start", action="store_true",
+                   help="also time --no-owner on a copy without saved language centroids (a store's first start)")
     p.add_argument("--model-cache", type=Path, default=DEFAULT_MODEL_CACHE)
     run(p.parse_args(argv))
 

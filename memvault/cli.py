@@ -84,16 +84,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         return run_owner(settings)
     if args.no_owner or not settings.server.owner or not hasattr(socket, "AF_UNIX"):
-        from memvault.service.early_load import EarlyEmbedder
-
-        # The model loads while the SDK is imported and the server is built (about a second).
-        early = EarlyEmbedder(settings)
         import anyio
 
         from memvault.mcp.app import build_server
         from memvault.mcp.stdio import serve_stdio
 
-        anyio.run(serve_stdio, build_server(settings, load_embedder=early))
+        anyio.run(serve_stdio, build_server(settings))
         return 0
     from memvault.mcp.forwarder import run_forwarder
 

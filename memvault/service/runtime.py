@@ -33,6 +33,8 @@ from memvault.storage.vectors.base import DamagedCollection, VectorIndex
 log = logging.getLogger(__name__)
 
 MEMORY_COLLECTION = "memories"
+CENTROIDS_FILE = "language-centroids.json"
+"""In the data dir: the language centroids of the model, kept between starts (``service.centroids``)."""
 
 T = TypeVar("T")
 
@@ -150,12 +152,14 @@ class Runtime:
 
     async def _prepare_queries(self, emb: Embedder) -> None:
         """What the first recall would otherwise compute itself, done while the index opens: the
-        language centroids of language-neutral ranking (80 short passages embedded, which also
-        warms the model up). A failure is logged only: the first recall computes them then."""
+        language centroids of language-neutral ranking (read from the data dir's CENTROIDS_FILE
+        when they belong to this model; else 80 short passages embedded, and kept there). A
+        failure is logged only: the first recall computes them then."""
         if not self.settings.ranking.language_neutral:
             return
         try:
-            await anyio.to_thread.run_sync(language_centroids, emb, abandon_on_cancel=True)
+            saved = self.settings.storage.data_dir / CENTROIDS_FILE
+            await anyio.to_thread.run_sync(language_centroids, emb, saved, abandon_on_cancel=True)
             log.info("language centroids ready")
         except Exception as exc:
             log.warning("preparing the language centroids failed (the first recall tries again): %s", exc)
