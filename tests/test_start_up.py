@@ -32,7 +32,8 @@ async def test_language_centroids_are_ready_before_the_first_recall(tmp_path: Pa
         assert shared_embedder in centroids._cache  # computed at load, not by the first recall
         got = centroids._cache[shared_embedder]
         assert set(got) == {OTHER, CJK} and got[CJK].shape == (shared_embedder.dim,)
-        assert (s.storage.data_dir / CENTROIDS_FILE).is_file()  # kept for the next start
+        kept = s.storage.data_dir / CENTROIDS_FILE  # kept for the next start, private
+        assert kept.is_file() and kept.stat().st_mode & 0o777 == 0o600
     finally:
         await rt.close()
 

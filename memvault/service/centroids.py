@@ -178,7 +178,9 @@ def _write(path: Path, embedder, got: dict[str, np.ndarray], probe: np.ndarray) 
             "centroids": {lang: v.tolist() for lang, v in got.items()}}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(data), encoding="utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # private, as the data dir's files
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(data))
         os.replace(tmp, path)
     except OSError as exc:
         log.warning("could not keep the language centroids in %s (%s); they are computed at each start", path, exc)
