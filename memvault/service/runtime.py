@@ -110,7 +110,9 @@ class Runtime:
                    open_vectors=open_vectors or open_vector_index)
 
     async def load(self, after_ready: Callable[[Runtime], Any] | None = None, *, rebuild: bool = False) -> None:
-        """Load the embedder and the vector index in worker threads, then run ``after_ready``.
+        """Load the embedder and the vector index in worker threads, then run ``after_ready``;
+        while the index opens, prepare what queries need besides (``_prepare_queries``).
+        Returns when all of it is done (calls are served from when ``after_ready`` has run).
 
         ``rebuild``: drop the memory collection first (``memvault reindex``: a new model;
         the points come back from SQLite through ``reconcile``). Never raises: a failure
