@@ -4,9 +4,12 @@ Fills a temp store with ``--memories`` synthetic sentences (``bench.mv.bulk_load
 copies a filled one (``--store DIR``: a memvault data dir, or an entry of ``bench.speed
 --fill-cache``, whose ``store/`` is used; a store holding no memory is refused),
 then times each stage of ``recall.rank`` separately over ``--queries`` synthetic queries,
-and the whole ``recall`` handler (rank + reply bounding + access-statistics write), and
-prints p50 per stage (ms). What the handler total leaves to the MCP figure of
-``bench.speed`` is the transport: SDK dispatch, argument and output validation, JSON.
+the access-statistics write alone, the whole ``recall`` handler (rank + reply bounding +
+access statistics), and what the MCP SDK does with the reply (the structured dump and
+the indented JSON text copy of ``convert_result``; its client's check of the structured
+content against the output schema), and prints p50 per stage (ms). What the handler
+total leaves to the MCP figure of ``bench.speed`` is the transport: SDK dispatch,
+argument and output validation, JSON.
 Run: ``python -m bench.recall_breakdown --memories 2000``.
 """
 
@@ -17,16 +20,85 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
+import pydantic_core
 
 from bench import synth
 from bench.common import DEFAULT_MODEL_CACHE, md_table
 from bench.mv import PROJECT, SCOPE, USER, bulk_load, open_runtime
 from memvault.service.indexing import embed_query, keyword_vector, scope_filter
+from memvault.service.models import RecallResult
 from memvault.service.recall import RecallArgs, rank, recall
-from memvault.service.runtime import MEMORY_COLLECTION
+from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+
+
+def _schema_checker() -> Callable[[Any], None]:
+    """Validates a recall reply against recall's output schema as tools/list publishes it
+    (``memvault.mcp.listing.lean_schema``), compiled once as the SDK's client does."""
+    from jsonschema.validators import validator_for
+
+    from memvault.mcp.listing import lean_schema
+
+    schema = lean_schema(RecallResult.model_json_schema(by_alias=True))
+    validator = validator_for(schema)(schema)
+
+    def check(instance: Any) -> None:
+        errors = list(validator.iter_errors(instance))
+        if errors:
+            raise RuntimeError(f"recall reply does not match its output schema: {errors[0].message}")
+
+    return check
+
+
+async def breakdown(rt: Runtime, queries: list[str]) -> dict[str, float]:
+    """{stage: p50 ms} over ``queries`` on an open, filled runtime (the bench user's global scope)."""
+    _, vec = await rt.ready()
+    t: dict[str, list[float]] = {k: [] for k in ("query embedding", "dense search", "keyword search",
+                                                  "SQLite fetch", "rank total", "access-stats write",
+                                                  "recall handler total", "reply: structured dump",
+                                                  "reply: text copy", "client: output-schema check")}
+    schema_check = _schema_checker()
+    for q in queries:
+        t0 = time.perf_counter()
+        qv = await embed_query(rt, q)
+        t["query embedding"].append(time.perf_counter() - t0)
+        flt = scope_filter(USER, [PROJECT], rt.clock.now())
+        t0 = time.perf_counter()
+        dense = await rt.run_sync(vec.search_dense, MEMORY_COLLECTION, qv.tolist(), flt, 100)
+        t["dense search"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        sparse = await rt.run_sync(vec.search_sparse, MEMORY_COLLECTION, keyword_vector(q, query=True), flt,
+                                   100)
+        t["keyword search"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        await rt.facts.get({h.id for h in dense} | {h.id for h in sparse})
+        t["SQLite fetch"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        await rank(rt, USER, [PROJECT], q, limit=5)
+        t["rank total"].append(time.perf_counter() - t0)
+        ranked = await rank(rt, USER, [PROJECT], q, limit=5)
+        t0 = time.perf_counter()
+        await rt.facts.touch([r.row.id for r in ranked], rt.clock.now())
+        t["access-stats write"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        result = await recall(rt, SCOPE, RecallArgs(query=q, k=5))
+        t["recall handler total"].append(time.perf_counter() - t0)
+        # What the SDK does with the returned model (mcpserver func_metadata.convert_result),
+        # and what its client does with the structured content (session.validate_tool_result).
+        t0 = time.perf_counter()
+        structured = result.model_dump(mode="json", by_alias=True)
+        t["reply: structured dump"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        pydantic_core.to_json(result, fallback=str, indent=2).decode()
+        t["reply: text copy"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        schema_check(structured)
+        t["client: output-schema check"].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) * 1000 for k, v in t.items()}
 
 
 async def run(args: argparse.Namespace) -> dict[str, float]:
@@ -45,33 +117,9 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
             if not stored:
                 raise SystemExit(f"{args.store or 'the fill'} holds no memory of the bench user: nothing to time")
             print(f"memories: {stored}")
-            t: dict[str, list[float]] = {k: [] for k in ("query embedding", "dense search", "keyword search",
-                                                          "SQLite fetch", "rank total",
-                                                          "recall handler total")}
-            for q in synth.queries(args.queries, seed=7):
-                t0 = time.perf_counter()
-                qv = await embed_query(rt, q)
-                t["query embedding"].append(time.perf_counter() - t0)
-                flt = scope_filter(USER, [PROJECT], rt.clock.now())
-                t0 = time.perf_counter()
-                dense = await rt.run_sync(vec.search_dense, MEMORY_COLLECTION, qv.tolist(), flt, 100)
-                t["dense search"].append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                sparse = await rt.run_sync(vec.search_sparse, MEMORY_COLLECTION, keyword_vector(q, query=True), flt,
-                                           100)
-                t["keyword search"].append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                await rt.facts.get({h.id for h in dense} | {h.id for h in sparse})
-                t["SQLite fetch"].append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                await rank(rt, USER, [PROJECT], q, limit=5)
-                t["rank total"].append(time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                await recall(rt, SCOPE, RecallArgs(query=q, k=5))
-                t["recall handler total"].append(time.perf_counter() - t0)
+            out = await breakdown(rt, synth.queries(args.queries, seed=7))
         finally:
             await rt.close()
-    out = {k: statistics.median(v) * 1000 for k, v in t.items()}
     print(md_table(["stage", "p50 ms"], [[k, v] for k, v in out.items()]))
     return out
 

@@ -30,7 +30,10 @@ names and arguments. For each store size N and each system:
   command line): after the handshake, idle (2 s after the first recall), peak while the
   latency loops run (sampled every 20 ms).
 
-Ratios: memvault / mcp-server-qdrant per metric at each N, from the same run. The machine
+Ratios: memvault / mcp-server-qdrant per metric at each N, from the same run. After the
+tables, one recall and one remember of memvault broken into their parts, in-process on
+the filled store of each size (``bench.recall_breakdown``, ``bench.remember_breakdown``;
+``--no-breakdown`` skips them). The machine
 load (``os.getloadavg()``) is recorded with every row. Run: ``python -m bench.speed``.
 """
 
@@ -434,6 +437,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 fill = await filled_store(system, filled, args.seed, store, args.fill_cache) if n else {}
                 print(f"# speed: {system.name}, {n} memories: measure", file=sys.stderr)
                 row = await measure(system, store, n, set(filled), qs, new)
+                if system.name == "memvault" and n and not args.no_breakdown:
+                    print(f"# speed: memvault, {n} memories: breakdowns (in-process)", file=sys.stderr)
+                    row["breakdown"] = await breakdowns(store, args.model_cache, qs[:args.breakdown_calls],
+                                                        args.breakdown_calls)
                 rows.append({**row, "fill": fill})
                 shutil.rmtree(store, ignore_errors=True)
     rs = ratios(rows)
@@ -447,8 +454,37 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         print(ratio_table(rs))
     elif skipped:
         print(f"\n{PEER} skipped: {skipped}")
+    print_breakdowns(rows)
     print(f"\nJSON: {path}")
     return payload
+
+
+async def breakdowns(store: Path, model_cache: Path, queries: list[str], writes: int) -> dict[str, dict[str, float]]:
+    """One recall and one remember broken into their parts, in-process on ``store`` (the filled store
+    of a run, after it): ``bench.recall_breakdown`` over ``queries``, ``bench.remember_breakdown``
+    over ``writes`` new sentences; {"recall": {stage: p50 ms}, "remember": {...}}."""
+    from bench import recall_breakdown, remember_breakdown
+    from bench.mv import open_runtime
+
+    rt = await open_runtime(store, model_cache, capacity_per_scope=CAPACITY_PER_SCOPE)
+    try:
+        await rt.started()
+        return {"recall": await recall_breakdown.breakdown(rt, queries),
+                "remember": await remember_breakdown.breakdown(rt, writes)}
+    finally:
+        await rt.close()
+
+
+def print_breakdowns(rows: list[dict[str, Any]]) -> None:
+    """The recall and remember breakdowns of every size, one table each (p50 ms per stage)."""
+    got = [(r["memories"], r["breakdown"]) for r in rows if r.get("breakdown")]
+    for what in ("recall", "remember"):
+        if not got:
+            return
+        stages = list(dict.fromkeys(k for _, b in got for k in b[what]))
+        print(f"\nmemvault {what}, in-process breakdown (p50 ms per stage, on the filled store):\n")
+        print(md_table(["stage", *[f"{n:,} memories" for n, _ in got]],
+                       [[k, *[round(b[what].get(k, float("nan")), 2) for _, b in got]] for k in stages]))
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
@@ -465,6 +501,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peer-venv", type=Path, default=DEFAULT_VENV, help="venv holding mcp-server-qdrant (created when missing)")
     p.add_argument("--no-peer", action="store_true", help="measure memvault only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar while filling memvault")
+    p.add_argument("--no-breakdown", action="store_true",
+                   help="skip the in-process recall and remember breakdowns printed after the tables")
+    p.add_argument("--breakdown-calls", type=int, default=40, help="recalls and remembers per breakdown")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -53,6 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     the owner itself (what forwarders start)."""
     os.umask(0o077)  # data dir 0700, files 0600, including the vector engine's
     _log_to_stderr(args.log_level)
+    log.info("serve: started (memvault %s)", __version__)
     from memvault.config import ConfigError
 
     try:

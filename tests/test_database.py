@@ -169,3 +169,15 @@ def test_no_store_writes_transaction_statements_itself() -> None:
     offenders = [str(p.relative_to(root.parent)) for p in root.rglob("*.py")
                  if p.name not in ("database.py", "snapshot.py") and pattern.search(p.read_text(encoding="utf-8"))]
     assert not offenders, f"use Database.transaction() instead of writing BEGIN/COMMIT in: {offenders}"
+
+
+async def test_write_one_commits_a_lone_statement_and_waits_for_a_transaction(db: Database, tmp_path: Path) -> None:
+    await db.write_one("INSERT INTO t (v) VALUES (?)", ["alone"])
+    other = sqlite3.connect(tmp_path / "t.db")  # committed: another connection reads it
+    assert [r[0] for r in other.execute("SELECT v FROM t")] == ["alone"]
+    other.close()
+    async with db.transaction() as tx:
+        await tx.execute("INSERT INTO t (v) VALUES ('in tx')")
+        with pytest.raises(NestedTransaction, match="already holds a transaction"):
+            await db.write_one("INSERT INTO t (v) VALUES ('nested')")
+    assert await values(db) == ["alone", "in tx"]

@@ -119,3 +119,34 @@ async def test_failed_transaction_changes_nothing(tmp_path):
     assert [h.action for h in await store.history(a.id)] == ["add"]
     assert (await store.get([a.id]))[0].content == "first"
     await store.close()
+
+
+async def test_count_bound_follows_own_writes_and_recounts_after_another_process(tmp_path):
+    """count_active_bound never reads below the true count: exact after a count, at least the
+    count after this store's own writes, and a fresh count once another connection committed."""
+    db = tmp_path / "m.db"
+    store = await FactStore.open(db)
+    for i in range(3):
+        await store.add(row(f"fact number {i} about the build"), actor="t")
+    assert await store.count_active_bound("u1", "", NOW) == 3  # first ask: counted
+    await store.add(row("one more fact about the build"), actor="t")
+    assert await store.count_active_bound("u1", "", NOW) >= 4
+    assert await store.count_active("u1", "", NOW) == 4
+    assert await store.count_active_bound("u1", "", NOW) == 4  # exact right after a count
+    other = await FactStore.open(db)  # another process's connection adds two
+    for i in range(2):
+        await other.add(row(f"fact from elsewhere {i}"), actor="t")
+    await other.close()
+    assert await store.count_active_bound("u1", "", NOW) == 6
+    await store.close()
+
+
+async def test_touch_records_the_access_in_one_statement(tmp_path):
+    store = await FactStore.open(tmp_path / "m.db")
+    a = row("the deploy runs on fridays")
+    await store.add(a, actor="t")
+    await store.touch([a.id], NOW + 60)
+    await store.touch([a.id], NOW + 120)
+    got = (await store.get([a.id]))[0]
+    assert (got.access_count, got.last_accessed_at) == (2, NOW + 120)
+    await store.close()

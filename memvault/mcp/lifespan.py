@@ -40,6 +40,7 @@ class Unavailable:
 @asynccontextmanager
 async def _serving(rt: Runtime) -> AsyncIterator[Runtime]:
     """``rt`` with its model loading in the background and housekeeping running; closed on exit."""
+    log.info("store open; the model and the index load in the background")
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(rt.load, after_ready)

@@ -4,20 +4,26 @@
 everyday and work sentences in English and in Chinese, written for memvault) as passages
 and returns the mean vector of each script class of ``memvault.policy.language``. The
 sets say the same things, so the two means differ by language, not by topic. Computed
-once per loaded model (about 80 short passages, a fraction of a second) and kept on the
-embedder object. Used by ``memvault.policy.fusion.language_shift``.
+once per model (about 80 short passages, half a second of CPU on a quiet 2-core machine),
+kept on the embedder object and, given a file, in that file for the next start. Used by ``memvault.policy.fusion.language_shift``.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import threading
 import weakref
+from pathlib import Path
 
 import numpy as np
 
 from memvault.policy.language import CJK, OTHER
 
 __all__ = ["PARALLEL_SENTENCES", "language_centroids"]
+
+log = logging.getLogger(__name__)
 
 PARALLEL_SENTENCES: tuple[tuple[str, str], ...] = (
     ('I usually walk to work when the weather is good.',
@@ -107,18 +113,75 @@ _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
-def language_centroids(embedder) -> dict[str, np.ndarray]:
+PROBE_TOLERANCE = 1e-4
+"""Largest difference, per component, between the probe vector kept with saved centroids and
+the loaded model's: above it the model is not the one that computed them (they are recomputed)."""
+
+
+def language_centroids(embedder, saved: Path | None = None) -> dict[str, np.ndarray]:
     """``{"other": mean English passage vector, "cjk": mean Chinese one}``, float32 (dim,)
     each (not normalised), for ``embedder`` (a ``memvault.embedding.embedder.Embedder``;
-    anything with ``embed_passages``). Cached per embedder object; thread-safe. Blocking:
+    anything with ``embed_passages`` and ``model_id``). Cached per embedder object;
+    thread-safe: computed once, a second caller waits for the first (the runtime prepares
+    them right after the model loads, so that the first recall does not).
+
+    ``saved``: a JSON file that keeps them between processes (the runtime's is in the data
+    dir). They are read from it when it holds the same ``model_id`` and the vector of the
+    first parallel sentence that it also holds matches the loaded model's (one embedding
+    instead of 80: a converted model that changed is noticed); otherwise computed and the
+    file written anew (atomically; a failure to write is logged, never raised). Blocking:
     call it from a worker thread."""
     with _lock:
         got = _cache.get(embedder)
         if got is not None:
             return got
-    en = embedder.embed_passages([p[0] for p in PARALLEL_SENTENCES])
-    zh = embedder.embed_passages([p[1] for p in PARALLEL_SENTENCES])
-    got = {OTHER: np.asarray(en, dtype=np.float32).mean(axis=0), CJK: np.asarray(zh, dtype=np.float32).mean(axis=0)}
-    with _lock:
+        got = _read(saved, embedder) if saved is not None else None
+        if got is None:
+            en = embedder.embed_passages([p[0] for p in PARALLEL_SENTENCES])
+            zh = embedder.embed_passages([p[1] for p in PARALLEL_SENTENCES])
+            got = {OTHER: np.asarray(en, dtype=np.float32).mean(axis=0),
+                   CJK: np.asarray(zh, dtype=np.float32).mean(axis=0)}
+            if saved is not None:
+                _write(saved, embedder, got, _probe(embedder))
         _cache[embedder] = got
     return got
+
+
+def _probe(embedder) -> np.ndarray:
+    """The vector of the first parallel sentence embedded alone (as ``_read`` compares it)."""
+    return np.asarray(embedder.embed_passages([PARALLEL_SENTENCES[0][0]])[0], dtype=np.float32)
+
+
+def _read(path: Path, embedder) -> dict[str, np.ndarray] | None:
+    """The centroids kept in ``path`` when they belong to ``embedder``'s model, else None."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("model_id") != embedder.model_id:
+            return None
+        probe = np.asarray(data["probe"], dtype=np.float32)
+        now = _probe(embedder)
+        if probe.shape != now.shape or float(np.max(np.abs(probe - now))) > PROBE_TOLERANCE:
+            return None
+        got = {lang: np.asarray(data["centroids"][lang], dtype=np.float32) for lang in (OTHER, CJK)}
+        if any(v.shape != now.shape or not np.all(np.isfinite(v)) for v in got.values()):
+            return None
+        return got
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.info("language centroids in %s not used (%s); computing them", path, exc)
+        return None
+
+
+def _write(path: Path, embedder, got: dict[str, np.ndarray], probe: np.ndarray) -> None:
+    data = {"model_id": embedder.model_id, "probe": probe.tolist(),
+            "centroids": {lang: v.tolist() for lang, v in got.items()}}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # private, as the data dir's files
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(data))
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.warning("could not keep the language centroids in %s (%s); they are computed at each start", path, exc)
+        tmp.unlink(missing_ok=True)

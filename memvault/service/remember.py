@@ -302,9 +302,13 @@ EVICTION_MARGIN = 8
 async def _enforce_capacity(rt: Runtime, user: str, project: str, *, keep: str, now: float) -> list[MemoryRow]:
     """Soft-delete the lowest-retention memories over the scope's cap (every agent's); returns them.
 
-    Reads a count, and when over the cap only the few lowest-retention rows (ordered in SQL).
+    Reads a bound of the count (``FactStore.count_active_bound``: no visit of the scope's rows
+    while the scope is clearly under its cap), the exact count when the bound reaches the
+    cap, and when over the cap only the few lowest-retention rows (ordered in SQL).
     """
     cap = rt.settings.policies.capacity_per_scope
+    if await rt.facts.count_active_bound(user, project, now) <= cap:
+        return []
     count = await rt.facts.count_active(user, project, now)
     if count <= cap:
         return []

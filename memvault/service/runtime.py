@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 
 from memvault.clock import Clock
 from memvault.config import Settings
 from memvault.embedding.embedder import Embedder, load_embedder
+from memvault.service.centroids import language_centroids
 from memvault.service.datadir import prepare_data_dir
 from memvault.service.errors import NotReady, StoreUnavailable
 from memvault.service.failures import open_failure
@@ -31,6 +33,8 @@ from memvault.storage.vectors.base import DamagedCollection, VectorIndex
 log = logging.getLogger(__name__)
 
 MEMORY_COLLECTION = "memories"
+CENTROIDS_FILE = "language-centroids.json"
+"""In the data dir: the language centroids of the model, kept between starts (``service.centroids``)."""
 
 T = TypeVar("T")
 
@@ -106,7 +110,9 @@ class Runtime:
                    open_vectors=open_vectors or open_vector_index)
 
     async def load(self, after_ready: Callable[[Runtime], Any] | None = None, *, rebuild: bool = False) -> None:
-        """Load the embedder and the vector index in worker threads, then run ``after_ready``.
+        """Load the embedder and the vector index in worker threads, then run ``after_ready``;
+        while the index opens, prepare what queries need besides (``_prepare_queries``).
+        Returns when all of it is done (calls are served from when ``after_ready`` has run).
 
         ``rebuild``: drop the memory collection first (``memvault reindex``: a new model;
         the points come back from SQLite through ``reconcile``). Never raises: a failure
@@ -115,11 +121,18 @@ class Runtime:
         the other one exits.
         """
         self._after_ready = after_ready
+        async with anyio.create_task_group() as tg:  # ends when the query preparation ends too
+            await self._load(tg, after_ready, rebuild)
+
+    async def _load(self, tg: anyio.abc.TaskGroup, after_ready: Callable[[Runtime], Any] | None,
+                    rebuild: bool) -> None:
         try:
             # Abandoned on cancellation (a signal stops the server): loading can take seconds
             # (a first conversion of the model, written atomically), and nothing waits for it.
             self._embedder = await anyio.to_thread.run_sync(self.load_embedder, self.settings,
                                                             abandon_on_cancel=True)
+            log.info("model ready; opening the index")
+            tg.start_soon(self._prepare_queries, self._embedder)
             try:
                 await self._open_index(rebuild=rebuild)
             except Exception as exc:
@@ -137,6 +150,21 @@ class Runtime:
                 await after_ready(self)
         finally:
             self._started.set()
+            log.info("start-up checks done; serving calls")
+
+    async def _prepare_queries(self, emb: Embedder) -> None:
+        """What the first recall would otherwise compute itself, done while the index opens: the
+        language centroids of language-neutral ranking (read from the data dir's CENTROIDS_FILE
+        when they belong to this model; else 80 short passages embedded, and kept there). A
+        failure is logged only: the first recall computes them then."""
+        if not self.settings.ranking.language_neutral:
+            return
+        try:
+            saved = self.settings.storage.data_dir / CENTROIDS_FILE
+            await anyio.to_thread.run_sync(language_centroids, emb, saved, abandon_on_cancel=True)
+            log.info("language centroids ready")
+        except Exception as exc:
+            log.warning("preparing the language centroids failed (the first recall tries again): %s", exc)
 
     async def _open_index(self, *, rebuild: bool = False) -> None:
         vectors = await anyio.to_thread.run_sync(self.open_vectors, self.settings)

@@ -6,7 +6,8 @@ for all of them:
 
 1. A write happens only inside ``async with db.transaction() as tx:``: ``BEGIN
    IMMEDIATE`` on entry, ``COMMIT`` when the block ends, ``ROLLBACK`` when it raises
-   (cancellation included). Only :class:`Transaction` executes statements that write;
+   (cancellation included); or, for one statement that stands alone, through
+   :meth:`Database.write_one` (its own transaction). Only those execute statements that write;
    :meth:`Database.fetchall` / :meth:`Database.fetchone` refuse them
    (:class:`WriteOutsideTransaction`).
 2. One transaction at a time per connection, and no read beside it: a second task
@@ -115,6 +116,26 @@ class Database:
             )
         async with self._turn():
             return list(await self._conn.execute_fetchall(sql, list(params)))
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[aiosqlite.Connection]:
+        """``async with db.turn() as conn:`` the raw connection for a few reads that belong
+        together (rule 2: no other task's statement runs in between), e.g. a count and the
+        connection's change counter read at the same moment. Only reads: writes go through
+        :meth:`transaction` or :meth:`write_one`. Raises NestedTransaction as the reads do."""
+        async with self._turn():
+            yield self._conn
+
+    async def write_one(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run one statement that writes, as its own transaction (autocommit: SQLite makes a lone
+        statement atomic), without the BEGIN / COMMIT round trips of :meth:`transaction`.
+
+        For a single statement whose effect stands alone (e.g. access statistics); several
+        statements that must commit together need :meth:`transaction`. Raises
+        NestedTransaction when this task holds a transaction, sqlite3 errors as execute does.
+        """
+        async with self._turn():
+            await self._conn.execute(sql, list(params))
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
         """First row of a read-only statement, or None (same rules as :meth:`fetchall`)."""

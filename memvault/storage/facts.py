@@ -225,6 +225,8 @@ class FactStore:
     def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
         self._db = Database(conn)
         self.path = path
+        # (user_id, project) -> (active count, connection's total_changes, data_version) when counted
+        self._counted: dict[tuple[str, str], tuple[int, int, int]] = {}
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -414,14 +416,47 @@ class FactStore:
         return await self._fetch(sql, params)
 
     async def count_active(self, user_id: str, project: str, now: float) -> int:
-        """Number of active, unexpired memories in one scope."""
+        """Number of active, unexpired memories in one scope.
+
+        Visits every active row of the scope (about 2 ms per 1,000 on a quiet machine):
+        writers that only need to know whether a cap is reached ask ``count_active_bound``.
+        """
         alive, p = _alive(now)
-        row = await self._db.fetchone(
-            f"SELECT COUNT(*) FROM memories WHERE user_id=? AND project=? AND status='active' AND {alive}",
-            [user_id, project, *p],
-        )
+        async with self._db.turn() as conn:
+            version = await self._data_version(conn)
+            changes = conn.total_changes
+            cur = await conn.execute(
+                f"SELECT COUNT(*) FROM memories WHERE user_id=? AND project=? AND status='active' AND {alive}",
+                [user_id, project, *p],
+            )
+            row = await cur.fetchone()
         assert row is not None  # an aggregate without GROUP BY always returns one row
+        self._counted[(user_id, project)] = (row[0], changes, version)
         return row[0]
+
+    async def count_active_bound(self, user_id: str, project: str, now: float) -> int:
+        """At least the number of active, unexpired memories in one scope; exact when just counted.
+
+        The last ``count_active`` of the scope plus every row change this connection made
+        since (each change adds at most one active memory; expiry only removes), as long as
+        no other connection (another process) committed meanwhile (``PRAGMA data_version``);
+        otherwise, and for a scope not counted yet, it counts (``count_active``). So a write
+        far below a scope's cap costs one pragma instead of a visit of every row of the scope.
+        """
+        got = self._counted.get((user_id, project))
+        if got is not None:
+            count, changes, version = got
+            async with self._db.turn() as conn:
+                if await self._data_version(conn) == version:
+                    return count + max(0, conn.total_changes - changes)
+        return await self.count_active(user_id, project, now)
+
+    @staticmethod
+    async def _data_version(conn: aiosqlite.Connection) -> int:
+        cur = await conn.execute("PRAGMA data_version")
+        row = await cur.fetchone()
+        assert row is not None  # this pragma always returns one row
+        return int(row[0])
 
     async def lowest_retention(self, user_id: str, project: str, now: float, *, limit: int,
                                half_life_days: float, exclude: str | None = None) -> list[MemoryRow]:
@@ -651,12 +686,11 @@ class FactStore:
         """Record a read: last_accessed_at = now, access_count + 1 (not a history event)."""
         if not ids:
             return
-        async with self._db.transaction() as tx:
-            await tx.execute(
-                f"UPDATE memories SET last_accessed_at=?, access_count=access_count+1"
-                f" WHERE id IN ({_marks(len(ids))})",
-                [now, *ids],
-            )
+        # One statement, atomic on its own: no BEGIN / COMMIT round trips on the reply's path.
+        await self._db.write_one(
+            f"UPDATE memories SET last_accessed_at=?, access_count=access_count+1 WHERE id IN ({_marks(len(ids))})",
+            [now, *ids],
+        )
 
     async def mark_indexed(self, ids: Sequence[str]) -> None:
         """The index now agrees with these rows."""
