@@ -401,7 +401,8 @@ class EdgeVectorIndex(VectorIndex):
         with self._lock:
             cur = self._get(collection)
             query = qe.Query.Nearest(dense_list(vector, cur.dim), using=DENSE)
-            return self._query(cur, query, flt, limit)
+            return self._query(cur, query, flt, limit, self._exact if self._force_exact or not cur.indexed
+                               else self._hnsw)
 
     def search_sparse(self, collection: str, sparse: SparseVector, flt: VectorFilter, limit: int) -> list[Hit]:
         with self._lock:
@@ -409,7 +410,8 @@ class EdgeVectorIndex(VectorIndex):
             if not sparse.indices:
                 return []
             query = qe.Query.Nearest(qe.SparseVector(list(sparse.indices), list(sparse.values)), using=KEYWORDS)
-            return self._query(cur, query, flt, limit)
+            # Keyword search through the inverted index is exact already; exact=True would scan every point.
+            return self._query(cur, query, flt, limit, self._hnsw)
 
     def retrieve(self, collection: str, ids: Sequence[str]) -> dict[str, StoredPoint]:
         wanted: list[qe.PointId] = [canonical_id(i) for i in ids]
@@ -504,7 +506,8 @@ class EdgeVectorIndex(VectorIndex):
             unindexed = cur.written_since if cur.indexed else points
             return IndexState(points, cur.indexed, min(points, unindexed), self._building)
 
-    def build_index(self, collection: str, *, indexing_threshold_kb: int = 1) -> dict | None:
+    def build_index(self, collection: str, *, indexing_threshold_kb: int = 1,
+                    full_scan_threshold_kb: int = edge_build.FULL_SCAN_THRESHOLD_KB) -> dict | None:
         """Build the HNSW index of ``collection`` in a child process, without stalling calls,
         and swap it in. Blocks until done (minutes at 100k points): call it from a thread
         of its own, never from one that serving needs.
@@ -520,7 +523,9 @@ class EdgeVectorIndex(VectorIndex):
         ``set_aside`` come first, or more than ``JOURNAL_MAX`` writes arrive meanwhile.
 
         indexing_threshold_kb: segments with more vectors than this (KB) get HNSW (Qdrant's
-        ``indexing_threshold``; 1 = every segment). Returns the child's report (points,
+        ``indexing_threshold``; 1 = every segment); full_scan_threshold_kb: filtered searches
+        matching fewer points than this many KB of vectors go through the payload indexes,
+        exactly (Qdrant's ``full_scan_threshold``). Returns the child's report (points,
         indexed, segments, seconds) plus ``copy_s`` and ``swap_s``.
         """
         t0 = time.perf_counter()
@@ -547,7 +552,8 @@ class EdgeVectorIndex(VectorIndex):
                 proc = None
             else:
                 try:
-                    proc = self._child = edge_build.start_child(folder, cur.dim, indexing_threshold_kb)
+                    proc = self._child = edge_build.start_child(folder, cur.dim, indexing_threshold_kb,
+                                                                        full_scan_threshold_kb)
                 except BaseException:
                     self._end_build(cur, folder)
                     raise
@@ -715,7 +721,8 @@ class EdgeVectorIndex(VectorIndex):
                              name, JOURNAL_MAX)
                     cur.journal = None
 
-    def _query(self, cur: _Open, query: qe.Query, flt: VectorFilter, limit: int) -> list[Hit]:
+    def _query(self, cur: _Open, query: qe.Query, flt: VectorFilter, limit: int,
+               params: qe.SearchParams) -> list[Hit]:
         if limit <= 0 or flt.matches_nothing():
             return []
         fetch = limit
@@ -724,7 +731,7 @@ class EdgeVectorIndex(VectorIndex):
                 limit=fetch,
                 query=query,
                 filter=edge_filter(flt),
-                params=self._exact if self._force_exact or not cur.indexed else self._hnsw,
+                params=params,
                 with_payload=[PARENT],
                 with_vector=False,
             )

@@ -52,9 +52,12 @@ def edge_config(dim: int, **extra: Any) -> qe.EdgeConfig:
     )
 
 
-def build(folder: Path, dim: int, indexing_threshold_kb: int) -> dict:
+def build(folder: Path, dim: int, indexing_threshold_kb: int,
+          full_scan_threshold_kb: int = FULL_SCAN_THRESHOLD_KB) -> dict:
     """Optimize the shard in ``folder / "shard"`` (merge segments, build HNSW on every segment
     above ``indexing_threshold_kb`` KB of vectors), flush, close, write ``folder / BUILT_FILE``.
+    ``full_scan_threshold_kb``: filtered searches matching fewer points than this many KB of
+    vectors are answered exactly through the payload indexes (Qdrant's ``full_scan_threshold``).
 
     Returns what it wrote. Raises whatever Qdrant Edge raises (the copy is then unusable).
     """
@@ -62,7 +65,7 @@ def build(folder: Path, dim: int, indexing_threshold_kb: int) -> dict:
     config = edge_config(
         dim,
         hnsw_config=qe.HnswIndexConfig(m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT,
-                                       full_scan_threshold=FULL_SCAN_THRESHOLD_KB, max_indexing_threads=1),
+                                       full_scan_threshold=max(1, full_scan_threshold_kb), max_indexing_threads=1),
         optimizers=qe.EdgeOptimizersConfig(indexing_threshold=max(1, indexing_threshold_kb)),
         max_search_threads=1,
     )
@@ -81,13 +84,15 @@ def build(folder: Path, dim: int, indexing_threshold_kb: int) -> dict:
     return out
 
 
-def start_child(folder: Path, dim: int, indexing_threshold_kb: int) -> subprocess.Popen:
+def start_child(folder: Path, dim: int, indexing_threshold_kb: int,
+                full_scan_threshold_kb: int = FULL_SCAN_THRESHOLD_KB) -> subprocess.Popen:
     """Start the child that runs ``build`` on ``folder`` (its stderr goes to ``folder/build.log``)."""
     err = open(folder / "build.log", "wb")  # noqa: SIM115 - handed to the child, closed right after
     try:
         return subprocess.Popen(
             [sys.executable, "-m", __name__, str(folder), "--dim", str(dim),
-             "--indexing-threshold-kb", str(indexing_threshold_kb)],
+             "--indexing-threshold-kb", str(indexing_threshold_kb),
+             "--full-scan-threshold-kb", str(full_scan_threshold_kb)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, close_fds=True,
         )
     finally:
@@ -109,12 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("folder", type=Path)
     p.add_argument("--dim", type=int, required=True)
     p.add_argument("--indexing-threshold-kb", type=int, required=True)
+    p.add_argument("--full-scan-threshold-kb", type=int, default=FULL_SCAN_THRESHOLD_KB)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     if hasattr(os, "nice"):
         os.nice(10)
     try:
-        out = build(args.folder, args.dim, args.indexing_threshold_kb)
+        out = build(args.folder, args.dim, args.indexing_threshold_kb, args.full_scan_threshold_kb)
     except BaseException as exc:  # a Rust panic is a BaseException
         log.error("index build of %s failed: %s", args.folder, exc)
         return 1
