@@ -183,3 +183,46 @@ def _sparse_query(q: SparseVector):
     from memvault.storage.vectors.base import KEYWORDS
 
     return qe.Query.Nearest(qe.SparseVector(list(q.indices), list(q.values)), using=KEYWORDS)
+
+
+@pytest.mark.anyio
+async def test_the_runtime_builds_the_index_once_enough_points_are_searched_exactly(tmp_path, shared_embedder,
+                                                                                     model_cache):
+    from memvault.config import Settings
+    from memvault.service.index_build import build_if_due, due_collection
+    from memvault.service.models import Scope
+    from memvault.service.recall import RecallArgs, recall
+    from memvault.service.remember import RememberArgs, remember
+    from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+
+    facts = ["Alice prefers pnpm for the billing service.", "The auth gateway is owned by the platform team.",
+             "Deploys of the search API need approval from Bob.", "Carmen lives in Lisbon and works from 9 am.",
+             "The data pipeline stores its config in Terraform.", "Hiro fixed a memory leak in the worker."]
+    scope = Scope(user_id="local", project="", projects_read=[""], source="settings")
+
+    async def opened(**settings) -> Runtime:
+        rt = await Runtime.open(Settings(data_dir=tmp_path / "d", model_cache_dir=model_cache, **settings),
+                                load_embedder=lambda _s: shared_embedder)
+        await rt.load()
+        return rt
+
+    rt = await opened(hnsw_after_points=0)
+    try:
+        for f in facts:
+            await remember(rt, scope, RememberArgs(content=f, force=True))
+        assert await due_collection(rt) is None  # 0: never
+    finally:
+        await rt.close()
+    rt = await opened(hnsw_after_points=len(facts))
+    try:
+        assert await due_collection(rt) == MEMORY_COLLECTION
+        built = await build_if_due(rt)
+        assert built is not None and built["points"] == len(facts)
+        _, vectors = await rt.ready()
+        state = await rt.run_sync(vectors.index_state, MEMORY_COLLECTION)
+        assert state is not None and state.hnsw and state.unindexed == 0
+        assert await due_collection(rt) is None
+        got = await recall(rt, scope, RecallArgs(query="Who owns the auth gateway?", k=1))
+        assert "platform team" in got.memories[0].content
+    finally:
+        await rt.close()

@@ -19,6 +19,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -84,9 +85,21 @@ def build(folder: Path, dim: int, indexing_threshold_kb: int,
     return out
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec (Linux): be killed when the thread that started it ends (the
+    serving process exiting or killed), so that no build outlives its server."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def start_child(folder: Path, dim: int, indexing_threshold_kb: int,
                 full_scan_threshold_kb: int = FULL_SCAN_THRESHOLD_KB) -> subprocess.Popen:
-    """Start the child that runs ``build`` on ``folder`` (its stderr goes to ``folder/build.log``)."""
+    """Start the child that runs ``build`` on ``folder`` (its stderr goes to ``folder/build.log``).
+    Call it from the thread that waits for the child: on Linux the child dies with that thread."""
     err = open(folder / "build.log", "wb")  # noqa: SIM115 - handed to the child, closed right after
     try:
         return subprocess.Popen(
@@ -94,6 +107,7 @@ def start_child(folder: Path, dim: int, indexing_threshold_kb: int,
              "--indexing-threshold-kb", str(indexing_threshold_kb),
              "--full-scan-threshold-kb", str(full_scan_threshold_kb)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, close_fds=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
     finally:
         err.close()
