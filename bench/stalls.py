@@ -7,7 +7,8 @@ runs the ``recall`` handler back to back (``bench.synth`` queries) while, in tur
 
 - nothing (idle);
 - the expiry sweep (``sweep_expired``) purges the expired memories;
-- write bursts, each followed by a flush of the index (``VectorIndex.flush``, as the timer does);
+- flushes of the index (``VectorIndex.flush``, as the timer does), each after 64 points were
+  written (to another user, so recall's work stays the same);
 - the HNSW index build (``build_index``: copy, child process, swap), as housekeeping runs it.
 
 Prints p50 / p99 ms per phase and p99 over the idle p50 (the goal: at most 3). The fill
@@ -42,6 +43,7 @@ from memvault.service.indexing import embed_passages, index_rows, sweep_expired
 from memvault.service.recall import RecallArgs, recall
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.facts import MemoryRow
+from memvault.storage.vectors.base import Point, SparseVector
 
 
 async def fill(rt: Runtime, n: int, *, expiring: int, pool: int, expire_in_s: float, seed: int = 0) -> None:
@@ -108,7 +110,7 @@ async def run(args: argparse.Namespace) -> list[list]:
             shutil.copytree(src, data)
         rt = await open_runtime(data, args.model_cache, hnsw_after_points=0)
         try:
-            _, vec = await rt.ready()
+            emb, vec = await rt.ready()
             t0 = time.perf_counter()
             await fill(rt, 0 if args.store else args.memories - args.expiring, expiring=0, pool=args.pool,
                        expire_in_s=0)
@@ -122,9 +124,13 @@ async def run(args: argparse.Namespace) -> list[list]:
                 await recall(rt, SCOPE, RecallArgs(query=q, k=5))
             out: list[list] = []
 
-            async def flushes() -> None:
-                for k in range(args.flushes):
-                    await fill(rt, 64, expiring=0, pool=16, expire_in_s=0, seed=100 + k)
+            async def flushes() -> None:  # points of another user: recall's results stay the same
+                rng = np.random.default_rng(5)
+                for _ in range(args.flushes):
+                    x = rng.normal(size=(64, emb.dim))
+                    pts = [Point(id=str(uuid.uuid4()), dense=v.tolist(), sparse=SparseVector([], []),
+                                 payload={"user_id": "someone else", "project": "", "status": "active"}) for v in x]
+                    await rt.run_sync(vec.upsert, MEMORY_COLLECTION, pts)
                     await rt.run_sync(vec.flush)
 
             async def build() -> object:
@@ -134,7 +140,7 @@ async def run(args: argparse.Namespace) -> list[list]:
             await anyio.sleep(max(0.0, expire_at - time.time()))
             phases: list[tuple[str, Callable[[], Awaitable[object]]]] = [
                 ("expiry sweep", lambda: sweep_expired(rt)),
-                (f"{args.flushes} write bursts + flush", flushes),
+                (f"{args.flushes} index flushes (each after 64 points)", flushes),
                 ("HNSW index build (child process + swap)", build),
             ]
             base = statistics.median(idle)
