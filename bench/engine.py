@@ -183,8 +183,9 @@ def table(results: list[dict]) -> str:
             [r["points"], "RSS MiB (of it: vectors / payload / indexes)",
              f"{e['mem']['rss']} ({e['mem']['vectors']} / {e['mem']['payload']} / {e['mem']['indexes']})", "",
              f"{h['mem']['rss']} ({h['mem']['vectors']} / {h['mem']['payload']} / {h['mem']['indexes']})", ""],
-            [r["points"], "build: copy / child / swap s",
-             f"{r['build']['copy_s']} / {r['build']['seconds']} / {r['build']['swap_s']}", "", "", ""],
+            [r["points"], "build: copy / child / load / swap s",
+             f"{r['build']['copy_s']} / {r['build']['seconds']} / {r['build'].get('load_s', '')} / "
+             f"{r['build']['swap_s']}", "", "", ""],
         ]
     return md_table(["points", "what (p50 ms)", "exact, no index", "exact, HNSW shard", "HNSW", "recall@10"], rows)
 

@@ -103,6 +103,7 @@ def test_build_swaps_in_an_index_and_keeps_every_write_made_during_the_build(fil
         again.upsert(COL, [Point(id=str(uuid.uuid4()), dense=x[3].tolist(), sparse=SparseVector([], []),
                                  payload={"user_id": "u", "project": "a", "status": "active"})])
         assert again.count(COL) == N + 1
+        assert again.index_state(COL).unindexed == 1  # written since the build, across the restart
     finally:
         again.close()
 

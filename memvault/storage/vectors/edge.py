@@ -7,8 +7,10 @@ Layout under the root folder (``settings.vectors_dir``), one folder per collecti
                                           shard file (the closing record)
     <root>/<collection>/shard/            the EdgeShard (segments, WAL, edge_config.json)
     <root>/<collection>/index-<ns>/shard/ the same after an index build swapped it in (the
-                                          record's ``shard`` names the one in use; any
-                                          other is a left-over, deleted once open)
+                                          record's ``shard`` names the one in use, and
+                                          ``built_points`` how many points it held when
+                                          built; any other shard folder is a left-over,
+                                          deleted once open)
 
 Damage: a collection whose record is unreadable or missing beside a shard, whose files
 differ from its closing record (truncated, rewritten or deleted while memvault was not
@@ -120,6 +122,7 @@ class _Open:
     indexed: bool = False  # holds HNSW-indexed segments: searched with exact=False
     journal: list[qe.UpdateOperation] | None = None  # writes since an index build's copy
     written_since: int = 0  # points upserted since this shard was built (or opened)
+    built_points: int = 0  # points the shard held when its HNSW index was built (the record's ``built_points``)
 
 
 def _has_hnsw(sdir: Path) -> bool:
@@ -264,6 +267,8 @@ class EdgeVectorIndex(VectorIndex):
             if not isinstance(rel, str) or not _SHARD_REL.match(rel):
                 raise DamagedCollection(name, str(cdir), f"{META_FILE} names no shard folder ({rel!r})")
             sdir = cdir / rel
+            built_points = stored.get("built_points", 0) if stored is not None else 0
+            built_points = built_points if isinstance(built_points, int) else 0
             has_shard = sdir.is_dir() and any(sdir.iterdir())
             if stored is not None:
                 if (stored["model_id"], stored["dim"]) != (model_id, dim):
@@ -294,9 +299,10 @@ class EdgeVectorIndex(VectorIndex):
                 raise
             if stored is not None and "closed" in stored:
                 # Open from now on: a crash leaves no closing record to compare with.
-                self._write_meta(meta_path, self._meta(model_id, dim, rel))
+                self._write_meta(meta_path, self._meta(model_id, dim, rel, built_points))
             indexed = _has_hnsw(sdir)
-            self._open[name] = _Open(shard, dim, model_id, sdir, name, rel, dirty=True, indexed=indexed)
+            self._open[name] = _Open(shard, dim, model_id, sdir, name, rel, dirty=True, indexed=indexed,
+                                     built_points=built_points if indexed else 0)
             self._remove_leftovers(cdir, sdir)
             log.info("vector collection %s open at %s (%s)", name, sdir, _describe(model_id, dim))
 
@@ -485,7 +491,7 @@ class EdgeVectorIndex(VectorIndex):
                     failed = failed or exc
                     continue
                 # Only a clean close leaves a closing record (see the module docstring).
-                meta = self._meta(cur.model_id, cur.dim, cur.rel)
+                meta = self._meta(cur.model_id, cur.dim, cur.rel, cur.built_points)
                 try:
                     meta["closed"] = shard_files(cur.path)
                     self._write_meta(self.root / name / META_FILE, meta)
@@ -503,7 +509,7 @@ class EdgeVectorIndex(VectorIndex):
             cur = self._get(collection)
             with self._engine(collection):
                 points = cur.shard.info().points_count
-            unindexed = cur.written_since if cur.indexed else points
+            unindexed = max(cur.written_since, points - cur.built_points) if cur.indexed else points
             return IndexState(points, cur.indexed, min(points, unindexed), self._building)
 
     def build_index(self, collection: str, *, indexing_threshold_kb: int = 1,
@@ -526,7 +532,8 @@ class EdgeVectorIndex(VectorIndex):
         ``indexing_threshold``; 1 = every segment); full_scan_threshold_kb: filtered searches
         matching fewer points than this many KB of vectors go through the payload indexes,
         exactly (Qdrant's ``full_scan_threshold``). Returns the child's report (points,
-        indexed, segments, seconds) plus ``copy_s`` and ``swap_s``.
+        indexed, segments, seconds) plus ``copy_s``, ``load_s`` (GIL held) and ``swap_s`` (calls wait),
+        and ``replayed`` (writes made during the build).
         """
         t0 = time.perf_counter()
         with self._writes:
@@ -568,6 +575,7 @@ class EdgeVectorIndex(VectorIndex):
                         _tail(folder / "build.log"))
             self._end_build(cur, folder)
             return None
+        t1 = time.perf_counter()
         try:
             with self._engine(collection):
                 new = qe.EdgeShard.load(str(folder / SHARD_DIR), edge_build.edge_config(cur.dim))
@@ -577,7 +585,7 @@ class EdgeVectorIndex(VectorIndex):
             log.warning("index build of vector collection %s: the built copy does not load (%s)", collection, exc)
             self._end_build(cur, folder)
             return None
-        t1 = time.perf_counter()
+        t2 = time.perf_counter()
         rel = f"{folder.name}/{SHARD_DIR}"
         with self._writes, self._lock:
             journal = cur.journal
@@ -591,16 +599,17 @@ class EdgeVectorIndex(VectorIndex):
                         new.update(op)
                     new.flush()
                 indexed = _has_hnsw(folder / SHARD_DIR)
-                self._write_meta(folder.parent / META_FILE, self._meta(cur.model_id, cur.dim, rel))
+                self._write_meta(folder.parent / META_FILE,
+                                 self._meta(cur.model_id, cur.dim, rel, int(built.get("points", 0))))
             except BaseException:
                 new.close()
                 self._end_build(cur, folder)
                 raise
             self._open[collection] = _Open(new, cur.dim, cur.model_id, folder / SHARD_DIR, collection, rel,
-                                           indexed=indexed)
+                                           indexed=indexed, built_points=int(built.get("points", 0)))
             cur.journal, self._child, self._building = None, None, False
             old = cur
-        swap_s = time.perf_counter() - t1
+        swap_s = time.perf_counter() - t2
         try:
             old.shard.close()
         except BaseException as exc:
@@ -608,7 +617,8 @@ class EdgeVectorIndex(VectorIndex):
                 raise
             log.warning("closing the replaced shard of %s: %s", collection, exc)
         shutil.rmtree(old.path if old.rel == SHARD_DIR else old.path.parent, ignore_errors=True)
-        built.update(copy_s=round(copy_s, 3), swap_s=round(swap_s, 3), replayed=len(journal))
+        built.update(copy_s=round(copy_s, 3), load_s=round(t2 - t1, 3), swap_s=round(swap_s, 3),
+                     replayed=len(journal))
         log.info("vector collection %s: HNSW index built in a child process and swapped in (%s)", collection, built)
         return built
 
@@ -694,10 +704,12 @@ class EdgeVectorIndex(VectorIndex):
             shutil.rmtree(old, ignore_errors=True)
 
     @staticmethod
-    def _meta(model_id: str, dim: int, shard: str = SHARD_DIR) -> dict:
+    def _meta(model_id: str, dim: int, shard: str = SHARD_DIR, built_points: int = 0) -> dict:
         out: dict = {"format": META_FORMAT, "model_id": model_id, "dim": dim}
         if shard != SHARD_DIR:
             out["shard"] = shard
+        if built_points:
+            out["built_points"] = built_points  # points when the HNSW index was built
         return out
 
     def _get(self, name: str) -> _Open:
