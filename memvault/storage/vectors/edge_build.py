@@ -85,15 +85,21 @@ def build(folder: Path, dim: int, indexing_threshold_kb: int,
     return out
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec (Linux): be killed when the thread that started it ends (the
-    serving process exiting or killed), so that no build outlives its server."""
+def _die_with_parent(parent: int) -> None:
+    """In the child (Linux): be killed when the thread that started it ends (the serving
+    process exiting or killed), so that no build outlives its server; exit at once if the
+    parent ``parent`` (a pid) is already gone. Set here rather than between fork and exec,
+    where calling into libc is unsafe in a process with threads."""
+    if sys.platform != "linux":
+        return
     try:
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
-        pass
+        return
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def start_child(folder: Path, dim: int, indexing_threshold_kb: int,
@@ -105,9 +111,8 @@ def start_child(folder: Path, dim: int, indexing_threshold_kb: int,
         return subprocess.Popen(
             [sys.executable, "-m", __name__, str(folder), "--dim", str(dim),
              "--indexing-threshold-kb", str(indexing_threshold_kb),
-             "--full-scan-threshold-kb", str(full_scan_threshold_kb)],
+             "--full-scan-threshold-kb", str(full_scan_threshold_kb), "--parent-pid", str(os.getpid())],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, close_fds=True,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
     finally:
         err.close()
@@ -129,7 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dim", type=int, required=True)
     p.add_argument("--indexing-threshold-kb", type=int, required=True)
     p.add_argument("--full-scan-threshold-kb", type=int, default=FULL_SCAN_THRESHOLD_KB)
+    p.add_argument("--parent-pid", type=int, default=None)
     args = p.parse_args(argv)
+    if args.parent_pid is not None:
+        _die_with_parent(args.parent_pid)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     if hasattr(os, "nice"):
         os.nice(10)
