@@ -91,6 +91,9 @@ class StorageSettings(_Group):
     qdrant_url: str | None = Field(default=None, description="Use a Qdrant server instead of embedded Qdrant Edge.")
     qdrant_api_key: str | None = Field(default=None, description="API key of that Qdrant server.")
     flush_interval_s: float = Field(default=2.0, gt=0, description="Edge flush timer (power-loss safety), seconds.")
+    hnsw_after_points: int = Field(
+        default=20_000, ge=0,
+        description="Edge: build HNSW (child process) once this many points are searched exactly; 0 = never.")
 
     @field_validator("data_dir", mode="after")
     @classmethod

@@ -5,8 +5,10 @@ rebuild what disagrees (``index_health``; expired memories are purged on the way
 expired tasks, re-weigh documents indexed under an older keyword weighting.
 While serving: flush the embedded index every ``flush_interval_s`` (power-loss safety;
 Qdrant Edge's WAL already survives a process crash), sweep expired records every
-``SWEEP_INTERVAL_S`` and, when ``policies.consolidate_every_hours`` is set (off by
-default), apply ``consolidate`` to every scope that often.
+``SWEEP_INTERVAL_S``, build the embedded index's HNSW graph in a child process when
+enough points are searched exactly (``index_build``; checked every ``CHECK_INTERVAL_S``,
+the build runs beside this loop) and, when ``policies.consolidate_every_hours`` is set
+(off by default), apply ``consolidate`` to every scope that often.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from __future__ import annotations
 import logging
 
 import anyio
+import anyio.abc
 
 from memvault.service.consolidate import consolidate_all
 from memvault.service.docs_index import reweigh_documents
+from memvault.service.index_build import CHECK_INTERVAL_S, build_if_due
 from memvault.service.index_health import heal_index
 from memvault.service.indexing import sweep_expired
 from memvault.service.runtime import Runtime
@@ -45,16 +49,36 @@ async def after_ready(rt: Runtime) -> None:
 
 
 async def housekeeping(rt: Runtime) -> None:
-    """Run forever (until cancelled): flush the index, sweep expired records and (when set)
-    consolidate on their timers."""
+    """Run forever (until cancelled): flush the index, sweep expired records, build the HNSW
+    index when due and (when set) consolidate on their timers."""
     await rt.loaded()
+    async with anyio.create_task_group() as tg:
+        await _timers(rt, tg)
+
+
+async def _timers(rt: Runtime, tg: anyio.abc.TaskGroup) -> None:
     since_sweep = since_consolidate = 0.0
+    since_index = CHECK_INTERVAL_S  # checked once start-up housekeeping is done
     interval = rt.settings.storage.flush_interval_s
     every_h = rt.settings.policies.consolidate_every_hours
+    building = False
+
+    async def build() -> None:
+        nonlocal building
+        try:
+            await build_if_due(rt)
+        finally:
+            building = False
+
     while True:
         await anyio.sleep(interval)
         since_sweep += interval
         since_consolidate += interval
+        since_index += interval
+        if since_index >= CHECK_INTERVAL_S and not building and rt.started_done():
+            since_index = 0.0
+            building = True
+            tg.start_soon(build)
         if every_h is not None and since_consolidate >= every_h * 3600.0 and rt.error is None:
             since_consolidate = 0.0
             try:

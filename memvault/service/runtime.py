@@ -238,6 +238,10 @@ class Runtime:
             await self._retry_locked()
         return await self.ready()
 
+    def started_done(self) -> bool:
+        """True once start-up housekeeping (index repair, expiry sweep) has finished."""
+        return self._started.is_set()
+
     async def loaded(self) -> None:
         """Wait until loading the model and index has finished, whether it worked or not."""
         await self._ready.wait()

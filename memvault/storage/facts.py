@@ -731,11 +731,17 @@ class FactStore:
         """
         if not rows:
             return
+        ids = [[row.id] for row in rows]
+        # Three statements for the whole batch, not three per row: the connection serves no
+        # read while this transaction is open (one round trip to SQLite's thread per statement).
         async with self._db.transaction() as tx:
-            for row in rows:
-                await tx.execute("DELETE FROM memories WHERE id=?", [row.id])
-                await tx.execute("UPDATE memory_history SET old=NULL, new=NULL, actor=NULL, reason=NULL"
-                                 " WHERE memory_id=?", [row.id])
-                await self._history(tx, row, action, actor, now, None, None, reason)
+            await tx.executemany("DELETE FROM memories WHERE id=?", ids)
+            await tx.executemany("UPDATE memory_history SET old=NULL, new=NULL, actor=NULL, reason=NULL"
+                                 " WHERE memory_id=?", ids)
+            await tx.executemany(
+                "INSERT INTO memory_history (memory_id, user_id, project, action, actor, at, old, new, reason)"
+                " VALUES (?,?,?,?,?,?,?,?,?)",
+                [[row.id, row.user_id, row.project, action, actor, now, None, None, reason] for row in rows],
+            )
         # Move the erased pages out of the WAL into the (secure-deleted) main file.
         await self._db.checkpoint()

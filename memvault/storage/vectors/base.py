@@ -321,6 +321,18 @@ def dense_list(vector: Sequence[float], dim: int) -> list[float]:
     return [float(v) for v in values]
 
 
+@dataclass(frozen=True)
+class IndexState:
+    """A collection's HNSW index: ``points`` in all, ``hnsw``: whether a segment has an HNSW
+    graph, ``unindexed``: points searched exactly (all of them without HNSW; else those
+    written since the last build, from the appendable segments), ``building``: a build runs."""
+
+    points: int
+    hnsw: bool
+    unindexed: int
+    building: bool
+
+
 class VectorIndex(ABC):
     """A vector engine holding named collections of points (see the module docstring).
 
@@ -400,6 +412,16 @@ class VectorIndex(ABC):
         nothing (a Qdrant server's collection may serve other processes). Raises
         StoreLocked when another process holds it.
         """
+        return None
+
+    def index_state(self, collection: str) -> IndexState | None:
+        """The collection's HNSW index (Edge); None for engines that index by themselves (a Qdrant server)."""
+        return None
+
+    def build_index(self, collection: str, *, indexing_threshold_kb: int = 1) -> dict | None:
+        """Build the collection's HNSW index without stalling calls (Edge: in a child process,
+        then swapped in); blocks until done. None: nothing built (not needed by this engine,
+        or given up). See ``EdgeVectorIndex.build_index``."""
         return None
 
     @abstractmethod
