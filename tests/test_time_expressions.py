@@ -56,8 +56,9 @@ def test_a_month_without_a_year_is_that_month_of_every_past_year(query: str) -> 
 
 
 @pytest.mark.parametrize("query", ["You may go ahead", "What did the cat do?", "the 2023 budget file budget.xlsx",
-                                   "用功能开关代替长期分支", "", "?!"])
-def test_no_time_named(query: str) -> None:
+                                   "用功能开关代替长期分支", "", "?!", "February 30, 2023", "2023年13月",
+                                   "100000 years ago", "9999999999999 days ago", "99999999999999999999天前"])
+def test_no_time_named_and_nonsense_dates_name_none(query: str) -> None:
     assert time_spans(query, NOW) == []
 
 

@@ -42,7 +42,8 @@ SLACK_DAYS = 14.0
 the slack is also at most the span's own length (a day's slack after "yesterday")."""
 
 YEARS_BACK = 30
-"""A month named without a year stands for that month in each of this many years up to now."""
+"""A month named without a year stands for that month in each of this many years up to now;
+"N units ago" further back than this names nothing."""
 
 _MONTHS = {m: i + 1 for i, m in enumerate(
     ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
@@ -141,10 +142,12 @@ def _unit_span(now: datetime, unit: str, back: int) -> Span:
                                                                                    tzinfo=timezone.utc))
 
 
-def _ago_span(now: datetime, unit: str, n: int) -> Span:
+def _ago_span(now: datetime, unit: str, n: int) -> Span | None:
     """Around the instant ``n`` units ago: that day widened by a quarter of the distance each way
-    ("ten days ago" is rarely exact), at least the day itself."""
+    ("ten days ago" is rarely exact), at least the day itself; None beyond ``YEARS_BACK``."""
     days = {"day": 1, "week": 7, "month": 30.44, "year": 365.25}[unit] * n
+    if days > YEARS_BACK * 365.25:
+        return None
     center = _day_start(now) - timedelta(days=days)
     half = timedelta(days=days / 4)
     return _ts(center - half), _ts(center + timedelta(days=1) + half)
@@ -197,7 +200,8 @@ def time_spans(query: str, now: float) -> list[Span]:
     for m in _EN_AGO.finditer(text):
         word = m.group("n").lower()
         n = int(word) if word.isdigit() else _NUM_EN.get(word, 1)
-        spans.append(_ago_span(at, m.group("u").lower(), max(1, n)))
+        if sp := _ago_span(at, m.group("u").lower(), max(1, n)):
+            spans.append(sp)
     for m in _EN_REL.finditer(text):
         unit, this = m.group("u").lower(), m.group("w").lower() == "this"
         # "last weekend" on a weekday is the latest one; on a Saturday or Sunday, the one before
@@ -210,7 +214,8 @@ def time_spans(query: str, now: float) -> list[Span]:
     # Chinese
     for m in _ZH_AGO.finditer(query):
         unit = {"天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}[m.group("u")]
-        spans.append(_ago_span(at, unit, max(1, _zh_int(m.group("n")))))
+        if sp := _ago_span(at, unit, max(1, _zh_int(m.group("n")))):
+            spans.append(sp)
     zh = _ZH_AGO.sub(" ", query)
     for m in _ZH_MONTH.finditer(zh):
         month = _zh_int(m.group("m"))
