@@ -4,7 +4,8 @@ Protocol (../shared/bench/README.md): each question's own ``haystack_sessions`` 
 corpus. Turn granularity: one document per user turn, gold = user turns with
 ``has_answer``. Session granularity: one document per session, gold =
 ``answer_session_ids`` that hold a ``has_answer`` user turn. Metrics recall_any@k,
-recall_all@k, nDCG@k (LongMemEval's DCG variant) for k = 5, 10. ``_abs`` questions and
+recall_all@k, nDCG@k (LongMemEval's DCG variant) for k = 5, 10, and recall_any@1 (the
+first result is an answer). ``_abs`` questions and
 questions with no user-side evidence are skipped.
 
 How memvault stores a session (as a client would): one ``remember`` per user turn,
@@ -38,7 +39,7 @@ from bench.baselines import Bm25
 from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result
 from bench.metrics import dedupe, ndcg_at_k, recall_all, recall_any
 
-KS = (5, 10)
+KS = (1, 5, 10)
 SYSTEMS = ("memvault", "bm25", "dense", "bm25-session-docs")
 DEPTH = 100  # turns fetched per query before sessions are derived
 
@@ -159,12 +160,12 @@ def summarise(results: list[dict], systems: tuple[str, ...]) -> dict[str, dict[s
 
 def table(summary: dict) -> str:
     """Markdown: one row per system and granularity."""
-    heads = ["system", "granularity", "n", "any@5", "all@5", "nDCG@5", "any@10", "all@10", "nDCG@10"]
+    heads = ["system", "granularity", "n", "any@1", "any@5", "all@5", "nDCG@5", "any@10", "all@10", "nDCG@10"]
     body = []
     for s, m in summary.items():
         for g in ("session", "turn"):
             if f"{g} any@5" in m:
-                body.append([s, g, int(m["n"]), m[f"{g} any@5"], m[f"{g} all@5"], m[f"{g} ndcg@5"],
+                body.append([s, g, int(m["n"]), m[f"{g} any@1"], m[f"{g} any@5"], m[f"{g} all@5"], m[f"{g} ndcg@5"],
                              m[f"{g} any@10"], m[f"{g} all@10"], m[f"{g} ndcg@10"]])
     return md_table(heads, body)
 

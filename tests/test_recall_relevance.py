@@ -111,3 +111,27 @@ async def test_search_docs_puts_the_page_in_the_other_language_first(tmp_path, m
         got = await call(c, "search_docs", query="how often is the database backed up?", k=2)
         assert [r["path"] for r in got["results"]][0] == "docs/数据库.md"
         assert 0 <= got["results"][0]["relevance"] <= 1
+
+
+async def test_a_month_named_in_the_query_ranks_up_the_memories_stored_then(tmp_path, mcp_client):
+    # Two alike memories stored five months apart (the server's clock moved with
+    # clock_offset_s), among unrelated ones; the query names the month: the memory stored
+    # then comes first, whichever month is named.
+    import time
+    from datetime import datetime, timezone
+
+    def offset(iso: str) -> float:
+        return datetime.fromisoformat(iso).replace(tzinfo=timezone.utc).timestamp() - time.time()
+
+    data = tmp_path / "d"
+    async with mcp_client(data, clock_offset_s=offset("2023-06-10T10:00:00")) as c:
+        june = (await call(c, "remember", content="Painted a lake sunrise with the kids.", force=True))["id"]
+    async with mcp_client(data, clock_offset_s=offset("2023-11-15T10:00:00")) as c:
+        nov = (await call(c, "remember", content="We painted a portrait of our dog with the kids.", force=True))["id"]
+        for en, *_ in _facts()[:10]:
+            await call(c, "remember", content=en, force=True)
+        for query, want in (("What did we paint with the kids in June?", june),
+                            ("What did we paint with the kids in November?", nov),
+                            ("孩子们六月画了什么？", june), ("What did we paint with the kids this month?", nov)):
+            got = await call(c, "recall", query=query, k=2)
+            assert [m["id"] for m in got["memories"]][0] == want, query

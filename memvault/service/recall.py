@@ -3,9 +3,11 @@
 Dense (e5 query embedding, cosine) and keyword (CJK-aware sparse vector, IDF) channels
 each return candidates filtered inside the engine (user, projects, kinds, tags, time
 range, status, expiry, and visibility: another agent's private memories are never
-candidates). They are fused with weighted RRF (Cormack et al. 2009), then
-ordered by a weighted mean of relevance, importance and recency (exponential decay
-on last access). The reply is capped in count (k) and size (per-memory cut and a total
+candidates). They are fused (``service.fusion``), memories stored in a span of time the
+query names ("in June", "上周") are raised (``policy.time_expressions``), then ordered
+by a weighted mean of relevance, importance and recency (exponential decay on last
+access), the head reordered by MMR so that near-copies do not fill it
+(``policy.diversity``). The reply is capped in count (k) and size (per-memory cut and a total
 budget), and every returned memory counts as accessed.
 """
 
@@ -15,7 +17,10 @@ from dataclasses import dataclass
 
 from memvault.clock import to_iso
 from memvault.policy.budget import cut_to_budget
+from memvault.policy.diversity import MMR_DEPTH, mmr_order
+from memvault.policy.keywords import keyword_terms
 from memvault.policy.ranking import final_score, recency
+from memvault.policy.time_expressions import time_boosted, time_spans
 from memvault.service import validation as v
 from memvault.service.deixis_query import deictic_query
 from memvault.service.errors import InvalidArgument
@@ -70,14 +75,24 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
              if row.status == "active" and (row.expires_at is None or row.expires_at > now)
              and row.readable_by(reader)}
     scored = await rt.run_sync(score_candidates, channels, {mid: row.content for mid, row in alive.items()}, r)
+    spans = time_spans(query, now)  # "in June", "上周": memories stored then rank up
     ranked: list[Ranked] = []
     for mid, sc in scored.items():
         row = alive[mid]
         rec = recency(row.last_accessed_at, now, r.half_life_days)
-        score = final_score(sc.score, row.importance, rec, r.weight_relevance, r.weight_importance, r.weight_recency)
+        score = final_score(time_boosted(sc.score, row.created_at, spans), row.importance, rec,
+                            r.weight_relevance, r.weight_importance, r.weight_recency)
         ranked.append(Ranked(row=row, score=score, relevance=sc.relevance, similarity=sc.similarity))
     ranked.sort(key=lambda c: c.score, reverse=True)
-    return ranked[:limit]
+    return (await rt.run_sync(diversify, ranked))[:limit]
+
+
+def diversify(ranked: list[Ranked]) -> list[Ranked]:
+    """``ranked`` (best first) with its head reordered by MMR (``policy.diversity``), so that
+    near-copies do not fill the top k. Blocking (keyword analysis): call from a worker thread."""
+    by_id = {c.row.id: c for c in ranked}
+    terms = {c.row.id: keyword_terms(c.row.content).keys() for c in ranked[:MMR_DEPTH]}
+    return [by_id[i] for i in mmr_order([(c.row.id, c.score) for c in ranked], terms)]
 
 
 def bounded(ranked: list[Ranked], content_budget: int, reply_budget: int) -> tuple[list[MemoryOut], bool]:
