@@ -6,8 +6,7 @@ range, status, expiry, and visibility: another agent's private memories are neve
 candidates). They are fused (``service.fusion``), memories stored in a span of time the
 query names ("in June", "上周") are raised (``policy.time_expressions``), then ordered
 by a weighted mean of relevance, importance and recency (exponential decay on last
-access), the head reordered by MMR so that near-copies do not fill it
-(``policy.diversity``). The reply is capped in count (k) and size (per-memory cut and a total
+access). The reply is capped in count (k) and size (per-memory cut and a total
 budget), and every returned memory counts as accessed.
 """
 
@@ -17,8 +16,6 @@ from dataclasses import dataclass
 
 from memvault.clock import to_iso
 from memvault.policy.budget import cut_to_budget
-from memvault.policy.diversity import MMR_DEPTH, mmr_order
-from memvault.policy.keywords import keyword_terms
 from memvault.policy.ranking import final_score, recency
 from memvault.policy.time_expressions import time_boosted, time_spans
 from memvault.service import validation as v
@@ -84,15 +81,7 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
                             r.weight_relevance, r.weight_importance, r.weight_recency)
         ranked.append(Ranked(row=row, score=score, relevance=sc.relevance, similarity=sc.similarity))
     ranked.sort(key=lambda c: c.score, reverse=True)
-    return (await rt.run_sync(diversify, ranked))[:limit]
-
-
-def diversify(ranked: list[Ranked]) -> list[Ranked]:
-    """``ranked`` (best first) with its head reordered by MMR (``policy.diversity``), so that
-    near-copies do not fill the top k. Blocking (keyword analysis): call from a worker thread."""
-    by_id = {c.row.id: c for c in ranked}
-    terms = {c.row.id: keyword_terms(c.row.content).keys() for c in ranked[:MMR_DEPTH]}
-    return [by_id[i] for i in mmr_order([(c.row.id, c.score) for c in ranked], terms)]
+    return ranked[:limit]
 
 
 def bounded(ranked: list[Ranked], content_budget: int, reply_budget: int) -> tuple[list[MemoryOut], bool]:
