@@ -5,8 +5,7 @@ score), then asks the two channels again with the same filter to learn each hit'
 in each: its dense rank (by cosine) and its keyword rank (by the sparse score). Next to
 them: the fused relevance (normalised weighted RRF), the stored importance, the recency
 of its last access and the final score, so that a person can see which part put a
-memory where it is (the order also holds near-copies back, recall's MMR step, so a
-hit may follow one with a lower score). Nothing is counted as accessed (``recall`` does that, not this),
+memory where it is. Nothing is counted as accessed (``recall`` does that, not this),
 and recall's reply is unchanged.
 """
 
