@@ -481,3 +481,22 @@ def test_query_cache_under_threads(emb: Embedder) -> None:
         t.join()
     assert not errors
     assert cached.query_cache_len() <= 4
+
+
+def test_split_on_tokens_keeps_every_character_and_the_longest_token() -> None:
+    from memvault.embedding.lean_tokenizer import split_on_tokens
+
+    tokens = ["<mask>", "</s>", "<s>", "<"]  # longest first, "<" a prefix of the others
+    for text, parts in [
+        ("", []),
+        ("plain text", ["plain text"]),
+        ("<s>a</s>", ["<s>", "a", "</s>"]),
+        ("x<s><s>y", ["x", "<s>", "<s>", "y"]),
+        ("a <b <mask>", ["a ", "<", "b ", "<mask>"]),
+        ("<<<", ["<", "<", "<"]),
+    ]:
+        got = split_on_tokens(text, tokens)
+        assert got == parts, (text, got)
+        assert "".join(got) == text
+    big = "<" * 50_000 + "x" * 50_000  # linear: a long run of a token's first character
+    assert len(split_on_tokens(big, ["<mask>", "<s>"])) == 1

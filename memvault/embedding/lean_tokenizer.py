@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,28 @@ META_FILE = "tokenizer-meta.json"
 META_VERSION = 1
 
 _METASPACE = "\u2581"
+
+
+def split_on_tokens(text: str, tokens: list[str]) -> list[str]:
+    """``text`` cut around every occurrence of one of ``tokens`` (tried in the given order at
+    each position: pass them longest first), the tokens kept as parts of their own, in order;
+    ``"".join`` of the result is ``text``. Linear in ``len(text)`` times the number of tokens."""
+    starts = {t[0] for t in tokens if t}
+    out: list[str] = []
+    last = i = 0
+    while i < len(text):
+        if text[i] in starts:
+            hit = next((t for t in tokens if t and text.startswith(t, i)), None)
+            if hit is not None:
+                if i > last:
+                    out.append(text[last:i])
+                out.append(hit)
+                i = last = i + len(hit)
+                continue
+        i += 1
+    if last < len(text):
+        out.append(text[last:])
+    return out
 
 
 class LeanUnsupported(ValueError):
@@ -147,9 +168,8 @@ class LeanTokenizer:
         ])
         self._pre = pre_tokenizers.Metaspace(replacement=_METASPACE, prepend_scheme="always", split=True)
         self._added: dict[str, int] = meta["added_tokens"]
-        # longest first, so "</s>" is not read as "<s" ... (none is a prefix of another today)
-        alts = sorted(self._added, key=len, reverse=True)
-        self._split_added = re.compile("(" + "|".join(re.escape(a) for a in alts) + ")")
+        # longest first, so that a token that begins another is not read in its place
+        self._added_longest_first = sorted(self._added, key=len, reverse=True)
         self.bos_id: int = meta["bos"][1]
         self.eos_id: int = meta["eos"][1]
         self.pad_id: int = self._added.get("<pad>", 1)
@@ -170,7 +190,7 @@ class LeanTokenizer:
     def ids(self, text: str) -> list[int]:
         """Token ids of ``text`` with ``<s>``/``</s>``, not truncated."""
         out = [self.bos_id]
-        for part in self._split_added.split(text):
+        for part in split_on_tokens(text, self._added_longest_first):
             if not part:
                 continue
             special = self._added.get(part)
@@ -199,7 +219,7 @@ class LeanTokenizer:
 
         out: list[tuple[int, int, str]] = []
         base = 0
-        for part in self._split_added.split(text):
+        for part in split_on_tokens(text, self._added_longest_first):
             if part in self._added:
                 out.append((base, base + len(part), part))
             elif part:

@@ -68,12 +68,14 @@ _EN_AGO = re.compile(r"\b(?P<n>\d+|a couple of|couple of|a few|few|an?|one|two|t
 _EN_REL = re.compile(r"\b(?P<w>this|last|past|previous)\s+(?P<u>week|weekend|month|year)\b", re.I)
 _EN_DAY = re.compile(r"\b(?P<w>the day before yesterday|yesterday|today|tonight|last night)\b", re.I)
 
-_ZH_N = r"(?P<n>\d+|十[一二]?|[一两二三四五六七八九十几])"
-_ZH_AGO = re.compile(_ZH_N + r"\s*(?:个)?\s*(?P<u>天|日|周|星期|礼拜|月|年)(?:之|以)?前")
-_ZH_MONTH = re.compile(r"(?:(?P<y>(?:19|20)\d\d)\s*年|(?P<ry>今年|去年|前年))?\s*"
-                       r"(?P<m>\d{1,2}|十[一二]?|[一二三四五六七八九十])\s*月(?:份)?"
-                       r"(?:\s*(?P<d>\d{1,2}|[一二三四五六七八九十]{1,3})\s*[日号])?")
-_ZH_YEAR = re.compile(r"(?P<y>(?:19|20)\d\d)\s*年(?!\s*(?:\d{1,2}|十[一二]?|[一二三四五六七八九十])\s*月)")
+# Bounded repeats only ({0,2} spaces, at most 4 digits after a non-digit): every start
+# position costs O(1), so a search stays linear on any input (tests/test_regex_linear.py).
+_ZH_N = r"(?P<n>(?<!\d)\d{1,4}|十[一二]?|[一两二三四五六七八九十几])"
+_ZH_AGO = re.compile(_ZH_N + r"\s{0,2}(?:个)?\s{0,2}(?P<u>天|日|周|星期|礼拜|月|年)(?:之|以)?前")
+_ZH_MONTH = re.compile(r"(?:(?P<y>(?:19|20)\d\d)\s{0,2}年|(?P<ry>今年|去年|前年))?\s{0,2}"
+                       r"(?P<m>\d{1,2}|十[一二]?|[一二三四五六七八九十])\s{0,2}月(?:份)?"
+                       r"(?:\s{0,2}(?P<d>\d{1,2}|[一二三四五六七八九十]{1,3})\s{0,2}[日号])?")
+_ZH_YEAR = re.compile(r"(?P<y>(?:19|20)\d\d)\s{0,2}年(?!\s{0,2}(?:\d{1,2}|十[一二]?|[一二三四五六七八九十])\s{0,2}月)")
 _ZH_WORDS = {"今天": ("day", 0), "昨天": ("day", 1), "前天": ("day", 2), "本周": ("week", 0), "这周": ("week", 0),
              "这个星期": ("week", 0), "上周": ("week", 1), "上星期": ("week", 1), "上个星期": ("week", 1),
              "上个礼拜": ("week", 1), "本月": ("month", 0), "这个月": ("month", 0), "上个月": ("month", 1),
