@@ -108,7 +108,8 @@ def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings,
     else:
         weights = [r.weight_dense, r.weight_keyword]
         dense_order = sorted(dense, key=lambda i: -dense[i])
-        raw = rrf_fuse([dense_order, list(keyword)], weights, r.rrf_k)
+        keyword_order = sorted(keyword, key=lambda i: -keyword[i])  # its own ranking, not the candidates' order
+        raw = rrf_fuse([dense_order, keyword_order], weights, r.rrf_k)
         fused = {i: normalise_rrf(v, weights, r.rrf_k) for i, v in raw.items()}
     background = dense_background(dense.values())
     return {i: Scored(score=s, relevance=calibrated_relevance(dense[i] - background if i in dense else None,
