@@ -155,11 +155,7 @@ def test_threads_share_one_embedder(emb: Embedder) -> None:
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 4)
     assert not errors
     for got in results.values():
         np.testing.assert_allclose(got, expected, atol=2e-5)
@@ -205,6 +201,15 @@ def test_tokenizer_equals_reference(converted: Path) -> None:
     randoms = ["".join(chr(rnd.randint(*rnd.choice(ranges))) for _ in range(rnd.randint(1, 12))) for _ in range(3000)]
     for text in TRICKY + ["cafe\u0301", "\u1100\u1161", "蘆\u0301"] + randoms:
         assert ours.encode(text).ids == ref.encode(text).ids, repr(text)
+
+
+def run_in_threads(work, n: int) -> None:
+    """Run ``work(i)`` for i in range(n), each in a thread of its own, all at once; wait for all."""
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 # ----------------------------------------------------------------- the model folder
@@ -474,11 +479,7 @@ def test_query_cache_under_threads(emb: Embedder) -> None:
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(work, 4)
     assert not errors
     assert cached.query_cache_len() <= 4
 
