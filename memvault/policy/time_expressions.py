@@ -83,6 +83,20 @@ _ZH_WORDS = {"今天": ("day", 0), "昨天": ("day", 1), "前天": ("day", 2), "
 _ZH_WORD = re.compile("|".join(sorted(_ZH_WORDS, key=len, reverse=True)))
 
 
+def _year_span(year: int) -> tuple[float, float]:
+    """The calendar year ``year`` (UTC) as a span of epoch seconds."""
+    return (_ts(datetime(year, 1, 1, tzinfo=timezone.utc)), _ts(datetime(year + 1, 1, 1, tzinfo=timezone.utc)))
+
+
+def _date_spans(at: datetime, year: int | None, month: int, day: int | None) -> list[tuple[float, float]]:
+    """A named day or month: of ``year`` when one is given (none when the date does not
+    exist), else of each past year up to ``at`` (``_month_any_year``)."""
+    if year is None:
+        return _month_any_year(at, month, day)
+    sp = _day_span(year, month, day) if day else _month_span(year, month)
+    return [sp] if sp else []
+
+
 def _zh_int(s: str) -> int:
     if s.isdigit():
         return int(s)
@@ -189,16 +203,9 @@ def time_spans(query: str, now: float) -> list[Span]:
             continue  # "may" the verb
         month = _MONTHS[mon]
         day = int(m.group("d1") or m.group("d2") or 0) or None
-        if m.group("y"):
-            year = int(m.group("y"))
-            sp = _day_span(year, month, day) if day else _month_span(year, month)
-            if sp:
-                spans.append(sp)
-        else:
-            spans += _month_any_year(at, month, day)
+        spans += _date_spans(at, int(m.group("y")) if m.group("y") else None, month, day)
     text = _EN_DATE.sub(" ", text)
-    spans += [(_ts(datetime(int(m.group("y")), 1, 1, tzinfo=timezone.utc)),
-               _ts(datetime(int(m.group("y")) + 1, 1, 1, tzinfo=timezone.utc))) for m in _YEAR.finditer(text)]
+    spans += [_year_span(int(m.group("y"))) for m in _YEAR.finditer(text)]
     for m in _EN_AGO.finditer(text):
         word = m.group("n").lower()
         n = int(word) if word.isdigit() else _NUM_EN.get(word, 1)
@@ -224,16 +231,11 @@ def time_spans(query: str, now: float) -> list[Span]:
         if not 1 <= month <= 12:
             continue
         day = _zh_int(m.group("d")) if m.group("d") else None
-        if m.group("y") or m.group("ry"):
-            year = int(m.group("y")) if m.group("y") else at.year - {"今年": 0, "去年": 1, "前年": 2}[m.group("ry")]
-            sp = _day_span(year, month, day) if day else _month_span(year, month)
-            if sp:
-                spans.append(sp)
-        else:
-            spans += _month_any_year(at, month, day)
+        year = (int(m.group("y")) if m.group("y")
+                else at.year - {"今年": 0, "去年": 1, "前年": 2}[m.group("ry")] if m.group("ry") else None)
+        spans += _date_spans(at, year, month, day)
     zh = _ZH_MONTH.sub(" ", zh)
-    spans += [(_ts(datetime(int(m.group("y")), 1, 1, tzinfo=timezone.utc)),
-               _ts(datetime(int(m.group("y")) + 1, 1, 1, tzinfo=timezone.utc))) for m in _ZH_YEAR.finditer(zh)]
+    spans += [_year_span(int(m.group("y"))) for m in _ZH_YEAR.finditer(zh)]
     for m in _ZH_WORD.finditer(zh):
         unit, back = _ZH_WORDS[m.group(0)]
         spans.append(_unit_span(at, unit, back))
