@@ -9,7 +9,7 @@ converted once into ``--model-cache``.
     python -m bench.model_footprint [--rounds 2] [--queries 100]
 
 Per-query figures use distinct ten-word queries (the query cache never hits); RSS is
-VmRSS from /proc/self/status. Prints one table (medians over rounds) and the load.
+VmRSS from /proc/self/status, with RssAnon (private pages) in brackets. Prints one table (medians over rounds) and the load.
 """
 
 from __future__ import annotations
@@ -31,20 +31,23 @@ _EN = ("deploy billing service production servers safely friday rollback plan te
 _ZH = list("我们如何把计费服务安全地部署到生产服务器上数据库迁移索引缓存延迟内存预算团队评审")
 
 
-def _rss_mib() -> float:
+def _rss_mib(field: str = "VmRSS") -> float:
+    """``field`` of /proc/self/status in MiB: VmRSS (all resident pages) or RssAnon (the
+    private ones; VmRSS minus these are file-backed pages, e.g. the memory-mapped weights,
+    shared between processes and given back under memory pressure)."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 
 
 def _child(engine: str, model_cache: str, n_queries: int) -> dict:
     t0 = time.perf_counter()
-    steps: list[tuple[str, float, float]] = [("start", 0.0, _rss_mib())]
+    steps: list[tuple[str, float, float, float]] = [("start", 0.0, _rss_mib(), _rss_mib("RssAnon"))]
 
     def step(name: str) -> None:
-        steps.append((name, (time.perf_counter() - t0) * 1000, _rss_mib()))
+        steps.append((name, (time.perf_counter() - t0) * 1000, _rss_mib(), _rss_mib("RssAnon")))
 
     import numpy as np  # noqa: F401
 
@@ -112,13 +115,14 @@ def main(argv: list[str] | None = None) -> None:
         return statistics.median(r["steps"][idx][col] for r in runs[engine])
 
     print(f"load average {os.getloadavg()[0]:.1f} (2 cores); medians of {args.rounds} rounds, fresh process each")
-    print(f"{'':34} {'lean':>16} {'fastembed':>16}")
+    print(f"{'':34} {'lean':>28} {'fastembed':>28}")
     for key in ("en_p50_ms", "en_p95_ms", "zh_p50_ms", "zh_p95_ms", "passages_per_s"):
-        print(f"{key:34} {med('lean', key):16.1f} {med('fastembed', key):16.1f}")
+        print(f"{key:34} {med('lean', key):28.1f} {med('fastembed', key):28.1f}")
+    print(f"{'step: ms from start, RSS (private)':34}")
     names = [s[0] for s in runs["lean"][0]["steps"]]
     for i, name in enumerate(names):
-        cells = [f"{med_step(e, i, 1):7.0f} ms {med_step(e, i, 2):4.0f} MiB" for e in ENGINES]
-        print(f"{name:34} {cells[0]:>16} {cells[1]:>16}")
+        cells = [f"{med_step(e, i, 1):7.0f} ms {med_step(e, i, 2):4.0f} MiB ({med_step(e, i, 3):4.0f})" for e in ENGINES]
+        print(f"{name:34} {cells[0]:>28} {cells[1]:>28}")
 
 
 if __name__ == "__main__":

