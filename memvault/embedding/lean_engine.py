@@ -11,6 +11,8 @@ into ``<models_dir>/lean-tokenizer/<digest>/`` (rebuilt when the source changes)
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import hashlib
 import logging
 import os
@@ -26,6 +28,36 @@ from memvault.embedding.lean_tokenizer import META_FILE, META_VERSION, SPM_FILE,
 log = logging.getLogger(__name__)
 
 LEAN_DIR = "lean-tokenizer"
+
+#: A run over at least this many token positions (batch x padded width) is followed by
+#: ``malloc_trim``: its activations (up to ~1 GB for 32 x 512 tokens) were freed into
+#: glibc's heap, which otherwise keeps them resident (measured: 198-459 MiB after such a
+#: batch, 162 MiB after the trim).
+TRIM_AFTER_TOKENS = 4096
+
+
+def _load_malloc_trim() -> Any:
+    """glibc's ``malloc_trim(size_t pad) -> int`` (gives freed heap pages back to the OS), or
+    None where the C library has none (musl, macOS, Windows)."""
+    name = ctypes.util.find_library("c")
+    try:
+        trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None
+    if trim is not None:
+        trim.argtypes = [ctypes.c_size_t]
+        trim.restype = ctypes.c_int
+    return trim
+
+
+_MALLOC_TRIM = _load_malloc_trim()
+
+
+def give_back_heap() -> None:
+    """Return the C heap's free pages to the OS (glibc ``malloc_trim(0)``; the GIL is released
+    meanwhile, as for every ctypes call). A no-op without glibc."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 def _digest(tokenizer_json: Path) -> str:
@@ -88,8 +120,13 @@ class LeanEngine:
         self.max_tokens = tokenizer.max_length
 
     def embed(self, texts: list[str], batch_size: int) -> np.ndarray:
-        """Mean-pooled (over the attention mask) last hidden states, float32 (len(texts), dim)."""
+        """Mean-pooled (over the attention mask) last hidden states, float32 (len(texts), dim).
+
+        After a run over ``TRIM_AFTER_TOKENS`` positions or more (a batch of long passages)
+        the freed activations are given back to the OS (``give_back_heap``).
+        """
         out = np.empty((len(texts), self.dim), dtype=np.float32)
+        positions = 0
         for start in range(0, len(texts), batch_size):
             batch = [self._truncated(self.tokenizer.ids(t)) for t in texts[start: start + batch_size]]
             width = max(len(b) for b in batch)
@@ -104,6 +141,10 @@ class LeanEngine:
             hidden = self._session.run([self._output], feed)[0]
             summed = np.sum(hidden, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
             out[start: start + len(batch)] = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+            positions = max(positions, ids.size)
+            del hidden, summed
+        if positions >= TRIM_AFTER_TOKENS:
+            give_back_heap()
         return out
 
     def _truncated(self, ids: list[int]) -> list[int]:
