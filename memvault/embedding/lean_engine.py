@@ -11,7 +11,6 @@ into ``<models_dir>/lean-tokenizer/<digest>/`` (rebuilt when the source changes)
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
@@ -21,17 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from memvault.embedding.lean_tokenizer import META_FILE, META_VERSION, SPM_FILE, LeanTokenizer, build_files
+from memvault.embedding.lean_tokenizer import LEAN_DIR, META_FILE, SPM_FILE, LeanTokenizer, build_files, tokenizer_dir
 
 log = logging.getLogger(__name__)
 
-LEAN_DIR = "lean-tokenizer"
-
-
-def _digest(tokenizer_json: Path) -> str:
-    st = tokenizer_json.stat()
-    key = f"{tokenizer_json.resolve()}|{st.st_size}|{st.st_mtime_ns}|{META_VERSION}"
-    return hashlib.sha256(key.encode()).hexdigest()[:24]
+__all__ = ["LEAN_DIR", "LeanEngine", "prepare_tokenizer"]
 
 
 def prepare_tokenizer(tokenizer_json: Path, models_dir: Path) -> Path:
@@ -41,8 +34,8 @@ def prepare_tokenizer(tokenizer_json: Path, models_dir: Path) -> Path:
     leaves nothing half-written); folders for older sources are removed.
     Raises LeanUnsupported (not an XLM-R tokenizer) or OSError.
     """
-    root = models_dir / LEAN_DIR
-    out = root / _digest(tokenizer_json)
+    out = tokenizer_dir(tokenizer_json, models_dir)
+    root = out.parent
     if (out / SPM_FILE).is_file() and (out / META_FILE).is_file():
         return out
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
