@@ -392,6 +392,18 @@ def test_same_source_elsewhere_is_hashed_once(converted: Path, tmp_path: Path, m
     assert [s["path"] for s in manifest["sources_verified"]] == [str(elsewhere)]
 
 
+def test_default_model_loads_without_fastembed(converted: Path, settings: Settings) -> None:
+    """fastembed (~0.3 s to import) is for the models it runs: the lean path never imports it."""
+    code = ("import sys; from pathlib import Path; from memvault.config import Settings; "
+            "from memvault.embedding.embedder import load_embedder; "
+            "e = load_embedder(Settings(data_dir=Path(sys.argv[1]), model_cache_dir=Path(sys.argv[2]))); "
+            "print(e.engine_name, sorted(m for m in sys.modules if m.split('.')[0] in ('fastembed', 'onnx')))")
+    out = subprocess.run([sys.executable, "-c", code, str(settings.storage.data_dir), str(settings.models_dir)],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["LeanEngine", "[]"]
+
+
 def test_tokenizer_loaded_early_is_used(emb: Embedder, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     """``memvault serve`` starts loading the tokenizer before its imports (``preload.start``):
     the model load then takes that one, and embeds as before."""

