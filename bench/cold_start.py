@@ -7,8 +7,8 @@ a copy of a store, talks JSON-RPC to it over its stdin/stdout (no client library
 bench adds no import time of its own), and times each stage from the spawn (ms):
 
 - from the server's stderr, each start-up line as it arrives (``serve: started``: the
-  interpreter is up and the CLI imported; ``tokenizer loaded early``: the tokenizer
-  that ``memvault.embedding.preload`` loads beside the imports; ``imports done``: the SDK
+  interpreter is up and the CLI imported; ``tokenizer loaded early`` and ``model opened
+  early``: what ``memvault.embedding.preload`` loads beside the imports; ``imports done``: the SDK
   and the services imported and the server built; ``store open``: the fact store open
   (the model load goes on in the background); ``model ready``: the runtime has the model;
   ``index ready``; ``start-up checks done``: calls are served; ``language centroids
@@ -51,6 +51,7 @@ STAGES = (
     ("serve: started", "cli started"),
     ("relaying to the owner", "forwarder connected to the owner"),
     ("tokenizer loaded early", "tokenizer loaded (early, beside the imports)"),
+    ("model opened early", "model opened and run once (early, beside the imports)"),
     ("serve: imports done", "SDK and services imported, server built"),
     ("store open;", "store open"),
     ("model ready;", "runtime has the model"),

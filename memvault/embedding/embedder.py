@@ -444,8 +444,12 @@ def _default_engine(folder: Path, model_file: str, settings: Settings, lean: boo
         start = time.perf_counter()
         try:
             tok_dir = prepare_tokenizer(folder / "tokenizer.json", Path(settings.models_dir))
-            early = preload.take(tok_dir)
-            tokenizer = early or LeanTokenizer.load(tok_dir)
+            early = preload.take(tok_dir, folder / model_file)  # loaded beside the imports, if it was
+            if early is not None and early.engine is not None:
+                parts["model opened early (waited)"] = time.perf_counter() - start
+                return early.engine
+            tokenizer = early.tokenizer if early is not None and early.tokenizer is not None \
+                else LeanTokenizer.load(tok_dir)
         except (ImportError, LeanUnsupported, OSError, ValueError) as exc:
             log.warning("the lean tokenizer is not available for %s (%s): using fastembed", folder, exc)
         else:

@@ -78,12 +78,12 @@ def _source_id(src_path: Path, *, digest: bool = True) -> dict:
     return out
 
 
-def _same_source(manifest: dict, src_path: Path, restamp: dict) -> bool:
+def _same_source(manifest: dict, src_path: Path, restamp: dict, read: bool = True) -> bool:
     """Whether the manifest's ``source`` names ``src_path``'s file: the same path, size and mtime,
     or else the same size and SHA-256 (another install of the same wheel, e.g. a second venv
     or a tool environment sharing the models folder: no rebuild back and forth). A file found
     identical by checksum is remembered by its stamp (``restamp["sources"]``), so that the next
-    start does not read it again."""
+    start does not read it again. ``read`` False: a file not yet verified is not read (False)."""
     recorded = manifest.get("source")
     if not isinstance(recorded, dict):
         return False
@@ -95,7 +95,7 @@ def _same_source(manifest: dict, src_path: Path, restamp: dict) -> bool:
     stamp = {"path": str(src_path), **_stamp(src_path)}
     if stamp in (manifest.get("sources_verified") or []):
         return True
-    if recorded["sha256"] != _sha256(src_path):
+    if not read or recorded["sha256"] != _sha256(src_path):
         return False
     restamp["sources"] = stamp
     return True
@@ -141,6 +141,13 @@ def check_model_folder(out_dir: Path, src_path: Path, accuracy_level: int = 0, d
     return _check(out_dir, src_path, accuracy_level, deep)[0]
 
 
+def verified_unchanged(out_dir: Path, src_path: Path, accuracy_level: int = 0) -> bool:
+    """Whether ``out_dir`` is a valid conversion of ``src_path`` whose every file (and the source)
+    is as it was when last verified: what ``ensure_converted`` would accept without reading a
+    file but the manifest. For a load that starts before ``ensure_converted`` runs."""
+    return _check(out_dir, src_path, accuracy_level, deep=True, read=False) == (None, {})
+
+
 def _read_manifest(out_dir: Path) -> dict:
     """The manifest; raises FileNotFoundError, OSError, ValueError."""
     manifest = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
@@ -149,9 +156,11 @@ def _read_manifest(out_dir: Path) -> dict:
     return manifest
 
 
-def _check(out_dir: Path, src_path: Path, accuracy_level: int, deep: bool) -> tuple[str | None, dict]:
+def _check(out_dir: Path, src_path: Path, accuracy_level: int, deep: bool, read: bool = True
+           ) -> tuple[str | None, dict]:
     """``(reason or None, restamp)``: ``restamp`` holds the stamps of files whose checksum was
-    verified now (``"files"``: {name: stamp}; ``"sources"``: a source file at another path)."""
+    verified now (``"files"``: {name: stamp}; ``"sources"``: a source file at another path).
+    ``read`` False: a file whose stamp changed is not hashed but reported as changed."""
     restamp: dict = {}
     try:
         manifest = _read_manifest(out_dir)
@@ -161,7 +170,7 @@ def _check(out_dir: Path, src_path: Path, accuracy_level: int, deep: bool) -> tu
         return f"unreadable manifest ({exc})", restamp
     if manifest.get("format_version") != FORMAT_VERSION or manifest.get("accuracy_level") != accuracy_level:
         return "made by another converter version", restamp
-    if not _same_source(manifest, src_path, restamp):
+    if not _same_source(manifest, src_path, restamp, read):
         return "made from another source file", restamp
     files = manifest.get("files") or {}
     for name in OUTPUT_FILES:
@@ -175,6 +184,8 @@ def _check(out_dir: Path, src_path: Path, accuracy_level: int, deep: bool) -> tu
             stamp = _stamp(path)
             if stamp == info.get("verified"):
                 continue
+            if not read:
+                return f"{name} changed since it was verified", restamp
             if _sha256(path) != info.get("sha256"):
                 return f"{name} does not match its checksum", restamp
             restamp.setdefault("files", {})[name] = stamp
