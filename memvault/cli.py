@@ -49,9 +49,10 @@ def _log_to_stderr(level: str) -> None:
 
 
 def _start_model_early(settings) -> None:
-    """For a process that will load the model: begin the part of it that runs without the GIL
-    (``memvault.embedding.preload``) before the SDK and the services are imported, and keep
-    the garbage collector off during those imports (``_imports_done`` turns it back on).
+    """For a process that will load the model: when a core is free, begin the model load
+    beside the imports (``memvault.embedding.preload``: most of it runs without the GIL),
+    before the SDK and the services are imported; and keep the garbage collector off during
+    those imports (``_imports_done`` turns it back on).
 
     The imports create some 100,000 objects that all live as long as the process; the
     collector's full passes over them while they are created are wasted work (~0.1 s).
@@ -59,7 +60,15 @@ def _start_model_early(settings) -> None:
     gc.disable()
     from memvault.embedding import preload
 
-    preload.start(settings)
+    try:
+        load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    except OSError:  # no load average here: assume a free core
+        load, cores = 0.0, 2
+    if preload.core_free(load, cores):
+        preload.start(settings)
+    else:
+        log.info("serve: the machine is busy (load %.1f on %d cores): the model loads after the imports",
+                 load, cores)
 
 
 def _imports_done() -> None:

