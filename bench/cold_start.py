@@ -50,6 +50,7 @@ from memvault.service.runtime import CENTROIDS_FILE
 STAGES = (
     ("serve: started", "cli started"),
     ("relaying to the owner", "forwarder connected to the owner"),
+    ("the machine is busy", "early load skipped: the machine is busy"),
     ("tokenizer loaded early", "tokenizer loaded (early, beside the imports)"),
     ("model opened early", "model opened and run once (early, beside the imports)"),
     ("serve: imports done", "SDK and services imported, server built"),
