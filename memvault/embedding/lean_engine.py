@@ -12,8 +12,7 @@ into ``<models_dir>/lean-tokenizer/<digest>/`` (rebuilt when the source changes)
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import hashlib
+import functools
 import logging
 import os
 import shutil
@@ -23,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from memvault.embedding.lean_tokenizer import META_FILE, META_VERSION, SPM_FILE, LeanTokenizer, build_files
+from memvault.embedding.lean_tokenizer import LEAN_DIR, META_FILE, SPM_FILE, LeanTokenizer, build_files, tokenizer_dir
 
 log = logging.getLogger(__name__)
 
-LEAN_DIR = "lean-tokenizer"
+__all__ = ["LEAN_DIR", "LeanEngine", "TRIM_AFTER_TOKENS", "give_back_heap", "prepare_tokenizer"]
 
 #: A run over at least this many token positions (batch x padded width) is followed by
 #: ``malloc_trim``: its activations (up to ~1 GB for 32 x 512 tokens) were freed into
@@ -36,13 +35,14 @@ LEAN_DIR = "lean-tokenizer"
 TRIM_AFTER_TOKENS = 4096
 
 
-def _load_malloc_trim() -> Any:
-    """glibc's ``malloc_trim(size_t pad) -> int`` (gives freed heap pages back to the OS), or
-    None where the C library has none (musl, macOS, Windows)."""
-    name = ctypes.util.find_library("c")
+@functools.cache
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim(size_t pad) -> int`` (gives freed heap pages back to the OS) from
+    the symbols already loaded in this process, or None where the C library has none (musl,
+    macOS) or the process cannot be searched that way (Windows)."""
     try:
-        trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
-    except OSError:
+        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):
         return None
     if trim is not None:
         trim.argtypes = [ctypes.c_size_t]
@@ -50,20 +50,12 @@ def _load_malloc_trim() -> Any:
     return trim
 
 
-_MALLOC_TRIM = _load_malloc_trim()
-
-
 def give_back_heap() -> None:
     """Return the C heap's free pages to the OS (glibc ``malloc_trim(0)``; the GIL is released
     meanwhile, as for every ctypes call). A no-op without glibc."""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
-
-
-def _digest(tokenizer_json: Path) -> str:
-    st = tokenizer_json.stat()
-    key = f"{tokenizer_json.resolve()}|{st.st_size}|{st.st_mtime_ns}|{META_VERSION}"
-    return hashlib.sha256(key.encode()).hexdigest()[:24]
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def prepare_tokenizer(tokenizer_json: Path, models_dir: Path) -> Path:
@@ -73,8 +65,8 @@ def prepare_tokenizer(tokenizer_json: Path, models_dir: Path) -> Path:
     leaves nothing half-written); folders for older sources are removed.
     Raises LeanUnsupported (not an XLM-R tokenizer) or OSError.
     """
-    root = models_dir / LEAN_DIR
-    out = root / _digest(tokenizer_json)
+    out = tokenizer_dir(tokenizer_json, models_dir)
+    root = out.parent
     if (out / SPM_FILE).is_file() and (out / META_FILE).is_file():
         return out
     root.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -21,6 +21,7 @@ and loaded from there afterwards (``LeanTokenizer.load``).
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import struct
 from pathlib import Path
@@ -29,6 +30,8 @@ from typing import Any
 SPM_FILE = "tokenizer.spm"
 META_FILE = "tokenizer-meta.json"
 META_VERSION = 1
+LEAN_DIR = "lean-tokenizer"
+"""In the models folder: one folder of derived files per source ``tokenizer.json`` (``tokenizer_dir``)."""
 
 _METASPACE = "\u2581"
 
@@ -53,6 +56,16 @@ def split_on_tokens(text: str, tokens: list[str]) -> list[str]:
     if last < len(text):
         out.append(text[last:])
     return out
+
+
+def tokenizer_dir(tokenizer_json: Path, models_dir: Path) -> Path:
+    """Where the lean tokenizer's files for ``tokenizer_json`` live: ``<models_dir>/lean-tokenizer/<key>``,
+    the key a digest of the source's resolved path, size and mtime (no read of its 17 MB) and
+    of ``META_VERSION``, so a changed source or format gets a folder of its own.
+    Raises OSError (``tokenizer_json`` missing)."""
+    st = tokenizer_json.stat()
+    key = f"{tokenizer_json.resolve()}|{st.st_size}|{st.st_mtime_ns}|{META_VERSION}"
+    return models_dir / LEAN_DIR / hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 class LeanUnsupported(ValueError):

@@ -21,7 +21,10 @@ The output folder holds what fastembed loads with ``specific_model_path``:
   ``tokenizers`` library, equivalent to the XLM-R tokenizer (see ``build_tokenizer``).
 - ``tokenizer_config.json``, ``special_tokens_map.json``, ``config.json``.
 - ``memvault-model.json``: manifest (format version, source file, output sizes and
-  SHA-256), written last; a folder without a matching manifest is not used.
+  SHA-256), written last; a folder without a matching manifest is not used. It also
+  keeps each output file's stamp (size, mtime, ctime) from when its checksum was last
+  verified, and the stamps of source files found identical by checksum at other paths:
+  a file whose stamp is unchanged is not read again (a start does not hash 85 MB).
 
 Conversion writes into a temporary folder next to the target and renames it into
 place, under an exclusive file lock, so a crash or two processes converting at once
@@ -64,6 +67,13 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _stamp(path: Path) -> dict:
+    """What changes when a file is written, replaced or copied: size, mtime and ctime (ns).
+    ctime cannot be set back by hand, so an unchanged stamp means unchanged bytes."""
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
+
+
 def _source_id(src_path: Path, *, digest: bool = True) -> dict:
     """What identifies a conversion's source: path, size and mtime (cheap), and its SHA-256
     (``digest``; ~0.2 s for the 72 MB file), which recognises the same file installed elsewhere."""
@@ -74,17 +84,27 @@ def _source_id(src_path: Path, *, digest: bool = True) -> dict:
     return out
 
 
-def _same_source(recorded: object, src_path: Path) -> bool:
-    """Whether a manifest's ``source`` names ``src_path``'s file: the same path, size and mtime,
+def _same_source(manifest: dict, src_path: Path, restamp: dict, read: bool = True) -> bool:
+    """Whether the manifest's ``source`` names ``src_path``'s file: the same path, size and mtime,
     or else the same size and SHA-256 (another install of the same wheel, e.g. a second venv
-    or a tool environment sharing the models folder: no rebuild back and forth)."""
+    or a tool environment sharing the models folder: no rebuild back and forth). A file found
+    identical by checksum is remembered by its stamp (``restamp["sources"]``), so that the next
+    start does not read it again. ``read`` False: a file not yet verified is not read (False)."""
+    recorded = manifest.get("source")
     if not isinstance(recorded, dict):
         return False
     cheap = _source_id(src_path, digest=False)
     if all(recorded.get(k) == v for k, v in cheap.items()):
         return True
-    return (recorded.get("size") == cheap["size"] and isinstance(recorded.get("sha256"), str)
-            and recorded["sha256"] == _sha256(src_path))
+    if recorded.get("size") != cheap["size"] or not isinstance(recorded.get("sha256"), str):
+        return False
+    stamp = {"path": str(src_path), **_stamp(src_path)}
+    if stamp in (manifest.get("sources_verified") or []):
+        return True
+    if not read or recorded["sha256"] != _sha256(src_path):
+        return False
+    restamp["sources"] = stamp
+    return True
 
 
 def write_model_folder(src_path: Path, out_dir: Path, accuracy_level: int = 0) -> None:
@@ -99,14 +119,15 @@ def write_model_folder(src_path: Path, out_dir: Path, accuracy_level: int = 0) -
     build_tokenizer(src).save(str(out_dir / "tokenizer.json"))
     for name, content in tokenizer_side_files(src).items():
         (out_dir / name).write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    for name in OUTPUT_FILES:  # data on disk before the manifest that vouches for it
+        _fsync(out_dir / name)
     manifest = {
         "format_version": FORMAT_VERSION,
         "accuracy_level": accuracy_level,
         "source": _source_id(src_path),
-        "files": {n: {"size": (out_dir / n).stat().st_size, "sha256": _sha256(out_dir / n)} for n in OUTPUT_FILES},
+        "files": {n: {"size": (out_dir / n).stat().st_size, "sha256": _sha256(out_dir / n),
+                      "verified": _stamp(out_dir / n)} for n in OUTPUT_FILES},
     }
-    for name in OUTPUT_FILES:  # data on disk before the manifest that vouches for it
-        _fsync(out_dir / name)
     (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     _fsync(out_dir / MANIFEST)
 
@@ -123,29 +144,89 @@ def check_model_folder(out_dir: Path, src_path: Path, accuracy_level: int = 0, d
     """Why ``out_dir`` cannot be used as the conversion of ``src_path`` (None = it can).
 
     Checks the manifest (format version, same source file) and every file's size;
-    ``deep`` also compares SHA-256 digests (about 0.1 s for the 68 MB model).
+    ``deep`` also compares SHA-256 digests (about 0.3 s for the 68 MB model and the 17 MB
+    tokenizer), of the files whose stamp changed since their digest was last verified.
     """
+    return _check(out_dir, src_path, accuracy_level, deep)[0]
+
+
+def verified_unchanged(out_dir: Path, src_path: Path, accuracy_level: int = 0) -> bool:
+    """Whether ``out_dir`` is a valid conversion of ``src_path`` whose every file (and the source)
+    is as it was when last verified: what ``ensure_converted`` would accept without reading a
+    file but the manifest. For a load that starts before ``ensure_converted`` runs."""
+    return _check(out_dir, src_path, accuracy_level, deep=True, read=False) == (None, {})
+
+
+def _read_manifest(out_dir: Path) -> dict:
+    """The manifest; raises FileNotFoundError, OSError, ValueError."""
+    manifest = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
+    if not isinstance(manifest, dict):
+        raise ValueError("not a JSON object")
+    return manifest
+
+
+def _check(out_dir: Path, src_path: Path, accuracy_level: int, deep: bool, read: bool = True
+           ) -> tuple[str | None, dict]:
+    """``(reason or None, restamp)``: ``restamp`` holds the stamps of files whose checksum was
+    verified now (``"files"``: {name: stamp}; ``"sources"``: a source file at another path).
+    ``read`` False: a file whose stamp changed is not hashed but reported as changed."""
+    restamp: dict = {}
     try:
-        manifest = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
+        manifest = _read_manifest(out_dir)
     except FileNotFoundError:
-        return "no manifest (missing or partial conversion)"
+        return "no manifest (missing or partial conversion)", restamp
     except (OSError, ValueError) as exc:
-        return f"unreadable manifest ({exc})"
+        return f"unreadable manifest ({exc})", restamp
     if manifest.get("format_version") != FORMAT_VERSION or manifest.get("accuracy_level") != accuracy_level:
-        return "made by another converter version"
-    if not _same_source(manifest.get("source"), src_path):
-        return "made from another source file"
+        return "made by another converter version", restamp
+    if not _same_source(manifest, src_path, restamp, read):
+        return "made from another source file", restamp
     files = manifest.get("files") or {}
     for name in OUTPUT_FILES:
         info = files.get(name)
         path = out_dir / name
-        if info is None or not path.is_file():
-            return f"{name} missing"
+        if not isinstance(info, dict) or not path.is_file():
+            return f"{name} missing", restamp
         if path.stat().st_size != info.get("size"):
-            return f"{name} has the wrong size"
-        if deep and _sha256(path) != info.get("sha256"):
-            return f"{name} does not match its checksum"
-    return None
+            return f"{name} has the wrong size", restamp
+        if deep:
+            stamp = _stamp(path)
+            if stamp == info.get("verified"):
+                continue
+            if not read:
+                return f"{name} changed since it was verified", restamp
+            if _sha256(path) != info.get("sha256"):
+                return f"{name} does not match its checksum", restamp
+            restamp.setdefault("files", {})[name] = stamp
+    return None, restamp
+
+
+MAX_SOURCES_VERIFIED = 8
+"""Source files at other paths whose stamps a manifest keeps (the most recent ones)."""
+
+
+def _record_verified(out_dir: Path, restamp: dict) -> None:
+    """Write the stamps of files just verified into the manifest (atomically; best effort: a
+    folder that cannot be written is verified again next time). Call under the folder's lock."""
+    try:
+        manifest = _read_manifest(out_dir)
+        for name, stamp in (restamp.get("files") or {}).items():
+            manifest["files"][name]["verified"] = stamp
+        if "sources" in restamp:
+            seen = [s for s in manifest.get("sources_verified") or [] if s.get("path") != restamp["sources"]["path"]]
+            manifest["sources_verified"] = (seen + [restamp["sources"]])[-MAX_SOURCES_VERIFIED:]
+        fd, tmp = tempfile.mkstemp(prefix=f".{MANIFEST}.", dir=out_dir)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(manifest, indent=2) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, out_dir / MANIFEST)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.info("could not record the verified checksums in %s (%s): they are checked again next time", out_dir, exc)
 
 
 @contextmanager
@@ -170,7 +251,8 @@ def ensure_converted(
     """Return ``out_dir`` holding a valid conversion of ``src_path``, converting if needed.
 
     A present, valid folder is reused (no work); ``deep`` also verifies checksums
-    (``check_model_folder``). Otherwise the model is written to a
+    (``check_model_folder``), and records the stamps of the files it read so that the next
+    call reads them only if they changed. Otherwise the model is written to a
     temporary sibling folder and renamed into place; an invalid folder is first moved
     aside and deleted. ``force`` rebuilds even a valid folder (used after onnxruntime
     failed to load it). Safe against crashes and concurrent callers (file lock).
@@ -178,11 +260,19 @@ def ensure_converted(
     """
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    if not force and check_model_folder(out_dir, src_path, accuracy_level, deep) is None:
-        return out_dir
-    with _exclusive(out_dir.parent / f".{out_dir.name}.lock"):
-        reason = check_model_folder(out_dir, src_path, accuracy_level, deep)
+    lock = out_dir.parent / f".{out_dir.name}.lock"
+    if not force:
+        reason, restamp = _check(out_dir, src_path, accuracy_level, deep)
+        if reason is None:
+            if restamp:  # stamps of what was just verified; stale ones (a rebuild meanwhile) never match
+                with _exclusive(lock):
+                    _record_verified(out_dir, restamp)
+            return out_dir
+    with _exclusive(lock):
+        reason, restamp = _check(out_dir, src_path, accuracy_level, deep)
         if reason is None and not force:
+            if restamp:
+                _record_verified(out_dir, restamp)
             return out_dir  # another process converted it while we waited
         if out_dir.exists():
             log.warning("rebuilding %s: %s", out_dir, reason or "forced")

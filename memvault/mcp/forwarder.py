@@ -247,6 +247,7 @@ class Forwarder:
             await serve_unavailable(problem)
             return 1
         assert self.link is not None
+        log.info("serve: relaying to the owner (pid %d)", self.link.owner_pid)
         async with anyio.create_task_group() as tg:
             await tg.start(cancel_on_signals, tg.cancel_scope)
             tg.start_soon(self._pump_owner)

@@ -32,7 +32,6 @@ import numpy as np
 
 from memvault.clock import to_iso
 from memvault.policy.budget import whole_within_budget
-from memvault.policy.consolidation import find_clusters, fold, most_specific
 from memvault.policy.text import cut, preview
 from memvault.service import validation as v
 from memvault.service.consolidate_models import ConsolidateResult, Proposal, ProposalMember
@@ -212,6 +211,8 @@ async def _find(rt: Runtime, user: str, project: str, now: float, limit: int,
 async def _every_merge(rt: Runtime, user: str, project: str, now: float,
                        reader: str | None) -> tuple[list[_Merge], list[MemoryRow]]:
     """(every merge found, in the order proposals are listed; the active memories compared)."""
+    from memvault.policy.consolidation import find_clusters  # with its stemmers: imported when consolidating
+
     rows = await rt.facts.select(user, projects=[project], statuses=("active",), now=now, limit=SCAN_MAX,
                                  reader=reader)
     owners: dict[str | None, list[MemoryRow]] = {}
@@ -281,6 +282,8 @@ def _close_pairs(vecs: np.ndarray, floor: float) -> dict[tuple[int, int], float]
 
 def _merge(rows: list[MemoryRow], cluster: list[int], now: float, rt: Runtime) -> _Merge:
     """The merged row and the proposal of one cluster (its oldest ``MAX_MEMBERS`` members)."""
+    from memvault.policy.consolidation import fold, most_specific
+
     members = sorted((rows[i] for i in cluster), key=lambda r: (r.created_at, r.id))[:MAX_MEMBERS]
     kept = members[most_specific([m.content for m in members], [fold(m.content) for m in members])]
     tags = list(dict.fromkeys(t for m in members for t in m.tags))[: v.MAX_TAGS]

@@ -41,25 +41,25 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 
-from memvault.ingest.chunking import Chunk, chunk_document
-from memvault.ingest.discovery import DiscoveredFile, discover
-from memvault.ingest.pathguard import PathNotAllowed, check_allowed
-from memvault.ingest.readers import UnreadableDocument, read_document
 from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
-from memvault.policy.secret_blocks import find_secret_blocks
-from memvault.policy.secrets import find_secret
 from memvault.service import validation as v
 from memvault.service.docs_models import IndexDocsResult
 from memvault.service.errors import Conflict, InvalidArgument
 from memvault.service.indexing import embed_passages, keyword_vector
 from memvault.service.models import Scope
 from memvault.service.runtime import Runtime
+from memvault.service.secret_scan import find_secret, find_secret_blocks
 from memvault.storage.docs import ChunkRow, DocFile, DocStore
 from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector
+
+if TYPE_CHECKING:
+    from memvault.ingest.chunking import Chunk
+    from memvault.ingest.discovery import DiscoveredFile
 
 log = logging.getLogger(__name__)
 
@@ -334,6 +334,9 @@ def _read_and_chunk(path: Path, cite: str, count_tokens: Callable[[str], int], b
     lines and why, for the reply. When the bytes hash to ``known_hash`` (the file is
     unchanged), returns (hash, None, [], []) without parsing or chunking.
     """
+    from memvault.ingest.chunking import chunk_document  # the readers and chunkers: imported when indexing
+    from memvault.ingest.readers import read_document
+
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest == known_hash:
@@ -437,6 +440,8 @@ def _resolve_paths(
     Raises InvalidArgument when a path is relative with no root to take it from, resolves
     outside every allowed root, or does not exist (naming each such path).
     """
+    from memvault.ingest.pathguard import PathNotAllowed, check_allowed
+
     allowed = [Path(os.path.expanduser(r)).resolve() for r in allowed_roots]
     roots: list[Path] = []
     missing: list[str] = []
@@ -487,6 +492,9 @@ async def index_docs(
     left alone; registered files under a given path that are no longer found are removed.
     Raises InvalidArgument on bad input, NotReady when the model could not load.
     """
+    from memvault.ingest.discovery import discover
+    from memvault.ingest.readers import UnreadableDocument
+
     t0 = time.perf_counter()
     s = rt.settings
     name = v.check_collection(collection) or DEFAULT_COLLECTION

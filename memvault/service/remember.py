@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from memvault.clock import to_iso
 from memvault.policy.dedup import content_words, is_near_duplicate
 from memvault.policy.importance import ImportanceScore, score_importance
 from memvault.policy.ranking import pick_evictions
-from memvault.policy.secrets import SecretFinding, find_secret
 from memvault.policy.text import content_hash, preview, validate_content
 from memvault.policy.ttl import resolve_expiry
 from memvault.service import validation as v
@@ -34,7 +33,11 @@ from memvault.service.errors import InvalidArgument
 from memvault.service.indexing import embed_memories, index_rows, memory_payload, scope_filter, unindex_rows
 from memvault.service.models import RememberResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+from memvault.service.secret_scan import find_secret
 from memvault.storage.facts import MemoryRow
+
+if TYPE_CHECKING:
+    from memvault.policy.secrets import SecretFinding
 
 
 @dataclass

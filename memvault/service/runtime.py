@@ -126,15 +126,36 @@ class Runtime:
 
     async def _load(self, tg: anyio.abc.TaskGroup, after_ready: Callable[[Runtime], Any] | None,
                     rebuild: bool) -> None:
+        # The index's engine is imported and its store opened while the model loads; its
+        # collection is opened once the model is known (its id and dimension).
+        opened: list[VectorIndex | Exception] = []
+        store_open = anyio.Event()
+
+        async def open_store() -> None:
+            try:
+                opened.append(await anyio.to_thread.run_sync(self.open_vectors, self.settings, abandon_on_cancel=True))
+            except Exception as exc:
+                opened.append(exc)
+            finally:
+                store_open.set()
+
+        tg.start_soon(open_store)
         try:
             # Abandoned on cancellation (a signal stops the server): loading can take seconds
             # (a first conversion of the model, written atomically), and nothing waits for it.
-            self._embedder = await anyio.to_thread.run_sync(self.load_embedder, self.settings,
-                                                            abandon_on_cancel=True)
+            try:
+                self._embedder = await anyio.to_thread.run_sync(self.load_embedder, self.settings,
+                                                                abandon_on_cancel=True)
+            except Exception:
+                await store_open.wait()
+                if opened and not isinstance(opened[0], Exception):
+                    await anyio.to_thread.run_sync(opened[0].close)  # nothing will use it: the model failed
+                raise
             log.info("model ready; opening the index")
             tg.start_soon(self._prepare_queries, self._embedder)
+            await store_open.wait()
             try:
-                await self._open_index(rebuild=rebuild)
+                await self._open_index(rebuild=rebuild, opened=opened[0])
             except Exception as exc:
                 # Held by another process (StoreLocked), or half-created by one that
                 # started at the same moment: later calls try again.
@@ -166,8 +187,11 @@ class Runtime:
         except Exception as exc:
             log.warning("preparing the language centroids failed (the first recall tries again): %s", exc)
 
-    async def _open_index(self, *, rebuild: bool = False) -> None:
-        vectors = await anyio.to_thread.run_sync(self.open_vectors, self.settings)
+    async def _open_index(self, *, rebuild: bool = False, opened: VectorIndex | Exception | None = None) -> None:
+        """Open the memory collection; ``opened``: the store already opened (or why it failed), else it is opened now."""
+        if isinstance(opened, Exception):
+            raise opened
+        vectors = opened if opened is not None else await anyio.to_thread.run_sync(self.open_vectors, self.settings)
         emb = self._embedder
         # Only reached once the model loaded: from load() right after it, or from
         # _retry_locked(), which runs only after load() got this far.

@@ -19,12 +19,11 @@ import json
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault.clock import to_iso
 from memvault.policy.budget import whole_within_budget
 from memvault.policy.merge_patch import merge_patch
-from memvault.policy.secrets import SecretFinding, find_secret
 from memvault.policy.tasks import MAX_STATE_DEPTH, episode_text, json_overflow, state_json, task_step
 from memvault.policy.units import SECONDS_PER_DAY
 from memvault.service import validation as v
@@ -32,9 +31,13 @@ from memvault.service.errors import Conflict, InvalidArgument, NotFound
 from memvault.service.models import Scope
 from memvault.service.remember import RememberArgs, remember
 from memvault.service.runtime import Runtime
+from memvault.service.secret_scan import find_secret
 from memvault.service.task_models import GetTaskResult, SetTaskResult, TaskOut, TaskSummary, TaskVersionOut
 from memvault.storage.tasks import TaskRow, TaskStore, TaskVersion
 from memvault.vocabulary import FINISHED_TASK_STATUSES, TaskStatus
+
+if TYPE_CHECKING:
+    from memvault.policy.secrets import SecretFinding
 
 log = logging.getLogger(__name__)
 

