@@ -104,7 +104,7 @@ async def _check_memory_order(rt, q: Question, limit: int) -> None:
     from bench.mv import search
 
     want = await search(rt, q.channels.query, limit)
-    got = order_memories(q, VARIANTS["convex (default)"], rt.settings.ranking)[:limit]
+    got = order_memories(q, VARIANTS["convex 0.4 + cross-script credit (default)"], rt.settings.ranking)[:limit]
     if want != got:
         raise AssertionError(f"{q.set} {q.qid}: re-scored default order differs from recall.rank")
 
@@ -209,7 +209,7 @@ async def capture_beir(args, name: str, folder_name: str) -> list[Question]:
                     if n % 10 == 0:
                         hits = await rank_chunks(rt, [beir.PROJECT], qtext, limit=beir.DEPTH, collection=bs.name)
                         want = [row.file.path for row, _ in hits if row.file is not None]
-                        if want != order_docs(q, VARIANTS["convex (default)"], rt.settings.ranking):
+                        if want != order_docs(q, VARIANTS["convex 0.4 + cross-script credit (default)"], rt.settings.ranking):
                             raise AssertionError(f"{name} {qid}: re-scored default order differs from rank_chunks")
                     out.append(q)
         finally:
@@ -472,42 +472,36 @@ def v_hub(alpha: float = 0.5) -> Variant:
 
 
 VARIANTS: dict[str, Variant] = {
-    "convex (default)": v_shipped(),
-    "convex (main before this branch)": v_convex(),
+    # the shipped defaults (convex, dense weight 0.4, cross-script credit with its floor)
+    "convex 0.4 + cross-script credit (default)": v_shipped(),
+    # main before the change: dense weight 0.6, a cross-script candidate without a keyword hit gets K = D
+    "convex 0.6, K = D (main before)": v_convex(),
     "rrf (corrected)": v_shipped(fusion="rrf"),
-    "rrf + cross-script": v_rrf(cross_script=True),
+    "rrf + cross-script": v_rrf(cross_script=True, blind_max=True),
     "rrf, kw x coverage": v_rrf(weight="coverage"),
-    "rrf, kw x coverage + cross-script": v_rrf(weight="coverage", cross_script=True),
-    "rrf, kw x idf-coverage + cross-script": v_rrf(weight="idf", cross_script=True),
-    "rrf, kw x dense + cross-script": v_rrf(weight="dense", cross_script=True),
-    "rrf, kw gated (dense >= bg) + cross-script": v_rrf(gate=0.0, cross_script=True),
-    "convex z-score": v_convex(norm="z"),
-    "convex background": v_convex(norm="background"),
-    "convex rank": v_convex(norm="rank"),
-    "convex minmax, idf-coverage": v_convex(idf=True),
-    "convex z + kw z": v_convex(norm="z", kw_norm="z"),
-    "convex, cross-script kw = max(kw, dense)": v_convex(blind_max=True),
-    "convex background, cross-script max": v_convex(norm="background", blind_max=True),
-    "rrf + cross-script max": v_rrf(cross_script=True, blind_max=True),
-    "rrf, kw x dense + cross-script max": v_rrf(weight="dense", cross_script=True, blind_max=True),
-    "convex, dense weight 0.5": v_shipped(fusion_dense_weight=0.5),
-    "convex, cross-script x best same-script K": v_convex(blind_best=True),
-    "convex 0.5, cross-script x best same-script K": v_convex(dense_weight=0.5, blind_best=True),
-    "convex 0.4, cross-script x best same-script K": v_convex(dense_weight=0.4, blind_best=True),
-    "convex 0.4, cross-script x sqrt(best K)": v_convex(dense_weight=0.4, blind_best="sqrt"),
-    "convex 0.5, cross-script x sqrt(best K)": v_convex(dense_weight=0.5, blind_best="sqrt"),
-    "convex 0.4, cross-script x max(best K, 0.5)": v_convex(dense_weight=0.4, blind_best=True, blind_floor=0.5),
-    "convex 0.5, cross-script x max(best K, 0.5)": v_convex(dense_weight=0.5, blind_best=True, blind_floor=0.5),
-    "convex 0.3, cross-script x max(best K, 0.5)": v_convex(dense_weight=0.3, blind_best=True, blind_floor=0.5),
-    "rrf, kw x coverage + cross-script x max coverage": v_rrf(weight="coverage", cross_script=True, blind_max=True,
-                                                             blind_cov="max"),
-    "rrf, kw x coverage + cross-script x mean coverage": v_rrf(weight="coverage", cross_script=True, blind_max=True,
-                                                              blind_cov="mean"),
+    "rrf, kw x coverage + cross-script": v_rrf(weight="coverage", cross_script=True, blind_max=True),
     "rrf, kw x coverage + cross-script x 0.5": v_rrf(weight="coverage", cross_script=True, blind_max=True,
                                                     blind_cov=0.5),
-    "rrf, kw x coverage + cross-script x 0.3": v_rrf(weight="coverage", cross_script=True, blind_max=True,
-                                                    blind_cov=0.3),
-    "convex + hub correction 0.5 (probe only)": v_hub(0.5),
+    "rrf, kw x coverage + cross-script x best coverage": v_rrf(weight="coverage", cross_script=True, blind_max=True,
+                                                              blind_cov="max"),
+    "rrf, kw x idf-coverage + cross-script": v_rrf(weight="idf", cross_script=True, blind_max=True),
+    "rrf, kw x dense + cross-script": v_rrf(weight="dense", cross_script=True, blind_max=True),
+    "rrf, kw gated (dense >= background) + cross-script": v_rrf(gate=0.0, cross_script=True, blind_max=True),
+    "convex 0.6 z-score": v_convex(norm="z"),
+    "convex 0.6 z-score, kw z-score": v_convex(norm="z", kw_norm="z"),
+    "convex 0.6 background": v_convex(norm="background"),
+    "convex 0.6 rank": v_convex(norm="rank"),
+    "convex 0.6 idf-coverage": v_convex(idf=True),
+    "convex 0.6, K = max(K, D)": v_convex(blind_max=True),
+    "convex 0.4, K = D": v_convex(dense_weight=0.4),
+    "convex 0.4, K = max(K, D)": v_convex(dense_weight=0.4, blind_max=True),
+    "convex 0.4, K = max(K, D x best)": v_convex(dense_weight=0.4, blind_best=True),
+    "convex 0.4, K = max(K, D x sqrt(best))": v_convex(dense_weight=0.4, blind_best="sqrt"),
+    "convex 0.4, floor 0.3": v_convex(dense_weight=0.4, blind_best=True, blind_floor=0.3),
+    "convex 0.4, floor 0.7": v_convex(dense_weight=0.4, blind_best=True, blind_floor=0.7),
+    "convex 0.5, floor 0.5": v_convex(dense_weight=0.5, blind_best=True, blind_floor=0.5),
+    "convex 0.3, floor 0.5": v_convex(dense_weight=0.3, blind_best=True, blind_floor=0.5),
+    "default + hub correction 0.5 (probe only)": v_hub(0.5),
 }
 
 
