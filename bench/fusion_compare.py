@@ -536,7 +536,6 @@ def score_locomo(qs: list[Question], variant: Variant, r) -> dict[str, dict[str,
     """{group: {R@1, R@5, R@10, R@25}} for "all", each conversation pair named in GROUPS."""
     from bench.metrics import recall_at_k
 
-    groups: dict[str, list[float]] = defaultdict(list)
     per: dict[str, list[tuple[list[str], list[str]]]] = defaultdict(list)
     for q in qs:
         turns = [t for i in order_memories(q, variant, r) for t in q.expand[i]][:25]
@@ -550,7 +549,6 @@ def score_locomo(qs: list[Question], variant: Variant, r) -> dict[str, dict[str,
     for g, rows in per.items():
         out[g] = {"n": len(rows), **{f"R@{k}": round(sum(recall_at_k(t, ev, k) for t, ev in rows) / len(rows), 3)
                                      for k in (1, 5, 10, 25)}}
-    del groups
     return out
 
 
