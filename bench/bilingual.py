@@ -64,6 +64,7 @@ OPTIONS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "convex 0.7 + coverage + cross-script": ({"fusion_dense_weight": 0.7, "language_neutral": False}, {}),
     "convex 0.7 + coverage + neutral": ({"fusion_dense_weight": 0.7}, {"cross_script": False}),
     "convex 0.7 + coverage + gate + neutral": ({"fusion_dense_weight": 0.7}, {"dense_gate": True, "cross_script": False}),
+    "convex 0.4 + coverage + neutral + cross-script": ({"fusion_dense_weight": 0.4}, {}),
     "convex 0.5 + coverage + neutral + cross-script": ({"fusion_dense_weight": 0.5}, {}),
     "convex 0.6 + coverage + neutral + cross-script": ({"fusion_dense_weight": 0.6}, {}),
     "convex 0.7 + coverage + neutral + cross-script": ({"fusion_dense_weight": 0.7}, {}),
@@ -72,7 +73,7 @@ OPTIONS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "dense only + neutral": ({"fusion_dense_weight": 1.0}, {}),
     "dense only": ({"fusion_dense_weight": 1.0, "language_neutral": False}, {}),
 }
-DEFAULT_OPTION = "convex 0.6 + coverage + neutral + cross-script"  # the shipped defaults
+DEFAULT_OPTION = "convex 0.4 + coverage + neutral + cross-script"  # the shipped defaults
 
 
 @dataclass(frozen=True)

@@ -183,8 +183,13 @@ class RankingSettings(_Group):
         default="convex", description="How the dense and keyword channels are combined: convex (normalised scores, "
         "keyword weighted by query coverage) or rrf (weighted reciprocal rank fusion).",
     )
+    # Dense weight 0.4 (was 0.6), with policy.fusion.CROSS_SCRIPT_FLOOR: LoCoMo dev (1,033 q)
+    # turn R@5/R@10 0.557/0.631 -> 0.592/0.671, LongMemEval 16 q session all@5 0.875 -> 0.938,
+    # SciFact slice nDCG@10 0.894 -> 0.908, CMRC slice 0.993 -> 0.990, bilingual probe no
+    # direction lower; 0.3 cost LongMemEval 8 q session all@5 0.125 (docs/benchmarks.md,
+    # "Convex vs RRF, measured fairly").
     fusion_dense_weight: float = Field(
-        default=0.6, ge=0, le=1, description="Share of the dense channel in convex fusion (the keyword channel has the rest).",
+        default=0.4, ge=0, le=1, description="Share of the dense channel in convex fusion (the keyword channel has the rest).",
     )
     language_neutral: bool = Field(
         default=True, description="Remove each language's mean embedding from dense scores, so that a query in one "

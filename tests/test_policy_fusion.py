@@ -7,6 +7,7 @@ import math
 import pytest
 
 from memvault.policy.fusion import (
+    CROSS_SCRIPT_FLOOR,
     DENSE_BACKGROUND,
     calibrated_relevance,
     convex_fuse,
@@ -74,13 +75,42 @@ def test_convex_fuse_normalises_each_channel_and_keeps_every_id():
     assert convex_fuse({"a": 0.5}, {}, dense_weight=0.7) == {"a": pytest.approx(0.7)}
 
 
-def test_keyword_blind_candidates_are_not_punished_for_having_no_keyword_hit():
-    # an English query: the Chinese memory cannot share a term with it
+def test_keyword_blind_candidates_are_credited_the_keyword_evidence_of_the_query_language():
+    # an English query: the Chinese memory cannot share a term with it; it is credited with
+    # its dense part times the best keyword part an English candidate reached (0.8 here)
     dense = {"zh": 0.90, "en": 0.85, "en2": 0.80}
     keyword = {"en": 1.0}
-    fused = convex_fuse(dense, keyword, dense_weight=0.7, coverage={"en": 0.5}, keyword_blind={"zh"})
-    assert fused["zh"] == pytest.approx(1.0)  # K taken as its dense score
-    assert fused["en"] == pytest.approx(0.7 * 0.5 + 0.3 * 0.5)
+    fused = convex_fuse(dense, keyword, dense_weight=0.4, coverage={"en": 0.8}, keyword_blind={"zh"})
+    assert fused["zh"] == pytest.approx(0.4 * 1.0 + 0.6 * 1.0 * 0.8)
+    assert fused["en"] == pytest.approx(0.4 * 0.5 + 0.6 * 0.8)
+    assert list(fused) == ["zh", "en", "en2"]
+    # when the query's language reached little, the credit is at least CROSS_SCRIPT_FLOOR of D
+    fused = convex_fuse(dense, keyword, dense_weight=0.4, coverage={"en": 0.2}, keyword_blind={"zh"})
+    assert fused["zh"] == pytest.approx(0.4 + 0.6 * CROSS_SCRIPT_FLOOR)
+
+
+def test_a_same_language_answer_is_not_beaten_by_a_cross_script_memory_given_full_keyword_credit():
+    # a Chinese question whose Chinese answer holds 60% of its terms; an English memory a
+    # little lower in meaning: crediting it its whole dense part as keyword evidence (the rule
+    # at dense weight 0.6) put it first (0.971 against 0.76)
+    dense = {"answer": 0.903, "english": 0.900, "low": 0.80}
+    keyword = {"answer": 1.0}
+    fused = convex_fuse(dense, keyword, dense_weight=0.4, coverage={"answer": 0.6}, keyword_blind={"english"})
+    assert list(fused)[0] == "answer"
+
+
+def test_a_borrowed_word_hit_does_not_cost_a_keyword_blind_candidate_its_dense_part():
+    # a Chinese query holding "API": the English answer matches that one borrowed word (a
+    # small share of the query's terms) and must not rank below an English memory with no hit
+    dense = {"answer": 0.92, "other": 0.91, "low": 0.80}
+    keyword = {"answer": 1.0}
+    fused = convex_fuse(dense, keyword, dense_weight=0.6, coverage={"answer": 0.1},
+                        keyword_blind={"answer", "other", "low"})
+    assert list(fused) == ["answer", "other", "low"]
+    assert fused["answer"] == pytest.approx(0.6 + 0.4 * CROSS_SCRIPT_FLOOR)  # K = max(0.1, D x 0.5)
+    # the keyword part still counts when it is the larger one
+    fused = convex_fuse({"a": 0.9, "b": 0.8}, {"b": 1.0}, dense_weight=0.5, coverage={"b": 1.0}, keyword_blind={"b"})
+    assert fused["b"] == pytest.approx(0.5)
 
 
 def test_gate_scales_keyword_by_dense_standing():

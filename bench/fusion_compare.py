@@ -1,0 +1,815 @@
+"""Fusion variants compared on every quality set, on the same captured candidates.
+
+Each set is stored once, exactly as its own bench stores it (``bench.locomo``,
+``bench.longmemeval``, ``bench.beir --slice``, ``bench.bilingual``), and every question's
+candidates are captured once (``service.fusion.search_channels``: dense and keyword top
+``candidates``, the query's language dots, the candidates' texts, and for memories their
+importance, creation and last-access times and the clock). Each fusion variant then
+scores the same candidates and orders them as ``recall.rank`` orders memories (fused
+score, time-expression boost, importance and recency) or as ``rank_chunks`` orders
+document chunks (fused score). At capture time the default variant's order is checked
+against the real ``recall.rank`` / ``rank_chunks`` output, so the re-scoring reproduces
+the shipped ranking exactly.
+
+Variants (``VARIANTS``): the shipped convex fusion, the corrected RRF (keyword hits in
+keyword order, language-neutral dense ranking), RRF with keyword contributions weighted
+by query coverage, by IDF-weighted coverage, gated by the dense channel, with the
+cross-script rule of the convex path, and convex fusion with other normalisations
+(z-scores, dense scores measured from the query's background). Figures: LoCoMo turn
+R@k (per conversation set), LongMemEval session / turn any, all and nDCG, SciFact and
+CMRC-zh slice nDCG@10 / Recall@100, bilingual probe R@1 / MRR per direction,
+LongMemEval abstention (answerable turn / session any@5 after the min_relevance filter).
+
+Run: ``python -m bench.fusion_compare --capture-dir /tmp/fc`` (captures are pickled there
+and reused by later runs; ``--sets`` picks sets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import pickle
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result
+
+SETS = ("locomo", "lme", "scifact", "cmrc", "bilingual")
+
+
+# --------------------------------------------------------------------------------------
+# captured questions
+
+
+@dataclass
+class Question:
+    """One question with its captured candidates.
+
+    ``channels``: ``service.fusion.Channels``; ``texts``: candidate id -> text;
+    ``meta``: candidate id -> (importance, created_at, last_accessed_at) for memories
+    (empty for document chunks); ``now``: the clock at capture; ``gold``: what the set's
+    metric needs (see each capture function); ``expand``: candidate id -> the set's own
+    item ids (turn ids, doc ids) in order.
+    """
+
+    set: str
+    qid: str
+    channels: Any
+    texts: dict[str, str]
+    meta: dict[str, tuple[float, float, float]]
+    now: float
+    gold: dict[str, Any]
+    expand: dict[str, list[str]] = field(default_factory=dict)
+    df: dict[str, int] = field(default_factory=dict)  # keyword term -> stored items holding it (whole store)
+    n_docs: int = 0
+
+
+def _store_df(texts: list[str]) -> dict[str, int]:
+    from memvault.policy.keywords import keyword_terms
+
+    df: dict[str, int] = defaultdict(int)
+    for t in texts:
+        for term in keyword_terms(t):
+            df[term] += 1
+    return dict(df)
+
+
+async def _capture_memories(rt, query: str) -> tuple[Any, dict[str, str], dict[str, tuple[float, float, float]], float]:
+    from bench.mv import PROJECT, USER
+    from memvault.service.fusion import search_channels
+    from memvault.service.indexing import scope_filter
+    from memvault.service.runtime import MEMORY_COLLECTION
+
+    r = rt.settings.ranking
+    now = rt.clock.now()
+    flt = scope_filter(USER, [PROJECT], now)
+    ch = await search_channels(rt, MEMORY_COLLECTION, query, flt, max(r.candidates, 100))
+    rows = {m.id: m for m in await rt.facts.get(ch.ids())}
+    alive = {i: row for i, row in rows.items()
+             if row.status == "active" and (row.expires_at is None or row.expires_at > now)}
+    return (ch, {i: row.content for i, row in alive.items()},
+            {i: (row.importance, row.created_at, row.last_accessed_at) for i, row in alive.items()}, now)
+
+
+async def _check_memory_order(rt, q: Question, limit: int) -> None:
+    from bench.mv import search
+
+    want = await search(rt, q.channels.query, limit)
+    got = order_memories(q, VARIANTS["convex 0.4 + cross-script credit (default)"], rt.settings.ranking)[:limit]
+    if want != got:
+        raise AssertionError(f"{q.set} {q.qid}: re-scored default order differs from recall.rank")
+
+
+async def capture_locomo(args) -> list[Question]:
+    """Every conversation of ``args.locomo`` stored as ``bench.locomo`` stores it; one Question per
+    question (gold: evidence turn ids, category; expand: memory id -> turn ids)."""
+    from bench import locomo
+    from bench.mv import open_runtime, remember_turn
+
+    out: list[Question] = []
+    for sample in locomo.load_samples(args.data, args.locomo or None):
+        ts = locomo.turns(sample)
+        qs = locomo.questions(sample, {d for d, _, _ in ts})
+        print(f"# capture locomo {sample['sample_id']} ({len(ts)} turns, {len(qs)} q)", flush=True)
+        with tempfile.TemporaryDirectory(prefix="memvault-fc-") as tmp:
+            rt = await open_runtime(Path(tmp) / "data", args.model_cache)
+            try:
+                mem_turns: dict[str, list[str]] = defaultdict(list)
+                for dia, text, when in ts:
+                    res = await remember_turn(rt, text, when)
+                    if res.id is not None:
+                        mem_turns[res.id].append(dia)
+                rows = await rt.facts.get(list(mem_turns))
+                df = _store_df([r.content for r in rows])
+                for n, (qtext, cat, ev) in enumerate(qs):
+                    ch, texts, meta, now = await _capture_memories(rt, qtext)
+                    q = Question("locomo", f"{sample['sample_id']}#{n}", ch, texts, meta, now,
+                                 {"evidence": ev, "category": cat, "sample": sample["sample_id"]},
+                                 {i: mem_turns[i] for i in texts}, df, len(rows))
+                    if n % 10 == 0:
+                        await _check_memory_order(rt, q, 25)
+                    out.append(q)
+            finally:
+                await rt.close()
+    return out
+
+
+async def capture_lme(args) -> list[Question]:
+    """``args.lme`` LongMemEval questions (round-robin by type, as ``--limit``) stored as
+    ``bench.longmemeval`` stores them (gold: turn ids, session ids, session of each turn)."""
+    from bench import longmemeval
+    from bench.mv import open_runtime, remember_turn
+
+    with gzip.open(data_dir(args.data) / "longmemeval_s_dev.json.gz", "rt") as f:
+        items = json.load(f)
+    out: list[Question] = []
+    for n, item in enumerate(longmemeval.selected(items, args.lme)):
+        docs, gold_t, gold_s = longmemeval.corpus(item)
+        print(f"# capture lme {n} {item['question_id']} ({len(docs)} turns)", flush=True)
+        with tempfile.TemporaryDirectory(prefix="memvault-fc-") as tmp:
+            rt = await open_runtime(Path(tmp) / "data", args.model_cache)
+            try:
+                mem_turns: dict[str, list[str]] = defaultdict(list)
+                for tid, _, text, when in docs:
+                    res = await remember_turn(rt, text[: rt.settings.policies.max_content_chars], when)
+                    if res.id is not None:
+                        mem_turns[res.id].append(tid)
+                rows = await rt.facts.get(list(mem_turns))
+                df = _store_df([r.content for r in rows])
+                ch, texts, meta, now = await _capture_memories(rt, item["question"])
+                q = Question("lme", item["question_id"], ch, texts, meta, now,
+                             {"turns": gold_t, "sessions": gold_s,
+                              "session_of": {tid: sid for tid, sid, _, _ in docs}},
+                             {i: mem_turns[i] for i in texts}, df, len(rows))
+                await _check_memory_order(rt, q, longmemeval.DEPTH)
+                out.append(q)
+            finally:
+                await rt.close()
+    return out
+
+
+async def capture_beir(args, name: str, folder_name: str) -> list[Question]:
+    """A ``bench.beir --slice`` sub-set indexed through the documents path (gold: qrels)."""
+    from bench import beir
+    from bench.mv import open_runtime
+    from memvault.service.docs_index import DOCS_COLLECTION
+    from memvault.service.docs_search import rank_chunks
+    from memvault.service.fusion import search_channels
+    from memvault.storage.docs import DocStore
+
+    nq, others = (int(x) for x in args.slice.split(":"))
+    bs = beir.slice_set(beir.load_set(data_dir(args.data) / folder_name), nq, others)
+    print(f"# capture {name} ({len(bs.docs)} docs, {len(bs.qids)} q)", flush=True)
+    out: list[Question] = []
+    with tempfile.TemporaryDirectory(prefix="memvault-fc-") as tmp:
+        rt = await open_runtime(Path(tmp) / "data", args.model_cache)
+        try:
+            await beir.index_set(rt, bs, raw_sample=0, progress=False)
+            df = _store_df([t for _, t in bs.docs])
+            flt = beir.docs_filter(bs.name)
+            async with DocStore.connect(rt.settings.db_path) as store:
+                for n, qid in enumerate(bs.qids):
+                    qtext = bs.queries[qid]
+                    ch = await search_channels(rt, DOCS_COLLECTION, qtext, flt, max(rt.settings.ranking.candidates,
+                                                                                   beir.DEPTH))
+                    rows = await store.chunks(ch.ids())
+                    live = {c: r for c, r in rows.items() if r.file is not None}
+                    q = Question(name, qid, ch, {c: r.text for c, r in live.items()}, {}, rt.clock.now(),
+                                 {"qrels": bs.qrels[qid]}, {c: [r.file.path] for c, r in live.items()},
+                                 df, len(bs.docs))
+                    if n % 10 == 0:
+                        hits = await rank_chunks(rt, [beir.PROJECT], qtext, limit=beir.DEPTH, collection=bs.name)
+                        want = [row.file.path for row, _ in hits if row.file is not None]
+                        if want != order_docs(q, VARIANTS["convex 0.4 + cross-script credit (default)"], rt.settings.ranking):
+                            raise AssertionError(f"{name} {qid}: re-scored default order differs from rank_chunks")
+                    out.append(q)
+        finally:
+            await rt.close()
+    return out
+
+
+async def capture_bilingual(args) -> list[Question]:
+    """The probe's two stores (``bench.bilingual.capture_store``); gold: target id, direction."""
+    from bench import bilingual
+
+    facts = bilingual.load_probe()
+    out: list[Question] = []
+    with tempfile.TemporaryDirectory(prefix="memvault-fc-") as tmp:
+        asked = [*await bilingual.capture_store(facts, 0, args.model_cache, Path(tmp)),
+                 *await bilingual.capture_store(facts, 1, args.model_cache, Path(tmp))]
+    for n, a in enumerate(asked):
+        # the probe's memories are stored at one time: recency is equal for all (created = accessed = 0)
+        out.append(Question("bilingual", f"{a.store}#{n}", a.channels, a.texts,
+                            {i: (imp, 0.0, 0.0) for i, imp in a.importance.items()}, 0.0,
+                            {"target": a.target, "direction": a.direction, "fact": a.fact}))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# variants: (Channels, texts, RankingSettings, Question) -> {id: Scored}, best first
+
+
+Variant = Callable[[Any, Mapping[str, str], Any, Question], dict]
+
+
+_TERMS: dict[str, frozenset[str]] = {}
+
+
+def _terms(text: str) -> frozenset[str]:
+    """``keyword_terms(text)``'s keys, cached (the variants ask about the same texts again and again)."""
+    got = _TERMS.get(text)
+    if got is None:
+        from memvault.policy.keywords import keyword_terms
+
+        got = _TERMS[text] = frozenset(keyword_terms(text))
+    return got
+
+
+def _prepare(ch, texts, q: Question | None = None):
+    """Language-corrected dense scores, keyword scores, coverage, blind set (as score_candidates)."""
+    from memvault.policy.fusion import keyword_coverage, language_shift
+    from memvault.policy.language import script_class
+
+    ids = [i for i in ch.ids() if i in texts]
+    qlang = script_class(ch.query)
+    dense: dict[str, float] = {}
+    blind: set[str] = set()
+    for i in ids:
+        plang = script_class(texts[i])
+        if plang != qlang:
+            blind.add(i)
+        if i in ch.dense:
+            dense[i] = ch.dense[i] - language_shift(ch.query_dots, qlang, plang)
+    keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
+    qterms = _terms(ch.query)
+    coverage = {i: keyword_coverage(qterms, _terms(texts[i])) for i in keyword}
+    return ids, dense, keyword, coverage, blind, qterms
+
+
+def _finish(fused: Mapping[str, float], dense, coverage, blind, ch) -> dict:
+    from memvault.policy.fusion import calibrated_relevance, dense_background
+    from memvault.service.fusion import Scored
+
+    background = dense_background(dense.values())
+    order = sorted(fused, key=lambda i: -fused[i])
+    return {i: Scored(score=fused[i], relevance=calibrated_relevance(dense[i] - background if i in dense else None,
+                                                                    coverage.get(i, 0.0), i in blind),
+                      similarity=ch.dense.get(i)) for i in order}
+
+
+def v_shipped(**over) -> Variant:
+    """``service.fusion.score_candidates`` with RankingSettings overrides."""
+    def f(ch, texts, r, q):
+        from memvault.service.fusion import score_candidates
+        rr = r.model_copy(update=over) if over else r
+        c = ch if rr.language_neutral else replace(ch, query_dots={})
+        return score_candidates(c, texts, rr)
+    return f
+
+
+def _idf_coverage(q: Question, qterms, doc_terms) -> float:
+    """Share of the query's IDF mass (store-wide df, BM25 idf) the document holds."""
+    n = max(q.n_docs, 1)
+
+    def idf(t: str) -> float:
+        d = q.df.get(t, 0)
+        return math.log(1 + (n - d + 0.5) / (d + 0.5))
+
+    total = sum(idf(t) for t in qterms)
+    if total <= 0:
+        return 0.0
+    return sum(idf(t) for t in qterms if t in doc_terms) / total
+
+
+def v_rrf(k: int = 10, w_dense: float = 1.0, w_kw: float = 1.0, weight: str = "none", cross_script: bool = False,
+          gate: float | None = None, blind_max: bool = False, blind_cov: str | float | None = None) -> Variant:
+    """RRF over language-corrected dense order and keyword order.
+
+    weight: "none" | "coverage" (keyword term x query-term coverage) | "idf" (x IDF-weighted
+    coverage) | "dense" (x the candidate's min-max normalised dense score);
+    cross_script: a candidate in another script than the query gets its dense term as its
+    keyword term (it can hold no query term); gate: keyword term counted only when the
+    candidate's corrected dense score is at least the query's background + gate;
+    blind_cov: the cross-script candidate's keyword term (its dense term) is scaled by the
+    best ("max") or mean ("mean") coverage of the query's same-script keyword hits, or by a
+    constant, as a same-script candidate's would be by its own coverage.
+    """
+    def f(ch, texts, r, q):
+        from memvault.policy.fusion import dense_background
+
+        ids, dense, keyword, coverage, blind, qterms = _prepare(ch, texts)
+        d_order = sorted(dense, key=lambda i: -dense[i])
+        k_order = sorted(keyword, key=lambda i: -keyword[i])
+        d_rank = {i: n for n, i in enumerate(d_order, 1)}
+        k_rank = {i: n for n, i in enumerate(k_order, 1)}
+        dmin, dmax = min(dense.values(), default=0.0), max(dense.values(), default=0.0)
+        bg = dense_background(dense.values())
+        blind_scale = 1.0
+        if blind_cov == "max":
+            blind_scale = max((coverage[i] for i in keyword if i not in blind), default=1.0)
+        elif blind_cov == "mean":
+            own = [coverage[i] for i in keyword if i not in blind]
+            blind_scale = sum(own) / len(own) if own else 1.0
+        elif isinstance(blind_cov, float):
+            blind_scale = blind_cov
+        fused = {}
+        for i in ids:
+            d = w_dense / (k + d_rank[i]) if i in d_rank else 0.0
+            kw = w_kw / (k + k_rank[i]) if i in k_rank else 0.0
+            if i in k_rank:
+                if weight == "coverage":
+                    kw *= coverage[i]
+                elif weight == "idf":
+                    kw *= _idf_coverage(q, qterms, _terms(texts[i]))
+                elif weight == "dense":
+                    kw *= (dense[i] - dmin) / (dmax - dmin) if i in dense and dmax > dmin else (1.0 if i in dense else 0.0)
+                if gate is not None and (i not in dense or dense[i] < bg + gate):
+                    kw = 0.0
+            if cross_script and i in blind and (i not in k_rank or blind_max):
+                kw = max(kw, blind_scale * w_kw / (k + d_rank[i]) if i in d_rank else 0.0)
+            fused[i] = (d + kw) / ((w_dense + w_kw) / (k + 1))
+        return _finish(fused, dense, coverage, blind, ch)
+    return f
+
+
+def v_convex(norm: str = "minmax", dense_weight: float = 0.6, kw_norm: str = "max", idf: bool = False,
+             blind_max: bool = False, blind_best: bool | str = False, blind_floor: float = 0.0) -> Variant:
+    """Convex fusion with another normalisation.
+
+    norm (dense): "minmax" (shipped) | "z" (z-score over the dense hits, mapped through
+    a logistic) | "background" ((d - background) / (max - background), clipped at 0) |
+    "rank" (1 - (rank - 1) / n). kw_norm: "max" (shipped) | "z". idf: coverage weighted by IDF.
+    Coverage and cross-script as shipped; blind_max: a cross-script candidate's keyword part
+    is max(its own, its dense part) also when it has a keyword hit (an English word inside a
+    Chinese query: shipped, such a hit covers a small share of the query's terms and costs the
+    candidate the cross-script rule); blind_best: a cross-script candidate's keyword part is
+    max(its own, its dense part x the best keyword part of a same-script candidate): the
+    keyword evidence it is assumed to have is what the query's own language reached (at
+    least ``blind_floor``; ``blind_best="sqrt"``: the square root of it).
+    """
+    def f(ch, texts, r, q):
+        from memvault.policy.fusion import dense_background
+
+        ids, dense, keyword, coverage, blind, qterms = _prepare(ch, texts)
+        vals = list(dense.values())
+        dn: dict[str, float] = {}
+        if vals:
+            dmin, dmax = min(vals), max(vals)
+            mu = sum(vals) / len(vals)
+            sd = math.sqrt(sum((v - mu) ** 2 for v in vals) / len(vals)) or 1.0
+            bg = dense_background(vals)
+            order = sorted(dense, key=lambda i: -dense[i])
+            for n, i in enumerate(order):
+                v = dense[i]
+                if norm == "minmax":
+                    dn[i] = (v - dmin) / (dmax - dmin) if dmax > dmin else 1.0
+                elif norm == "z":
+                    dn[i] = 1 / (1 + math.exp(-(v - mu) / sd))
+                elif norm == "background":
+                    dn[i] = max(0.0, (v - bg) / (dmax - bg)) if dmax > bg else 1.0
+                elif norm == "rank":
+                    dn[i] = 1 - n / len(order)
+        kvals = list(keyword.values())
+        kn: dict[str, float] = {}
+        if kvals:
+            kmax = max(kvals)
+            kmu = sum(kvals) / len(kvals)
+            ksd = math.sqrt(sum((v - kmu) ** 2 for v in kvals) / len(kvals)) or 1.0
+            for i, v in keyword.items():
+                kn[i] = v / kmax if kw_norm == "max" else 1 / (1 + math.exp(-(v - kmu) / ksd))
+        cov = {i: (_idf_coverage(q, qterms, _terms(texts[i])) if idf else coverage[i]) for i in keyword}
+        fused = {}
+        best = max((kn.get(i, 0.0) * cov.get(i, 0.0) for i in keyword if i not in blind), default=0.0)
+        for i in ids:
+            d = dn.get(i, 0.0)
+            kk = kn.get(i, 0.0) * cov.get(i, 0.0)
+            if blind_best and i in blind:
+                kk = max(kk, d * (best ** 0.5 if blind_best == "sqrt" else max(best, blind_floor)))
+            elif i in blind and (i not in keyword or blind_max):
+                kk = max(kk, d) if blind_max else d
+            fused[i] = dense_weight * d + (1 - dense_weight) * kk
+        # ties: dense ids first, then keyword-only (as convex_fuse)
+        pos = {i: n for n, i in enumerate(dict.fromkeys([*dense, *keyword]))}
+        fused = dict(sorted(fused.items(), key=lambda kv: (-kv[1], pos.get(kv[0], 0))))
+        return _finish(fused, dense, coverage, blind, ch)
+    return f
+
+
+HUB: dict[tuple[str, str], float] = {}
+"""(text, query script class) -> mean of the 10 best cosines between the text (as a passage)
+and the shipped parallel sentences of that class (``service.centroids``); filled by
+``prepare_hub`` for the bilingual probe only (it needs the candidates' vectors)."""
+
+
+def prepare_hub(qs: list[Question], model_cache: Path, k: int = 10) -> None:
+    """Fill ``HUB`` for every candidate text of ``qs`` (embedded again with the bench's model)."""
+    import numpy as np
+
+    from bench.mv import shared_embedder
+    from memvault.config import Settings
+    from memvault.policy.language import CJK, OTHER
+    from memvault.service.centroids import PARALLEL_SENTENCES
+
+    emb = shared_embedder(Settings(data_dir=Path(tempfile.gettempdir()) / "memvault-fc-hub", model_cache_dir=model_cache))
+    par = {OTHER: np.asarray(emb.embed_passages([p[0] for p in PARALLEL_SENTENCES])),
+           CJK: np.asarray(emb.embed_passages([p[1] for p in PARALLEL_SENTENCES]))}
+    texts = sorted({t for q in qs for t in q.texts.values()})
+    vecs = np.asarray(emb.embed_passages(texts))
+    for lang, m in par.items():
+        top = np.sort(vecs @ m.T, axis=1)[:, -k:].mean(axis=1)
+        for t, h in zip(texts, top, strict=True):
+            HUB[(t, lang)] = float(h)
+
+
+def v_hub(alpha: float = 0.5) -> Variant:
+    """Shipped fusion after a hubness correction of the cross-script candidates' dense scores
+    (after CSLS, Conneau et al., "Word Translation Without Parallel Data", ICLR 2018): a
+    passage close to much of the query language's text in general (``HUB``) loses
+    ``alpha`` x how far its hub value is above the mean of the candidates of its script;
+    the group's mean is kept, so only the order inside the other script changes."""
+    def f(ch, texts, r, q):
+        from memvault.policy.language import script_class
+
+        ql = script_class(ch.query)
+        d = dict(ch.dense)
+        other = [i for i in d if i in texts and script_class(texts[i]) != ql and (texts[i], ql) in HUB]
+        if other and HUB:
+            h = {i: HUB[(texts[i], ql)] for i in other}
+            m = sum(h.values()) / len(h)
+            for i in other:
+                d[i] -= alpha * (h[i] - m)
+        return v_shipped()(replace(ch, dense=d), texts, r, q)
+    return f
+
+
+VARIANTS: dict[str, Variant] = {
+    # the shipped defaults (convex, dense weight 0.4, cross-script credit with its floor)
+    "convex 0.4 + cross-script credit (default)": v_shipped(),
+    # main before the change: dense weight 0.6, a cross-script candidate without a keyword hit gets K = D
+    "convex 0.6, K = D (main before)": v_convex(),
+    "rrf (corrected)": v_shipped(fusion="rrf"),
+    "rrf + cross-script": v_rrf(cross_script=True, blind_max=True),
+    "rrf, kw x coverage": v_rrf(weight="coverage"),
+    "rrf, kw x coverage + cross-script": v_rrf(weight="coverage", cross_script=True, blind_max=True),
+    "rrf, kw x coverage + cross-script x 0.5": v_rrf(weight="coverage", cross_script=True, blind_max=True,
+                                                    blind_cov=0.5),
+    "rrf, kw x coverage + cross-script x best coverage": v_rrf(weight="coverage", cross_script=True, blind_max=True,
+                                                              blind_cov="max"),
+    "rrf, kw x idf-coverage + cross-script": v_rrf(weight="idf", cross_script=True, blind_max=True),
+    "rrf, kw x dense + cross-script": v_rrf(weight="dense", cross_script=True, blind_max=True),
+    "rrf, kw gated (dense >= background) + cross-script": v_rrf(gate=0.0, cross_script=True, blind_max=True),
+    "convex 0.6 z-score": v_convex(norm="z"),
+    "convex 0.6 z-score, kw z-score": v_convex(norm="z", kw_norm="z"),
+    "convex 0.6 background": v_convex(norm="background"),
+    "convex 0.6 rank": v_convex(norm="rank"),
+    "convex 0.6 idf-coverage": v_convex(idf=True),
+    "convex 0.6, K = max(K, D)": v_convex(blind_max=True),
+    "convex 0.4, K = D": v_convex(dense_weight=0.4),
+    "convex 0.4, K = max(K, D)": v_convex(dense_weight=0.4, blind_max=True),
+    "convex 0.4, K = max(K, D x best)": v_convex(dense_weight=0.4, blind_best=True),
+    "convex 0.4, K = max(K, D x sqrt(best))": v_convex(dense_weight=0.4, blind_best="sqrt"),
+    "convex 0.4, floor 0.3": v_convex(dense_weight=0.4, blind_best=True, blind_floor=0.3),
+    "convex 0.4, floor 0.7": v_convex(dense_weight=0.4, blind_best=True, blind_floor=0.7),
+    "convex 0.5, floor 0.5": v_convex(dense_weight=0.5, blind_best=True, blind_floor=0.5),
+    "convex 0.3, floor 0.5": v_convex(dense_weight=0.3, blind_best=True, blind_floor=0.5),
+    "default + hub correction 0.5 (probe only)": v_hub(0.5),
+}
+
+
+# --------------------------------------------------------------------------------------
+# ordering and metrics
+
+
+def order_memories(q: Question, variant: Variant, r) -> list[str]:
+    """Candidate ids best first, as ``recall.rank`` orders them."""
+    from memvault.policy.ranking import final_score, recency
+    from memvault.policy.time_expressions import time_boosted, time_spans
+
+    scored = variant(q.channels, q.texts, r, q)
+    spans = time_spans(q.channels.query, q.now)
+    final = []
+    for i, sc in scored.items():
+        imp, created, accessed = q.meta[i]
+        rec = recency(accessed, q.now, r.half_life_days)
+        final.append((i, final_score(time_boosted(sc.score, created, spans), imp, rec, r.weight_relevance,
+                                     r.weight_importance, r.weight_recency)))
+    final.sort(key=lambda t: -t[1])  # stable, as recall.rank's list.sort
+    return [i for i, _ in final]
+
+
+def order_docs(q: Question, variant: Variant, r) -> list[str]:
+    """Document ids best first, as ``rank_chunks`` orders chunks (depth 100)."""
+    scored = variant(q.channels, q.texts, r, q)
+    return [q.expand[c][0] for c in list(scored)[:100]]
+
+
+def score_locomo(qs: list[Question], variant: Variant, r) -> dict[str, dict[str, float]]:
+    """{group: {R@1, R@5, R@10, R@25}} for "all", each conversation pair named in GROUPS."""
+    from bench.metrics import recall_at_k
+
+    per: dict[str, list[tuple[list[str], list[str]]]] = defaultdict(list)
+    for q in qs:
+        turns = [t for i in order_memories(q, variant, r) for t in q.expand[i]][:25]
+        s = q.gold["sample"]
+        per["all"].append((turns, q.gold["evidence"]))
+        if s == "conv-30":
+            per["conv-30"].append((turns, q.gold["evidence"]))
+        if s in ("conv-26", "conv-30"):
+            per["conv-26+30"].append((turns, q.gold["evidence"]))
+    out = {}
+    for g, rows in per.items():
+        out[g] = {"n": len(rows), **{f"R@{k}": round(sum(recall_at_k(t, ev, k) for t, ev in rows) / len(rows), 3)
+                                     for k in (1, 5, 10, 25)}}
+    return out
+
+
+def score_lme(qs: list[Question], variant: Variant, r, limit: int | None = None) -> dict[str, float]:
+    """Mean LongMemEval metrics (``bench.longmemeval.scores``) over the first ``limit`` questions."""
+    from bench.longmemeval import scores
+    from bench.metrics import dedupe
+
+    acc: dict[str, float] = defaultdict(float)
+    chosen = qs[:limit] if limit else qs
+    for q in chosen:
+        turns = [t for i in order_memories(q, variant, r) for t in q.expand[i]]
+        sess = dedupe([q.gold["session_of"][t] for t in turns])
+        for m, v in scores(turns, sess, q.gold["turns"], q.gold["sessions"]).items():
+            acc[m] += v
+    return {m: round(v / len(chosen), 3) for m, v in acc.items()} | {"n": len(chosen)}
+
+
+def score_abstention(qs: list[Question], variant: Variant, r, limit: int = 8,
+                     thresholds=(0.0, 0.1, 0.3, 0.5)) -> dict[str, tuple[float, float]]:
+    """Answerable side of ``bench.abstention``: {min_relevance: (turn any@5, session any@5)} after the filter."""
+    from bench.metrics import recall_any
+
+    out = {}
+    for t in thresholds:
+        ta = sa = 0.0
+        for q in qs[:limit]:
+            scored = variant(q.channels, q.texts, r, q)
+            rel = {i: sc.relevance for i, sc in scored.items()}
+            kept = [i for i in order_memories(q, variant, r) if rel[i] >= t][:5]
+            turns = [tt for i in kept for tt in q.expand[i]]
+            ta += recall_any(turns, q.gold["turns"], len(turns))
+            sa += recall_any([q.gold["session_of"][tt] for tt in turns], q.gold["sessions"], len(turns))
+        out[f"{t:g}"] = (round(ta / limit, 3), round(sa / limit, 3))
+    return out
+
+
+def score_beir(qs: list[Question], variant: Variant, r) -> dict[str, float]:
+    """nDCG@10 and Recall@100 as ``bench.beir.score``."""
+    from bench.beir import ndcg_at, recall_at
+
+    n = len(qs)
+    nd = sum(ndcg_at(order_docs(q, variant, r), q.gold["qrels"], 10) for q in qs) / n
+    rc = sum(recall_at(order_docs(q, variant, r), q.gold["qrels"], 100) for q in qs) / n
+    return {"ndcg@10": round(nd, 4), "recall@100": round(rc, 4), "n": n}
+
+
+def score_bilingual(qs: list[Question], variant: Variant, r) -> dict[str, dict[str, float]]:
+    """{direction: {n, R@1, MRR}} as ``bench.bilingual.direction_scores``."""
+    acc: dict[str, list[int]] = defaultdict(list)
+    for q in qs:
+        t = q.gold["target"]
+        if t is None:
+            continue
+        ids = order_memories(q, variant, r)
+        acc[q.gold["direction"]].append(ids.index(t) + 1 if t in ids else 0)
+    return {d: {"n": len(x), "R@1": round(sum(v == 1 for v in x) / len(x), 3),
+                "MRR": round(sum(1 / v for v in x if v) / len(x), 3)} for d, x in sorted(acc.items())}
+
+
+async def weak_keyword_cases(model_cache: Path, variants: Mapping[str, Variant]) -> dict[str, dict[str, Any]]:
+    """The weak-keyword fault cases per variant: the reported ``search_docs`` folder and the
+    other bilingual document cases (first hit right), and the recall case of
+    tests/test_recall_relevance.py (16 probe facts, "backed up" finds the Chinese memory)."""
+    from bench import bilingual
+    from bench.mv import PROJECT, SCOPE, USER, open_runtime, remember_turn
+    from memvault.service.docs_index import DOCS_COLLECTION, index_docs
+    from memvault.service.fusion import search_channels
+    from memvault.service.indexing import scope_filter
+    from memvault.service.runtime import MEMORY_COLLECTION
+    from memvault.storage.docs import DocStore
+    from memvault.storage.vectors.base import VectorFilter
+
+    out: dict[str, dict[str, Any]] = {v: {"docs_first": [], "recall_backed_up": None} for v in variants}
+    cases = json.loads(bilingual.DOC_CASES.read_text(encoding="utf-8"))["cases"]
+    with tempfile.TemporaryDirectory(prefix="memvault-fc-") as tmp_s:
+        tmp = Path(tmp_s)
+        rt = await open_runtime(tmp / "docs", model_cache)
+        try:
+            r = rt.settings.ranking
+            for n, case in enumerate(cases):
+                folder = tmp / f"case{n}"
+                for rel, text in case["files"].items():
+                    p = folder / rel
+                    p.parent.mkdir(parents=True, exist_ok=True)
+                    p.write_text(text, encoding="utf-8")
+                coll = f"case{n}"
+                await index_docs(rt, SCOPE, [folder], coll, [folder], cite_bases=[folder])
+                flt = VectorFilter(projects=[PROJECT], status=None, path_prefix=None, equals={"collection": coll})
+                ch = await search_channels(rt, DOCS_COLLECTION, case["query"], flt, r.candidates)
+                async with DocStore.connect(rt.settings.db_path) as store:
+                    rows = await store.chunks(ch.ids())
+                live = {c: row for c, row in rows.items() if row.file is not None}
+                q = Question("docs", str(n), ch, {c: row.text for c, row in live.items()}, {}, 0.0, {},
+                             {c: [row.file.path] for c, row in live.items()})
+                for name, var in variants.items():
+                    out[name]["docs_first"].append(order_docs(q, var, r)[0] == case["want"])
+        finally:
+            await rt.close()
+        rt = await open_runtime(tmp / "mem", model_cache)
+        try:
+            facts = bilingual.load_probe()
+            ids = {}
+            for i in range(16):
+                res = await remember_turn(rt, facts[i].zh if i % 2 == 0 else facts[i].en, None)
+                ids[i] = res.id
+            rows = {m.id: m for m in await rt.facts.get(list(ids.values()))}
+            query = "How often is the production database backed up?"
+            flt = scope_filter(USER, [PROJECT], rt.clock.now())
+            ch = await search_channels(rt, MEMORY_COLLECTION, query, flt, rt.settings.ranking.candidates)
+            texts = {c: rows[c].content for c in ch.ids() if c in rows}
+            meta = {c: (rows[c].importance, rows[c].created_at, rows[c].last_accessed_at) for c in texts}
+            q = Question("recall", "backed", ch, texts, meta, rt.clock.now(), {})
+            for name, var in variants.items():
+                out[name]["recall_backed_up"] = order_memories(q, var, rt.settings.ranking)[0] == ids[0]
+        finally:
+            await rt.close()
+    return out
+
+
+# --------------------------------------------------------------------------------------
+
+
+async def capture(args) -> dict[str, list[Question]]:
+    """Captured questions per set, from ``args.capture_dir`` when there, else made and kept there."""
+    caps: dict[str, list[Question]] = {}
+    makers = {"locomo": lambda: capture_locomo(args), "lme": lambda: capture_lme(args),
+              "scifact": lambda: capture_beir(args, "scifact", "scifact"),
+              "cmrc": lambda: capture_beir(args, "cmrc", "cmrc2018_zh"),
+              "bilingual": lambda: capture_bilingual(args)}
+    args.capture_dir.mkdir(parents=True, exist_ok=True)
+    for s in args.sets:
+        path = args.capture_dir / f"{s}.pkl"
+        if path.is_file():
+            caps[s] = pickle.loads(path.read_bytes())  # noqa: ASYNC240 - one step at a time
+            continue
+        t0 = time.perf_counter()
+        caps[s] = await makers[s]()
+        path.write_bytes(pickle.dumps(caps[s]))  # noqa: ASYNC240
+        print(f"# captured {s}: {len(caps[s])} questions in {time.perf_counter() - t0:.0f} s", flush=True)
+    return caps
+
+
+def _cache_keyword_terms() -> None:
+    """``service.fusion``'s keyword analysis, cached per text for this process (re-scoring
+    analyses the same candidate texts once per variant; the results are read, never changed)."""
+    import memvault.service.fusion as sf
+    from memvault.policy.keywords import keyword_terms
+
+    if getattr(sf.keyword_terms, "__wrapped__", None) is keyword_terms:
+        return
+    seen: dict[str, dict[str, int]] = {}
+
+    def cached(text: str) -> dict[str, int]:
+        got = seen.get(text)
+        if got is None:
+            got = seen[text] = keyword_terms(text)
+        return got
+
+    cached.__wrapped__ = keyword_terms  # type: ignore[attr-defined]
+    sf.keyword_terms = cached  # type: ignore[assignment]
+
+
+def evaluate(caps: dict[str, list[Question]], variants: Mapping[str, Variant], lme_limits=(8, 16)) -> dict:
+    """Every metric of every set for every variant."""
+    from memvault.config import RankingSettings
+
+    _cache_keyword_terms()
+    r = RankingSettings()
+    res: dict[str, dict[str, Any]] = {}
+    for name, var in variants.items():
+        row: dict[str, Any] = {}
+        if "locomo" in caps:
+            row["locomo"] = score_locomo(caps["locomo"], var, r)
+        if "lme" in caps:
+            row["lme"] = {str(n): score_lme(caps["lme"], var, r, n) for n in lme_limits if n <= len(caps["lme"])}
+            row["abstention"] = score_abstention(caps["lme"], var, r)
+        for s in ("scifact", "cmrc"):
+            if s in caps:
+                row[s] = score_beir(caps[s], var, r)
+        if "bilingual" in caps:
+            row["bilingual"] = score_bilingual(caps["bilingual"], var, r)
+        res[name] = row
+    return res
+
+
+def tables(res: dict) -> str:
+    """Markdown tables of ``evaluate``'s result."""
+    parts = []
+    first = next(iter(res.values()))
+    if "locomo" in first:
+        heads = ["variant"] + [f"LoCoMo {g} R@5 / R@10" for g in first["locomo"]]
+        parts.append(md_table(heads, [[v] + [f"{m['R@5']:.3f} / {m['R@10']:.3f}" for m in row["locomo"].values()]
+                                      for v, row in res.items()]))
+    if "lme" in first:
+        for n in first["lme"]:
+            heads = ["variant", f"LME {n} q: sess any@1", "sess all@5", "sess all@10", "sess nDCG@5", "turn any@1",
+                     "turn any@5", "turn all@5", "turn any@10"]
+            parts.append(md_table(heads, [[v, *[row["lme"][n][m] for m in (
+                "session any@1", "session all@5", "session all@10", "session ndcg@5", "turn any@1", "turn any@5",
+                "turn all@5", "turn any@10")]] for v, row in res.items()]))
+        parts.append(md_table(["variant", *[f"abstention answerable turn/session any@5 @ {t}"
+                                             for t in first["abstention"]]],
+                              [[v, *[f"{a} / {b}" for a, b in row["abstention"].values()]] for v, row in res.items()]))
+    beir_sets = [s for s in ("scifact", "cmrc") if s in first]
+    if beir_sets:
+        parts.append(md_table(["variant", *[f"{s} nDCG@10 / R@100" for s in beir_sets]],
+                              [[v, *[f"{row[s]['ndcg@10']:.3f} / {row[s]['recall@100']:.3f}" for s in beir_sets]]
+                               for v, row in res.items()]))
+    if "bilingual" in first:
+        dirs = ["en->zh", "zh->en", "en->en", "zh->zh"]
+        parts.append(md_table(["variant", *[f"{d} R@1 / MRR" for d in dirs]],
+                              [[v, *[f"{row['bilingual'][d]['R@1']:.3f} / {row['bilingual'][d]['MRR']:.3f}"
+                                     for d in dirs]] for v, row in res.items()]))
+    if "weak_keyword" in first:
+        parts.append(md_table(["variant", "search_docs cases first (of 6)", "reported docs case", "recall 'backed up'"],
+                              [[v, sum(row["weak_keyword"]["docs_first"]), row["weak_keyword"]["docs_first"][0],
+                                row["weak_keyword"]["recall_backed_up"]] for v, row in res.items()]))
+    return "\n\n".join(parts)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Capture (or load) the sets, evaluate every variant, print and write the results."""
+    import os
+
+    t0 = time.perf_counter()
+    caps = await capture(args)
+    if "bilingual" in caps:
+        prepare_hub(caps["bilingual"], args.model_cache)
+    variants = {k: v for k, v in VARIANTS.items() if not args.variants or k in args.variants}
+    res = evaluate(caps, variants)
+    if not args.no_cases:
+        for name, cases in (await weak_keyword_cases(args.model_cache, variants)).items():
+            res[name]["weak_keyword"] = cases
+    payload = {"protocol": __doc__.strip(), "sets": {s: len(q) for s, q in caps.items()}, "slice": args.slice,
+               "locomo": args.locomo, "lme": args.lme, "results": res, "loadavg": os.getloadavg(),
+               "elapsed_s": round(time.perf_counter() - t0, 1)}
+    path = write_result("fusion_compare", payload)
+    print(tables(res))
+    print(f"\n{payload['elapsed_s']} s, load {payload['loadavg']}. JSON: {path}")
+    return payload
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    """The bench's flags."""
+    p.add_argument("--data", help="benchmark data folder (default ../shared/bench)")
+    p.add_argument("--model-cache", type=Path, default=DEFAULT_MODEL_CACHE)
+    p.add_argument("--capture-dir", type=Path, required=True, help="captured candidates are kept and reused here")
+    p.add_argument("--sets", nargs="*", default=list(SETS), choices=SETS)
+    p.add_argument("--locomo", nargs="*", default=[], help="LoCoMo conversations (default all 7)")
+    p.add_argument("--lme", type=int, default=16, help="LongMemEval questions, round-robin by type (default 16)")
+    p.add_argument("--slice", default="100:400", help="SciFact / CMRC slice QUERIES:OTHERS as bench.beir --slice")
+    p.add_argument("--variants", nargs="*", help="variant names (default all)")
+    p.add_argument("--no-cases", action="store_true", help="leave out the weak-keyword cases")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.fusion_compare", description=__doc__.splitlines()[0])
+    add_args(p)
+    anyio.run(run, p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()
