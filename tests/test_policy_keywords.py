@@ -15,6 +15,7 @@ from memvault.policy.keywords import (
     AVG_DOC_TERMS,
     BM25_B,
     BM25_K1,
+    keyword_term_set,
     keyword_terms,
     sparse_from_terms,
     term_id,
@@ -220,3 +221,10 @@ def test_indices_sorted_unique_and_zero_counts_ignored() -> None:
     assert idx == sorted(set(idx)) and len(idx) == len(vals)
     assert all(v > 0 for v in vals)
     assert sparse_from_terms({"x": 0, "y": -1}, query=False) == ([], [])
+
+
+@pytest.mark.parametrize("text", ["The billing service uses Postgres 16", "计费服务用的是 Postgres 数据库",
+                                  "ERR_CONN_RESET in src/net/retry.py", "", "!!!"])
+def test_term_set_is_the_terms_distinct(text: str) -> None:
+    assert keyword_term_set(text) == frozenset(keyword_terms(text))
+    assert keyword_term_set(text) == frozenset(keyword_terms(text))  # the memoised answer too

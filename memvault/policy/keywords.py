@@ -244,6 +244,18 @@ def keyword_terms(text: str) -> dict[str, int]:
     return dict(counts)
 
 
+#: Texts whose term sets ``keyword_term_set`` keeps (a recall analyses up to 100 keyword
+#: hits, and the same memories come back call after call).
+TERM_SET_CACHE_SIZE = 4096
+
+
+@functools.lru_cache(maxsize=TERM_SET_CACHE_SIZE)
+def keyword_term_set(text: str) -> frozenset[str]:
+    """The distinct terms of ``text``: ``frozenset(keyword_terms(text))``, memoised for the
+    last ``TERM_SET_CACHE_SIZE`` texts (pure, so a cached answer is always right; thread-safe)."""
+    return frozenset(keyword_terms(text))
+
+
 def term_id(term: str) -> int:
     """Stable uint32 id of a term: the first 4 bytes (little-endian) of BLAKE2b(UTF-8).
 

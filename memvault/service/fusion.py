@@ -21,7 +21,7 @@ from memvault.policy.fusion import (
     keyword_coverage,
     language_shift,
 )
-from memvault.policy.keywords import keyword_terms
+from memvault.policy.keywords import keyword_term_set
 from memvault.policy.language import script_class
 from memvault.policy.ranking import normalise_rrf, rrf_fuse
 from memvault.service.centroids import language_centroids
@@ -99,8 +99,8 @@ def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings,
         if i in ch.dense:
             dense[i] = ch.dense[i] - language_shift(ch.query_dots, qlang, plang)
     keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
-    qterms = keyword_terms(ch.query).keys()
-    coverage = {i: keyword_coverage(qterms, keyword_terms(texts[i]).keys()) for i in keyword}
+    qterms = keyword_term_set(ch.query)
+    coverage = {i: keyword_coverage(qterms, keyword_term_set(texts[i])) for i in keyword}
     if r.fusion == "convex":
         fused = convex_fuse(dense, keyword, dense_weight=r.fusion_dense_weight,
                             coverage=coverage if coverage_weighted else None, gate=dense_gate,
