@@ -241,38 +241,19 @@ async def capture_bilingual(args) -> list[Question]:
 Variant = Callable[[Any, Mapping[str, str], Any, Question], dict]
 
 
-_TERMS: dict[str, frozenset[str]] = {}
-
-
 def _terms(text: str) -> frozenset[str]:
-    """``keyword_terms(text)``'s keys, cached (the variants ask about the same texts again and again)."""
-    got = _TERMS.get(text)
-    if got is None:
-        from memvault.policy.keywords import keyword_terms
+    """``keyword_terms(text)``'s keys (memoised by the policy: the variants ask about the same texts again and again)."""
+    from memvault.policy.keywords import keyword_term_set
 
-        got = _TERMS[text] = frozenset(keyword_terms(text))
-    return got
+    return keyword_term_set(text)
 
 
 def _prepare(ch, texts, q: Question | None = None):
     """Language-corrected dense scores, keyword scores, coverage, blind set (as score_candidates)."""
-    from memvault.policy.fusion import keyword_coverage, language_shift
-    from memvault.policy.language import script_class
+    from memvault.service.fusion import fusion_inputs
 
-    ids = [i for i in ch.ids() if i in texts]
-    qlang = script_class(ch.query)
-    dense: dict[str, float] = {}
-    blind: set[str] = set()
-    for i in ids:
-        plang = script_class(texts[i])
-        if plang != qlang:
-            blind.add(i)
-        if i in ch.dense:
-            dense[i] = ch.dense[i] - language_shift(ch.query_dots, qlang, plang)
-    keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
-    qterms = _terms(ch.query)
-    coverage = {i: keyword_coverage(qterms, _terms(texts[i])) for i in keyword}
-    return ids, dense, keyword, coverage, blind, qterms
+    f = fusion_inputs(ch, texts)
+    return f.ids, f.dense, f.keyword, f.coverage, f.blind, f.query_terms
 
 
 def _finish(fused: Mapping[str, float], dense, coverage, blind, ch) -> dict:
@@ -692,31 +673,10 @@ async def capture(args) -> dict[str, list[Question]]:
     return caps
 
 
-def _cache_keyword_terms() -> None:
-    """``service.fusion``'s keyword analysis, cached per text for this process (re-scoring
-    analyses the same candidate texts once per variant; the results are read, never changed)."""
-    import memvault.service.fusion as sf
-    from memvault.policy.keywords import keyword_terms
-
-    if getattr(sf.keyword_terms, "__wrapped__", None) is keyword_terms:
-        return
-    seen: dict[str, dict[str, int]] = {}
-
-    def cached(text: str) -> dict[str, int]:
-        got = seen.get(text)
-        if got is None:
-            got = seen[text] = keyword_terms(text)
-        return got
-
-    cached.__wrapped__ = keyword_terms  # type: ignore[attr-defined]
-    sf.keyword_terms = cached  # type: ignore[assignment]
-
-
 def evaluate(caps: dict[str, list[Question]], variants: Mapping[str, Variant], lme_limits=(8, 16)) -> dict:
     """Every metric of every set for every variant."""
     from memvault.config import RankingSettings
 
-    _cache_keyword_terms()
     r = RankingSettings()
     res: dict[str, dict[str, Any]] = {}
     for name, var in variants.items():

@@ -76,18 +76,25 @@ async def search_channels(rt: Runtime, collection: str, query: str, flt: VectorF
                     keyword={h.id: h.score for h in sparse_hits}, query_dots=dots)
 
 
-def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings, *, coverage_weighted: bool = True,
-                     dense_gate: bool = False, cross_script: bool = True) -> dict[str, Scored]:
-    """Fused and calibrated scores of the candidates of ``ch`` that have a text in ``texts``
-    (the others, e.g. rows gone since, are left out), best first by ``score``.
+@dataclass(frozen=True)
+class FusionInputs:
+    """What fusion reads of the candidates of ``Channels`` that have a text: ``ids`` (the
+    candidates kept, channel order), ``dense`` (cosine minus the language shift between
+    the query's script and the candidate's), ``keyword`` (the keyword channel's scores),
+    ``coverage`` (share of the query's distinct terms each keyword hit holds, [0, 1]),
+    ``blind`` (candidates in another script than the query), ``query_terms``."""
 
-    Blocking (keyword analysis of the keyword hits' texts): call from a worker thread.
-    ``r.fusion`` picks convex fusion (``policy.fusion.convex_fuse`` with keyword coverage)
-    or weighted RRF; the relevance is ``policy.fusion.calibrated_relevance`` either way.
-    ``coverage_weighted`` / ``dense_gate`` / ``cross_script`` (candidates in another script
-    than the query are ``keyword_blind``): the convex options of ``convex_fuse`` (the
-    defaults are the measured best; the others are kept for ``bench.bilingual``).
-    """
+    ids: list[str]
+    dense: dict[str, float]
+    keyword: dict[str, float]
+    coverage: dict[str, float]
+    blind: set[str]
+    query_terms: frozenset[str]
+
+
+def fusion_inputs(ch: Channels, texts: Mapping[str, str]) -> FusionInputs:
+    """``FusionInputs`` of the candidates of ``ch`` found in ``texts`` (pure; the keyword
+    analysis of the texts is memoised by ``keyword_term_set``)."""
     ids = [i for i in ch.ids() if i in texts]
     qlang = script_class(ch.query)
     dense: dict[str, float] = {}
@@ -101,6 +108,23 @@ def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings,
     keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
     qterms = keyword_term_set(ch.query)
     coverage = {i: keyword_coverage(qterms, keyword_term_set(texts[i])) for i in keyword}
+    return FusionInputs(ids, dense, keyword, coverage, blind, qterms)
+
+
+def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings, *, coverage_weighted: bool = True,
+                     dense_gate: bool = False, cross_script: bool = True) -> dict[str, Scored]:
+    """Fused and calibrated scores of the candidates of ``ch`` that have a text in ``texts``
+    (the others, e.g. rows gone since, are left out), best first by ``score``.
+
+    Blocking (keyword analysis of the keyword hits' texts): call from a worker thread.
+    ``r.fusion`` picks convex fusion (``policy.fusion.convex_fuse`` with keyword coverage)
+    or weighted RRF; the relevance is ``policy.fusion.calibrated_relevance`` either way.
+    ``coverage_weighted`` / ``dense_gate`` / ``cross_script`` (candidates in another script
+    than the query are ``keyword_blind``): the convex options of ``convex_fuse`` (the
+    defaults are the measured best; the others are kept for ``bench.bilingual``).
+    """
+    f = fusion_inputs(ch, texts)
+    dense, keyword, coverage, blind = f.dense, f.keyword, f.coverage, f.blind
     if r.fusion == "convex":
         fused = convex_fuse(dense, keyword, dense_weight=r.fusion_dense_weight,
                             coverage=coverage if coverage_weighted else None, gate=dense_gate,
