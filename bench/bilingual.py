@@ -36,7 +36,7 @@ import json
 import pickle
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,8 @@ class Asked:
     channels: Any
     texts: dict[str, str]
     importance: dict[str, float]
+    # memory id -> (written just before, just after), every stored memory (FactStore.written_beside)
+    beside: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
 
 async def capture_store(facts: list[Fact], zh_parity: int, model_cache: Path, tmp: Path) -> list[Asked]:
@@ -135,6 +137,7 @@ async def capture_store(facts: list[Fact], zh_parity: int, model_cache: Path, tm
             assert res.id is not None, f"fact {i} was not stored: {res.status}"
             ids[i], langs[i] = res.id, lang
         rows = {r.id: r for r in await rt.facts.get(list(ids.values()))}
+        beside = await rt.facts.written_beside(list(ids.values()))
         out: list[Asked] = []
         n = rt.settings.ranking.candidates
         for i, f in enumerate(facts):
@@ -144,7 +147,7 @@ async def capture_store(facts: list[Fact], zh_parity: int, model_cache: Path, tm
                 texts = {c: rows[c].content for c in ch.ids() if c in rows}
                 imp = {c: rows[c].importance for c in texts}
                 direction = f"{qlang}->{langs[i]}" if i in ids else "none"
-                out.append(Asked(name, i, qlang, direction, ids.get(i), ch, texts, imp))
+                out.append(Asked(name, i, qlang, direction, ids.get(i), ch, texts, imp, beside))
         return out
     finally:
         await rt.close()
@@ -154,6 +157,7 @@ def order(asked: Asked, option: str, rk) -> list[tuple[str, float]]:
     """(memory id, relevance) best first, as ``recall.rank`` orders them under ``option``."""
     from dataclasses import replace
 
+    from memvault.policy.neighbours import conversation_neighbours, neighbour_lift
     from memvault.policy.ranking import final_score
     from memvault.service.fusion import score_candidates
 
@@ -161,7 +165,10 @@ def order(asked: Asked, option: str, rk) -> list[tuple[str, float]]:
     r = rk.model_copy(update=over)
     ch = asked.channels if r.language_neutral else replace(asked.channels, query_dots={})
     scored = score_candidates(ch, asked.texts, r, **kw)
-    ranked = sorted(scored.items(), key=lambda kv: -final_score(kv[1].score, asked.importance[kv[0]], 1.0,
+    # the probe's memories are stored at one time: one conversation, in the probe's order
+    lifted = neighbour_lift({i: sc.score for i, sc in scored.items()},
+                            conversation_neighbours(asked.beside, dict.fromkeys(asked.texts, 0.0)), r.neighbour_lift)
+    ranked = sorted(scored.items(), key=lambda kv: -final_score(lifted[kv[0]][0], asked.importance[kv[0]], 1.0,
                                                                   r.weight_relevance, r.weight_importance,
                                                                   r.weight_recency))
     return [(mid, sc.relevance) for mid, sc in ranked]

@@ -71,6 +71,8 @@ class Question:
     expand: dict[str, list[str]] = field(default_factory=dict)
     df: dict[str, int] = field(default_factory=dict)  # keyword term -> stored items holding it (whole store)
     n_docs: int = 0
+    # memory id -> (written just before, just after): FactStore.written_beside for every candidate
+    beside: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
 
 def _store_df(texts: list[str]) -> dict[str, int]:
@@ -83,7 +85,8 @@ def _store_df(texts: list[str]) -> dict[str, int]:
     return dict(df)
 
 
-async def _capture_memories(rt, query: str) -> tuple[Any, dict[str, str], dict[str, tuple[float, float, float]], float]:
+async def _capture_memories(rt, query: str) -> tuple[Any, dict[str, str], dict[str, tuple[float, float, float]], float,
+                                                   dict[str, tuple[str | None, str | None]]]:
     from bench.mv import PROJECT, USER
     from memvault.service.fusion import search_channels
     from memvault.service.indexing import scope_filter
@@ -97,14 +100,15 @@ async def _capture_memories(rt, query: str) -> tuple[Any, dict[str, str], dict[s
     alive = {i: row for i, row in rows.items()
              if row.status == "active" and (row.expires_at is None or row.expires_at > now)}
     return (ch, {i: row.content for i, row in alive.items()},
-            {i: (row.importance, row.created_at, row.last_accessed_at) for i, row in alive.items()}, now)
+            {i: (row.importance, row.created_at, row.last_accessed_at) for i, row in alive.items()}, now,
+            await rt.facts.written_beside(list(alive)))
 
 
 async def _check_memory_order(rt, q: Question, limit: int) -> None:
     from bench.mv import search
 
     want = await search(rt, q.channels.query, limit)
-    got = order_memories(q, VARIANTS["convex 0.4 + cross-script credit (default)"], rt.settings.ranking)[:limit]
+    got = order_memories(q, VARIANTS[DEFAULT], rt.settings.ranking)[:limit]
     if want != got:
         raise AssertionError(f"{q.set} {q.qid}: re-scored default order differs from recall.rank")
 
@@ -131,10 +135,10 @@ async def capture_locomo(args) -> list[Question]:
                 rows = await rt.facts.get(list(mem_turns))
                 df = _store_df([r.content for r in rows])
                 for n, (qtext, cat, ev) in enumerate(qs):
-                    ch, texts, meta, now = await _capture_memories(rt, qtext)
+                    ch, texts, meta, now, beside = await _capture_memories(rt, qtext)
                     q = Question("locomo", f"{sample['sample_id']}#{n}", ch, texts, meta, now,
                                  {"evidence": ev, "category": cat, "sample": sample["sample_id"]},
-                                 {i: mem_turns[i] for i in texts}, df, len(rows))
+                                 {i: mem_turns[i] for i in texts}, df, len(rows), beside)
                     if n % 10 == 0:
                         await _check_memory_order(rt, q, 25)
                     out.append(q)
@@ -165,11 +169,11 @@ async def capture_lme(args) -> list[Question]:
                         mem_turns[res.id].append(tid)
                 rows = await rt.facts.get(list(mem_turns))
                 df = _store_df([r.content for r in rows])
-                ch, texts, meta, now = await _capture_memories(rt, item["question"])
+                ch, texts, meta, now, beside = await _capture_memories(rt, item["question"])
                 q = Question("lme", item["question_id"], ch, texts, meta, now,
                              {"turns": gold_t, "sessions": gold_s,
                               "session_of": {tid: sid for tid, sid, _, _ in docs}},
-                             {i: mem_turns[i] for i in texts}, df, len(rows))
+                             {i: mem_turns[i] for i in texts}, df, len(rows), beside)
                 await _check_memory_order(rt, q, longmemeval.DEPTH)
                 out.append(q)
             finally:
@@ -209,7 +213,7 @@ async def capture_beir(args, name: str, folder_name: str) -> list[Question]:
                     if n % 10 == 0:
                         hits = await rank_chunks(rt, [beir.PROJECT], qtext, limit=beir.DEPTH, collection=bs.name)
                         want = [row.file.path for row, _ in hits if row.file is not None]
-                        if want != order_docs(q, VARIANTS["convex 0.4 + cross-script credit (default)"], rt.settings.ranking):
+                        if want != order_docs(q, VARIANTS[DEFAULT], rt.settings.ranking):
                             raise AssertionError(f"{name} {qid}: re-scored default order differs from rank_chunks")
                     out.append(q)
         finally:
@@ -230,7 +234,7 @@ async def capture_bilingual(args) -> list[Question]:
         # the probe's memories are stored at one time: recency is equal for all (created = accessed = 0)
         out.append(Question("bilingual", f"{a.store}#{n}", a.channels, a.texts,
                             {i: (imp, 0.0, 0.0) for i, imp in a.importance.items()}, 0.0,
-                            {"target": a.target, "direction": a.direction, "fact": a.fact}))
+                            {"target": a.target, "direction": a.direction, "fact": a.fact}, beside=a.beside))
     return out
 
 
@@ -268,12 +272,14 @@ def _finish(fused: Mapping[str, float], dense, coverage, blind, ch) -> dict:
 
 
 def v_shipped(**over) -> Variant:
-    """``service.fusion.score_candidates`` with RankingSettings overrides."""
+    """``service.fusion.score_candidates`` with RankingSettings overrides (``order_memories``
+    applies them too: e.g. ``neighbour_lift``)."""
     def f(ch, texts, r, q):
         from memvault.service.fusion import score_candidates
         rr = r.model_copy(update=over) if over else r
         c = ch if rr.language_neutral else replace(ch, query_dots={})
         return score_candidates(c, texts, rr)
+    f.ranking_over = over  # type: ignore[attr-defined]
     return f
 
 
@@ -452,9 +458,16 @@ def v_hub(alpha: float = 0.5) -> Variant:
     return f
 
 
+DEFAULT = "convex 0.4 + cross-script credit + neighbour lift 0.7 (default)"
+
 VARIANTS: dict[str, Variant] = {
-    # the shipped defaults (convex, dense weight 0.4, cross-script credit with its floor)
-    "convex 0.4 + cross-script credit (default)": v_shipped(),
+    # the shipped defaults (convex, dense weight 0.4, cross-script credit with its floor, conversation
+    # neighbours of the 10 best hits lifted to 0.7 x their score)
+    DEFAULT: v_shipped(neighbour_lift=0.7),
+    "convex 0.4 + cross-script credit (default before the lift)": v_shipped(),
+    "neighbour lift 0.5": v_shipped(neighbour_lift=0.5),
+    "neighbour lift 0.8": v_shipped(neighbour_lift=0.8),
+    "neighbour lift 0.9": v_shipped(neighbour_lift=0.9),
     # main before the change: dense weight 0.6, a cross-script candidate without a keyword hit gets K = D
     "convex 0.6, K = D (main before)": v_convex(),
     "rrf (corrected)": v_shipped(fusion="rrf"),
@@ -491,17 +504,23 @@ VARIANTS: dict[str, Variant] = {
 
 
 def order_memories(q: Question, variant: Variant, r) -> list[str]:
-    """Candidate ids best first, as ``recall.rank`` orders them."""
+    """Candidate ids best first, as ``recall.rank`` orders them (``r`` with the variant's own
+    RankingSettings overrides, if it has any)."""
+    from memvault.policy.neighbours import conversation_neighbours, neighbour_lift
     from memvault.policy.ranking import final_score, recency
     from memvault.policy.time_expressions import time_boosted, time_spans
 
+    r = r.model_copy(update=getattr(variant, "ranking_over", {}))
     scored = variant(q.channels, q.texts, r, q)
+    fused = {i: sc.score for i, sc in scored.items()}
+    lifted = neighbour_lift(fused, conversation_neighbours(q.beside, {i: m[1] for i, m in q.meta.items()}),
+                            r.neighbour_lift)
     spans = time_spans(q.channels.query, q.now)
     final = []
-    for i, sc in scored.items():
+    for i in scored:
         imp, created, accessed = q.meta[i]
         rec = recency(accessed, q.now, r.half_life_days)
-        final.append((i, final_score(time_boosted(sc.score, created, spans), imp, rec, r.weight_relevance,
+        final.append((i, final_score(time_boosted(lifted[i][0], created, spans), imp, rec, r.weight_relevance,
                                      r.weight_importance, r.weight_recency)))
     final.sort(key=lambda t: -t[1])  # stable, as recall.rank's list.sort
     return [i for i, _ in final]
@@ -677,7 +696,8 @@ def evaluate(caps: dict[str, list[Question]], variants: Mapping[str, Variant], l
     """Every metric of every set for every variant."""
     from memvault.config import RankingSettings
 
-    r = RankingSettings()
+    # the variants measured before the neighbour lift are scored without it, as they were
+    r = RankingSettings(neighbour_lift=0.0)
     res: dict[str, dict[str, Any]] = {}
     for name, var in variants.items():
         row: dict[str, Any] = {}

@@ -150,3 +150,31 @@ async def test_touch_records_the_access_in_one_statement(tmp_path):
     got = (await store.get([a.id]))[0]
     assert (got.access_count, got.last_accessed_at) == (2, NOW + 120)
     await store.close()
+
+
+async def test_written_beside_follows_insertion_order_per_user_project_and_writer(tmp_path):
+    store = await FactStore.open(tmp_path / "m.db")
+    mine = [row(f"first conversation line {i}") for i in range(4)]
+    for r in mine:
+        r.agent = "claude-code"
+    other_agent = row("another client wrote this in between")
+    other_agent.agent = "cursor"
+    other_project = row("a line of another project", project="p2")
+    other_project.agent = "claude-code"
+    other_user = row("another user's line", user="u2")
+    other_user.agent = "claude-code"
+    await store.add(mine[0], actor="t")
+    for extra in (other_agent, other_project, other_user):
+        await store.add(extra, actor="t")
+    for r in mine[1:]:
+        await store.add(r, actor="t")
+    await store.set_status([mine[2]], "deleted", action="delete", now=NOW, actor="t")
+    got = await store.written_beside([mine[0].id, mine[1].id, mine[3].id, other_agent.id, "no-such-id"])
+    assert got == {
+        mine[0].id: (None, mine[1].id),  # the other writer, project and user are skipped
+        mine[1].id: (mine[0].id, mine[3].id),  # a deleted memory is no neighbour
+        mine[3].id: (mine[1].id, None),
+        other_agent.id: (None, None),
+    }
+    assert await store.written_beside([]) == {}
+    await store.close()

@@ -102,7 +102,8 @@ def _other_value(name: str, tmp: Path) -> tuple[str, Any]:
         return "set-by-env", "set-by-env"
     if base is bool:
         return ("false", False) if default else ("true", True)
-    upper = next((m.le for m in field.metadata if isinstance(m, annotated_types.Le)), math.inf)
+    upper = next((m.le if isinstance(m, annotated_types.Le) else m.lt for m in field.metadata
+                  if isinstance(m, annotated_types.Le | annotated_types.Lt)), math.inf)
     start = default if default is not None else 5
     value = 1 if not start else start * 2 if start * 2 <= upper else (start + upper) / 2
     value = int(value) if base is int else float(value)

@@ -3,9 +3,9 @@
 ``explain`` ranks with recall's own ``rank`` (same filter, channels, fusion and final
 score), then asks the two channels again with the same filter to learn each hit's place
 in each: its dense rank (by cosine) and its keyword rank (by the sparse score). Next to
-them: the fused relevance (normalised weighted RRF), the stored importance, the recency
-of its last access and the final score, so that a person can see which part put a
-memory where it is. Nothing is counted as accessed (``recall`` does that, not this),
+them: the fused relevance, the hit that lifted it if it was written beside one of the
+best hits in the same conversation, the stored importance, the recency of its last access
+and the final score, so that a person can see which part put a memory where it is. Nothing is counted as accessed (``recall`` does that, not this),
 and recall's reply is unchanged.
 """
 
@@ -38,6 +38,7 @@ class Explained:
     dense_rank: int | None
     keyword_rank: int | None
     similarity: float | None
+    neighbour_of: str | None = None  # id of the hit this memory was written beside (its lift), if any
 
 
 async def explain(rt: Runtime, user_id: str, query: str, checked: Checked, *, limit: int = 50) -> list[Explained]:
@@ -69,7 +70,8 @@ async def explain(rt: Runtime, user_id: str, query: str, checked: Checked, *, li
                       relevance=round(r.relevance, 4), importance=r.row.importance,
                       recency=round(recency(r.row.last_accessed_at, now, hl), 4), dense_rank=dense.get(r.row.id),
                       keyword_rank=keyword.get(r.row.id),
-                      similarity=None if r.similarity is None else round(r.similarity, 4))
+                      similarity=None if r.similarity is None else round(r.similarity, 4),
+                      neighbour_of=r.neighbour_of)
             for i, r in enumerate(ranked, start=1)]
 
 

@@ -3,11 +3,13 @@
 Dense (e5 query embedding, cosine) and keyword (CJK-aware sparse vector, IDF) channels
 each return candidates filtered inside the engine (user, projects, kinds, tags, time
 range, status, expiry, and visibility: another agent's private memories are never
-candidates). They are fused (``service.fusion``), memories stored in a span of time the
-query names ("in June", "上周") are raised (``policy.time_expressions``), then ordered
-by a weighted mean of relevance, importance and recency (exponential decay on last
-access). The reply is capped in count (k) and size (per-memory cut and a total
-budget), and every returned memory counts as accessed.
+candidates). They are fused (``service.fusion``); a memory written just before or after
+one of the best hits, in the same conversation, is lifted to near that hit
+(``policy.neighbours``); memories stored in a span of time the query names ("in June",
+"上周") are raised (``policy.time_expressions``); then all are ordered by a weighted
+mean of relevance, importance and recency (exponential decay on last access). The reply
+is capped in count (k) and size (per-memory cut and a total budget), and every returned
+memory counts as accessed.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 from memvault.clock import to_iso
 from memvault.policy.budget import cut_to_budget
+from memvault.policy.neighbours import NEIGHBOUR_SOURCES, conversation_neighbours, neighbour_lift
 from memvault.policy.ranking import final_score, recency
 from memvault.policy.time_expressions import time_boosted, time_spans
 from memvault.service import validation as v
@@ -50,6 +53,16 @@ class Ranked:
     score: float
     relevance: float
     similarity: float | None
+    neighbour_of: str | None = None  # the hit whose conversation neighbour lifted it, if one did
+
+
+async def neighbours_of_best(rt: Runtime, scores: dict[str, float],
+                             rows: dict[str, MemoryRow]) -> dict[str, list[str]]:
+    """For the best ``NEIGHBOUR_SOURCES`` candidates by fused score: the candidates written just
+    before and just after each in the same conversation (``policy.neighbours``)."""
+    top = sorted(scores, key=lambda i: -scores[i])[:NEIGHBOUR_SOURCES]
+    beside = await rt.facts.written_beside(top)
+    return conversation_neighbours(beside, {i: row.created_at for i, row in rows.items()})
 
 
 async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, limit: int,
@@ -72,14 +85,18 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
              if row.status == "active" and (row.expires_at is None or row.expires_at > now)
              and row.readable_by(reader)}
     scored = await rt.run_sync(score_candidates, channels, {mid: row.content for mid, row in alive.items()}, r)
+    fused = {mid: sc.score for mid, sc in scored.items()}
+    beside = await neighbours_of_best(rt, fused, alive) if r.neighbour_lift > 0 else {}
+    lifted = neighbour_lift(fused, beside, r.neighbour_lift)
     spans = time_spans(query, now)  # "in June", "上周": memories stored then rank up
     ranked: list[Ranked] = []
     for mid, sc in scored.items():
         row = alive[mid]
+        own, by = lifted[mid]
         rec = recency(row.last_accessed_at, now, r.half_life_days)
-        score = final_score(time_boosted(sc.score, row.created_at, spans), row.importance, rec,
+        score = final_score(time_boosted(own, row.created_at, spans), row.importance, rec,
                             r.weight_relevance, r.weight_importance, r.weight_recency)
-        ranked.append(Ranked(row=row, score=score, relevance=sc.relevance, similarity=sc.similarity))
+        ranked.append(Ranked(row=row, score=score, relevance=sc.relevance, similarity=sc.similarity, neighbour_of=by))
     ranked.sort(key=lambda c: c.score, reverse=True)
     return ranked[:limit]
 

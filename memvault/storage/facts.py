@@ -337,6 +337,25 @@ class FactStore:
             out += await self._fetch(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part)
         return out
 
+    async def written_beside(self, ids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
+        """For each memory in ``ids``: (the active memory written just before it, the one written
+        just after it), by insertion order, in the same user, project and writing agent; None at
+        either end. Unknown ids are left out.
+
+        Insertion order is SQLite's rowid (a memory's place in the table, never reused while
+        the row exists); a reinforced memory keeps its place. Visibility and expiry are not
+        checked here: the caller pairs only memories it may return. Two index seeks per id.
+        """
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        side = ("SELECT s.id FROM memories s WHERE s.user_id = m.user_id AND s.project = m.project"
+                " AND s.status = 'active' AND s.agent IS m.agent AND s.rowid {op} m.rowid ORDER BY s.rowid {order} LIMIT 1")
+        rows = await self._db.fetchall(
+            f"SELECT m.id, ({side.format(op='<', order='DESC')}), ({side.format(op='>', order='ASC')})"
+            f" FROM memories m WHERE m.id IN ({_marks(len(ids))})", ids)
+        return {str(i): (before, after) for i, before, after in rows}
+
     async def active_by_hash(self, user_id: str, project: str, kind: str, content_hash: str,
                              now: float, *, private_to: str | None = None) -> list[MemoryRow]:
         """Every active, unexpired memory with this content hash in this scope and kind (one per key

@@ -107,16 +107,21 @@ def explained_rows(base: str, hits: Sequence[Explained], query: str) -> Html:
     """The search results as recall ranks them, with why: each part of the rank."""
     if not hits:
         return tag("p", f"No active memory matches {query!r}.", class_="empty")
+    place = {x.memory.id: x.rank for x in hits}
     rows = [(x.rank, _memory_link(base, x.memory), x.memory.project_name, x.memory.kind, f"{x.score:.3f}",
              f"{x.relevance:.3f}", "—" if x.dense_rank is None else x.dense_rank,
              "—" if x.similarity is None else f"{x.similarity:.3f}",
-             "—" if x.keyword_rank is None else x.keyword_rank, f"{x.importance:.2f}", f"{x.recency:.3f}")
+             "—" if x.keyword_rank is None else x.keyword_rank,
+             "—" if x.neighbour_of is None else f"#{place[x.neighbour_of]}" if x.neighbour_of in place else "yes",
+             f"{x.importance:.2f}", f"{x.recency:.3f}")
             for x in hits]
     headers = ["#", "Memory", "Project", "Kind", "Score", "Relevance (fused)", "Dense rank", "Cosine",
-               "Keyword rank", "Importance", "Recency"]
-    note = ("Why this result: recall fuses the dense (meaning) and keyword channels by weighted RRF into a "
-            "relevance, then orders by a weighted mean of relevance, importance and recency (of the last access). "
-            "Searches read active, unexpired memories; nothing here counts as an access.")
+               "Keyword rank", "Written beside", "Importance", "Recency"]
+    note = ("Why this result: recall fuses the dense (meaning) and keyword channels into a relevance; a memory "
+            "written just before or after one of the best hits in the same conversation is lifted near it "
+            "(\"Written beside\": that hit's place); then results are ordered by a weighted mean of relevance, "
+            "importance and recency (of the last access). Searches read active, unexpired memories; nothing here "
+            "counts as an access.")
     return join([tag("p", note, class_="why"), table(headers, rows, class_="memories why-table")])
 
 

@@ -1,0 +1,52 @@
+"""Conversation neighbours (pure policy): which memories a hit lifts, and how far."""
+
+from __future__ import annotations
+
+import pytest
+
+from memvault.policy.neighbours import (
+    NEIGHBOUR_SOURCES,
+    NEIGHBOUR_WINDOW_S,
+    conversation_neighbours,
+    neighbour_lift,
+    same_conversation,
+)
+
+
+def test_a_neighbour_of_a_strong_hit_is_lifted_below_it_and_keeps_a_better_score_of_its_own():
+    scores = {"hit": 0.9, "answer": 0.2, "strong": 0.8, "far": 0.1}
+    beside = {"hit": ["answer", "strong"]}
+    got = neighbour_lift(scores, beside, 0.7)
+    assert got["answer"] == (pytest.approx(0.63), "hit")
+    assert got["strong"] == (0.8, None)  # its own 0.8 beats 0.7 x 0.9
+    assert got["hit"] == (0.9, None) and got["far"] == (0.1, None)
+    assert max(s for s, _ in got.values()) == 0.9  # nothing passes the hit that lifted it
+
+
+def test_the_best_lift_wins_and_only_the_best_hits_lift():
+    scores = {f"m{i}": 1.0 - i / 100 for i in range(NEIGHBOUR_SOURCES + 2)} | {"x": 0.0, "y": 0.0}
+    beside = {"m0": ["x"], "m1": ["x"], f"m{NEIGHBOUR_SOURCES}": ["y"]}
+    got = neighbour_lift(scores, beside, 0.5)
+    assert got["x"] == (0.5, "m0")
+    assert got["y"] == (0.0, None)  # m10 is not among the 10 best
+
+
+def test_only_candidates_are_lifted_and_off_means_unchanged():
+    scores = {"a": 1.0, "b": 0.1}
+    assert neighbour_lift(scores, {"a": ["b", "not-a-candidate", "a"]}, 0.6) == {"a": (1.0, None), "b": (0.6, "a")}
+    assert neighbour_lift(scores, {"a": ["b"]}, 0.0) == {"a": (1.0, None), "b": (0.1, None)}
+    assert neighbour_lift({}, {}, 0.7) == {}
+
+
+@pytest.mark.parametrize("factor", [-0.1, 1.0, 1.5, float("nan")])
+def test_a_factor_outside_0_to_1_is_refused(factor):
+    with pytest.raises(ValueError, match="neighbour lift factor"):
+        neighbour_lift({"a": 1.0}, {}, factor)
+
+
+def test_neighbours_must_be_candidates_of_the_same_conversation():
+    t = 1_800_000_000.0
+    beside = {"hit": ("before", "after"), "lonely": (None, None), "gone": ("hit", None)}
+    created = {"hit": t, "before": t - NEIGHBOUR_WINDOW_S, "after": t + NEIGHBOUR_WINDOW_S + 1, "lonely": t}
+    assert conversation_neighbours(beside, created) == {"hit": ["before"], "lonely": []}
+    assert same_conversation(t, t + 60) and not same_conversation(t, t + 2 * 3600)

@@ -1,0 +1,69 @@
+"""Conversation neighbours in recall, end to end through a real MCP client session.
+
+The memory that answers a question is often the one written right after the memory that
+holds the question's words ("I loved *Becoming Nicole* ..." then "It taught me
+self-acceptance ..."). recall lifts the memory written just before or after one of its
+best hits, by the same client, within 30 minutes, to near that hit; memories of another
+conversation (hours later) or another client are not lifted.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import call
+
+pytestmark = pytest.mark.anyio
+
+QUERY = "What did Caroline take away from the book Becoming Nicole?"
+CUE = 'Caroline loved "Becoming Nicole" by Amy Ellis Nutt, a true story about a trans girl and her family.'
+ANSWER = "It taught her self-acceptance, and that tough times don't last: hope and love exist."
+# Same conversation, before and after the pair: other books and other lessons.
+BEFORE = [
+    "Caroline has lots of kids' books: classics, stories from different cultures, educational books.",
+    "Melanie is reading a novel about a lighthouse keeper on a remote island.",
+]
+AFTER = [
+    "Caroline's pottery class taught her patience: clay does not hurry.",
+    "Melanie found that the hiking trip made her feel alive and grateful.",
+    "Caroline is researching adoption agencies that welcome single parents.",
+    "Melanie's running group taught her that small steps add up.",
+]
+
+
+async def _place(c, text: str) -> int:
+    got = await call(c, "recall", query=QUERY, k=10)
+    return [m["content"] for m in got["memories"]].index(text) + 1
+
+
+async def _write(c, lines: list[str]) -> None:
+    for line in lines:
+        await call(c, "remember", content=line, force=True)
+
+
+async def test_the_memory_written_after_the_best_hit_comes_right_after_it(mcp_client, tmp_path):
+    data = tmp_path / "d"
+    async with mcp_client(data, client_name="claude-code") as c:
+        await _write(c, [*BEFORE, CUE, ANSWER, *AFTER])
+        assert await _place(c, CUE) == 1
+        assert await _place(c, ANSWER) == 2
+    async with mcp_client(data, client_name="claude-code", neighbour_lift=0.0) as c:
+        # what the lift changed: on its own words the answer ranks lower
+        assert await _place(c, ANSWER) > 2
+
+
+async def test_another_conversation_or_another_client_is_not_lifted(mcp_client, tmp_path):
+    later, other = tmp_path / "later", tmp_path / "other"
+    async with mcp_client(later, client_name="claude-code") as c:
+        await _write(c, [*BEFORE, CUE])
+    async with mcp_client(later, client_name="claude-code", clock_offset_s=2 * 3600) as c:
+        await _write(c, [ANSWER, *AFTER])  # two hours later: another conversation
+        assert await _place(c, ANSWER) > 2
+    async with mcp_client(other, client_name="claude-code") as c:
+        await _write(c, [*BEFORE, CUE])
+    async with mcp_client(other, client_name="cursor") as c:
+        await _write(c, [ANSWER])  # another client, right after
+    async with mcp_client(other, client_name="claude-code") as c:
+        await _write(c, AFTER)
+        assert await _place(c, ANSWER) > 2
+        assert await _place(c, AFTER[0]) <= 3  # claude-code's next line is still the cue's neighbour
