@@ -71,7 +71,7 @@ class Question:
     expand: dict[str, list[str]] = field(default_factory=dict)
     df: dict[str, int] = field(default_factory=dict)  # keyword term -> stored items holding it (whole store)
     n_docs: int = 0
-    # memory id -> (written just before, just after): FactStore.written_beside for every candidate
+    # memory id -> (written just before, just after): service.recall.written_around every candidate
     beside: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
 
@@ -90,6 +90,7 @@ async def _capture_memories(rt, query: str) -> tuple[Any, dict[str, str], dict[s
     from bench.mv import PROJECT, USER
     from memvault.service.fusion import search_channels
     from memvault.service.indexing import scope_filter
+    from memvault.service.recall import written_around
     from memvault.service.runtime import MEMORY_COLLECTION
 
     r = rt.settings.ranking
@@ -101,7 +102,7 @@ async def _capture_memories(rt, query: str) -> tuple[Any, dict[str, str], dict[s
              if row.status == "active" and (row.expires_at is None or row.expires_at > now)}
     return (ch, {i: row.content for i, row in alive.items()},
             {i: (row.importance, row.created_at, row.last_accessed_at) for i, row in alive.items()}, now,
-            await rt.facts.written_beside(list(alive)))
+            await written_around(rt, list(alive)))
 
 
 async def _check_memory_order(rt, q: Question, limit: int) -> None:
@@ -281,6 +282,14 @@ def v_shipped(**over) -> Variant:
         return score_candidates(c, texts, rr)
     f.ranking_over = over  # type: ignore[attr-defined]
     return f
+
+
+def v_reach(variant: Variant, reach: int) -> Variant:
+    """``variant`` with conversation neighbours out to ``reach`` places, at most the shipped
+    ``policy.neighbours.NEIGHBOUR_REACH`` (captures hold what ``service.recall.written_around``
+    gives: a reach above it would see no further)."""
+    variant.neighbour_reach = reach  # type: ignore[attr-defined]
+    return variant
 
 
 def _idf_coverage(q: Question, qterms, doc_terms) -> float:
@@ -465,6 +474,8 @@ VARIANTS: dict[str, Variant] = {
     # neighbours of the 10 best hits lifted to 0.7 x their score)
     DEFAULT: v_shipped(neighbour_lift=0.7),
     "convex 0.4 + cross-script credit (default before the lift)": v_shipped(),
+    "neighbour lift 0.7, next memory only": v_reach(v_shipped(neighbour_lift=0.7), 1),
+    "neighbour lift 0.6": v_shipped(neighbour_lift=0.6),
     "neighbour lift 0.5": v_shipped(neighbour_lift=0.5),
     "neighbour lift 0.8": v_shipped(neighbour_lift=0.8),
     "neighbour lift 0.9": v_shipped(neighbour_lift=0.9),
@@ -506,15 +517,16 @@ VARIANTS: dict[str, Variant] = {
 def order_memories(q: Question, variant: Variant, r) -> list[str]:
     """Candidate ids best first, as ``recall.rank`` orders them (``r`` with the variant's own
     RankingSettings overrides, if it has any)."""
-    from memvault.policy.neighbours import conversation_neighbours, neighbour_lift
+    from memvault.policy.neighbours import NEIGHBOUR_REACH, conversation_neighbours, neighbour_lift
     from memvault.policy.ranking import final_score, recency
     from memvault.policy.time_expressions import time_boosted, time_spans
 
     r = r.model_copy(update=getattr(variant, "ranking_over", {}))
     scored = variant(q.channels, q.texts, r, q)
     fused = {i: sc.score for i, sc in scored.items()}
-    lifted = neighbour_lift(fused, conversation_neighbours(q.beside, {i: m[1] for i, m in q.meta.items()}),
-                            r.neighbour_lift)
+    near = conversation_neighbours(q.beside, {i: m[1] for i, m in q.meta.items()},
+                                   reach=getattr(variant, "neighbour_reach", NEIGHBOUR_REACH))
+    lifted = neighbour_lift(fused, near, r.neighbour_lift)
     spans = time_spans(q.channels.query, q.now)
     final = []
     for i in scored:

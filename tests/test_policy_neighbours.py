@@ -14,10 +14,11 @@ from memvault.policy.neighbours import (
 
 
 def test_a_neighbour_of_a_strong_hit_is_lifted_below_it_and_keeps_a_better_score_of_its_own():
-    scores = {"hit": 0.9, "answer": 0.2, "strong": 0.8, "far": 0.1}
-    beside = {"hit": ["answer", "strong"]}
+    scores = {"hit": 0.9, "answer": 0.2, "strong": 0.8, "far": 0.1, "second": 0.0}
+    beside = {"hit": [("answer", 1), ("strong", 1), ("second", 2)]}
     got = neighbour_lift(scores, beside, 0.7)
     assert got["answer"] == (pytest.approx(0.63), "hit")
+    assert got["second"] == (pytest.approx(0.441), "hit")  # 0.7 ** 2 x 0.9
     assert got["strong"] == (0.8, None)  # its own 0.8 beats 0.7 x 0.9
     assert got["hit"] == (0.9, None) and got["far"] == (0.1, None)
     assert max(s for s, _ in got.values()) == 0.9  # nothing passes the hit that lifted it
@@ -25,16 +26,17 @@ def test_a_neighbour_of_a_strong_hit_is_lifted_below_it_and_keeps_a_better_score
 
 def test_the_best_lift_wins_and_only_the_best_hits_lift():
     scores = {f"m{i}": 1.0 - i / 100 for i in range(NEIGHBOUR_SOURCES + 2)} | {"x": 0.0, "y": 0.0}
-    beside = {"m0": ["x"], "m1": ["x"], f"m{NEIGHBOUR_SOURCES}": ["y"]}
+    beside = {"m0": [("x", 2)], "m1": [("x", 1)], f"m{NEIGHBOUR_SOURCES}": [("y", 1)]}
     got = neighbour_lift(scores, beside, 0.5)
-    assert got["x"] == (0.5, "m0")
+    assert got["x"] == (pytest.approx(0.495), "m1")  # 0.5 x 0.99 beats 0.25 x 1.0
     assert got["y"] == (0.0, None)  # m10 is not among the 10 best
 
 
 def test_only_candidates_are_lifted_and_off_means_unchanged():
     scores = {"a": 1.0, "b": 0.1}
-    assert neighbour_lift(scores, {"a": ["b", "not-a-candidate", "a"]}, 0.6) == {"a": (1.0, None), "b": (0.6, "a")}
-    assert neighbour_lift(scores, {"a": ["b"]}, 0.0) == {"a": (1.0, None), "b": (0.1, None)}
+    assert neighbour_lift(scores, {"a": [("b", 1), ("not-a-candidate", 1), ("a", 1)]}, 0.6) == {
+        "a": (1.0, None), "b": (0.6, "a")}
+    assert neighbour_lift(scores, {"a": [("b", 1)]}, 0.0) == {"a": (1.0, None), "b": (0.1, None)}
     assert neighbour_lift({}, {}, 0.7) == {}
 
 
@@ -44,9 +46,25 @@ def test_a_factor_outside_0_to_1_is_refused(factor):
         neighbour_lift({"a": 1.0}, {}, factor)
 
 
-def test_neighbours_must_be_candidates_of_the_same_conversation():
+def test_a_distance_below_1_is_refused():
+    with pytest.raises(ValueError, match="distance"):
+        neighbour_lift({"a": 1.0, "b": 0.0}, {"a": [("b", 0)]}, 0.5)
+
+
+def test_the_walk_goes_two_places_out_through_memories_that_are_not_candidates():
+    t = 1_800_000_000.0
+    # insertion order: b2 b1 hit a1 a2 a3; a1 is not a candidate (filtered out, another kind ...)
+    beside = {"hit": ("b1", "a1"), "b1": ("b2", "hit"), "a1": ("hit", "a2"), "a2": ("a1", "a3")}
+    created = {"hit": t, "b1": t - 60, "b2": t - 120, "a2": t + 60, "a3": t + 120}
+    got = conversation_neighbours(beside, created)
+    assert sorted(got["hit"]) == [("a2", 2), ("b1", 1), ("b2", 2)]  # a3 is three places away
+    assert conversation_neighbours(beside, created, reach=1)["hit"] == [("b1", 1)]
+
+
+def test_neighbours_must_be_of_the_same_conversation():
     t = 1_800_000_000.0
     beside = {"hit": ("before", "after"), "lonely": (None, None), "gone": ("hit", None)}
     created = {"hit": t, "before": t - NEIGHBOUR_WINDOW_S, "after": t + NEIGHBOUR_WINDOW_S + 1, "lonely": t}
-    assert conversation_neighbours(beside, created) == {"hit": ["before"], "lonely": []}
+    got = conversation_neighbours(beside, created)
+    assert got["hit"] == [("before", 1)] and got["lonely"] == [] and "gone" not in got
     assert same_conversation(t, t + 60) and not same_conversation(t, t + 2 * 3600)

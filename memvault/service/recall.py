@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from memvault.clock import to_iso
 from memvault.policy.budget import cut_to_budget
-from memvault.policy.neighbours import NEIGHBOUR_SOURCES, conversation_neighbours, neighbour_lift
+from memvault.policy.neighbours import NEIGHBOUR_REACH, NEIGHBOUR_SOURCES, conversation_neighbours, neighbour_lift
 from memvault.policy.ranking import final_score, recency
 from memvault.policy.time_expressions import time_boosted, time_spans
 from memvault.service import validation as v
@@ -56,13 +56,26 @@ class Ranked:
     neighbour_of: str | None = None  # the hit whose conversation neighbour lifted it, if one did
 
 
+async def written_around(rt: Runtime, ids: list[str], reach: int = NEIGHBOUR_REACH
+                         ) -> dict[str, tuple[str | None, str | None]]:
+    """``FactStore.written_beside`` of ``ids`` and of the memories out to ``reach`` places on
+    each side of them (what ``policy.neighbours.conversation_neighbours`` walks):
+    ``reach`` queries at most."""
+    beside = await rt.facts.written_beside(ids)
+    for _ in range(reach - 1):
+        frontier = [n for pair in beside.values() for n in pair if n is not None and n not in beside]
+        if not frontier:
+            break
+        beside |= await rt.facts.written_beside(frontier)
+    return beside
+
+
 async def neighbours_of_best(rt: Runtime, scores: dict[str, float],
-                             rows: dict[str, MemoryRow]) -> dict[str, list[str]]:
-    """For the best ``NEIGHBOUR_SOURCES`` candidates by fused score: the candidates written just
-    before and just after each in the same conversation (``policy.neighbours``)."""
+                             rows: dict[str, MemoryRow]) -> dict[str, list[tuple[str, int]]]:
+    """For the best ``NEIGHBOUR_SOURCES`` candidates by fused score: the candidates written
+    near each in the same conversation, with their distance (``policy.neighbours``)."""
     top = sorted(scores, key=lambda i: -scores[i])[:NEIGHBOUR_SOURCES]
-    beside = await rt.facts.written_beside(top)
-    return conversation_neighbours(beside, {i: row.created_at for i, row in rows.items()})
+    return conversation_neighbours(await written_around(rt, top), {i: row.created_at for i, row in rows.items()})
 
 
 async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, limit: int,
