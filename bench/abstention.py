@@ -22,7 +22,6 @@ import gzip
 import json
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ K = 5
 
 async def ranked_relevance(item: dict, model_cache: Path) -> dict[str, Any]:
     """Store one question's haystack; return its ranked turns with relevance and its gold."""
-    from bench.mv import PROJECT, USER, open_runtime, remember_turn
+    from bench.mv import PROJECT, USER, open_runtime, remember_turns
     from memvault.service.recall import rank
 
     docs, gold_t, gold_s = corpus(item)
@@ -46,11 +45,7 @@ async def ranked_relevance(item: dict, model_cache: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="memvault-abs-") as tmp:
         rt = await open_runtime(Path(tmp) / "data", model_cache)
         try:
-            mem_turns: dict[str, list[str]] = defaultdict(list)
-            for tid, _, text, when in docs:
-                r = await remember_turn(rt, text[: rt.settings.policies.max_content_chars], when)
-                if r.id is not None:
-                    mem_turns[r.id].append(tid)
+            mem_turns = await remember_turns(rt, ((tid, text, when) for tid, _, text, when in docs))
             ranked = await rank(rt, USER, [PROJECT], item["question"], limit=rt.settings.ranking.candidates)
         finally:
             await rt.close()

@@ -118,7 +118,7 @@ async def capture_locomo(args) -> list[Question]:
     """Every conversation of ``args.locomo`` stored as ``bench.locomo`` stores it; one Question per
     question (gold: evidence turn ids, category; expand: memory id -> turn ids)."""
     from bench import locomo
-    from bench.mv import open_runtime, remember_turn
+    from bench.mv import open_runtime, remember_turns
 
     out: list[Question] = []
     for sample in locomo.load_samples(args.data, args.locomo or None):
@@ -128,11 +128,7 @@ async def capture_locomo(args) -> list[Question]:
         with tempfile.TemporaryDirectory(prefix="memvault-fc-") as tmp:
             rt = await open_runtime(Path(tmp) / "data", args.model_cache)
             try:
-                mem_turns: dict[str, list[str]] = defaultdict(list)
-                for dia, text, when in ts:
-                    res = await remember_turn(rt, text, when)
-                    if res.id is not None:
-                        mem_turns[res.id].append(dia)
+                mem_turns = await remember_turns(rt, ts)
                 rows = await rt.facts.get(list(mem_turns))
                 df = _store_df([r.content for r in rows])
                 for n, (qtext, cat, ev) in enumerate(qs):
@@ -152,7 +148,7 @@ async def capture_lme(args) -> list[Question]:
     """``args.lme`` LongMemEval questions (round-robin by type, as ``--limit``) stored as
     ``bench.longmemeval`` stores them (gold: turn ids, session ids, session of each turn)."""
     from bench import longmemeval
-    from bench.mv import open_runtime, remember_turn
+    from bench.mv import open_runtime, remember_turns
 
     with gzip.open(data_dir(args.data) / "longmemeval_s_dev.json.gz", "rt") as f:
         items = json.load(f)
@@ -163,11 +159,7 @@ async def capture_lme(args) -> list[Question]:
         with tempfile.TemporaryDirectory(prefix="memvault-fc-") as tmp:
             rt = await open_runtime(Path(tmp) / "data", args.model_cache)
             try:
-                mem_turns: dict[str, list[str]] = defaultdict(list)
-                for tid, _, text, when in docs:
-                    res = await remember_turn(rt, text[: rt.settings.policies.max_content_chars], when)
-                    if res.id is not None:
-                        mem_turns[res.id].append(tid)
+                mem_turns = await remember_turns(rt, ((tid, text, when) for tid, _, text, when in docs))
                 rows = await rt.facts.get(list(mem_turns))
                 df = _store_df([r.content for r in rows])
                 ch, texts, meta, now, beside = await _capture_memories(rt, item["question"])

@@ -87,7 +87,7 @@ async def run_conversation(sample: dict, model_cache: Path, systems: tuple[str, 
     """Score one conversation with each system; returns per-question rows and store stats."""
     from tqdm import tqdm
 
-    from bench.mv import open_runtime, remember_turn, search, search_dense
+    from bench.mv import open_runtime, remember_turns, search, search_dense
 
     ts = turns(sample)
     known = {d for d, _, _ in ts}
@@ -99,14 +99,9 @@ async def run_conversation(sample: dict, model_cache: Path, systems: tuple[str, 
         try:
             if "memvault" in systems or "dense" in systems:  # dense reads memvault's index
                 t0 = time.perf_counter()
-                mem_turns: dict[str, list[str]] = defaultdict(list)
-                status: dict[str, int] = defaultdict(int)
-                for dia, text, when in tqdm(ts, desc=f"{sample['sample_id']} remember", disable=not progress,
-                                            leave=False):
-                    r = await remember_turn(rt, text, when)
-                    status[r.status] += 1
-                    if r.id is not None:
-                        mem_turns[r.id].append(dia)
+                status: dict[str, int] = {}
+                mem_turns = await remember_turns(rt, tqdm(ts, desc=f"{sample['sample_id']} remember",
+                                                          disable=not progress, leave=False), status)
                 stats["remember_s"] = round(time.perf_counter() - t0, 1)
                 stats["statuses"] = dict(status)
                 stats["memories"] = len(mem_turns)

@@ -100,7 +100,7 @@ def scores(turn_rank: list[str], sess_rank: list[str], gold_t: set[str], gold_s:
 
 async def run_question(item: dict, model_cache: Path, systems: tuple[str, ...]) -> dict[str, Any]:
     """Score one question with every system; returns {"id", "type", "stats", "scores": {system: metrics}}."""
-    from bench.mv import open_runtime, remember_turn, search, search_dense
+    from bench.mv import open_runtime, remember_turns, search, search_dense
 
     docs, gold_t, gold_s = corpus(item)
     session_of = {tid: sid for tid, sid, _, _ in docs}
@@ -116,13 +116,8 @@ async def run_question(item: dict, model_cache: Path, systems: tuple[str, ...]) 
         try:
             if "memvault" in systems or "dense" in systems:  # dense reads memvault's index
                 t0 = time.perf_counter()
-                mem_turns: dict[str, list[str]] = defaultdict(list)
-                status: dict[str, int] = defaultdict(int)
-                for tid, _, text, when in docs:
-                    r = await remember_turn(rt, text[: rt.settings.policies.max_content_chars], when)
-                    status[r.status] += 1
-                    if r.id is not None:
-                        mem_turns[r.id].append(tid)
+                status: dict[str, int] = {}
+                mem_turns = await remember_turns(rt, ((tid, text, when) for tid, _, text, when in docs), status)
                 res["stats"]["remember_s"] = round(time.perf_counter() - t0, 2)
                 res["stats"]["statuses"] = dict(status)
             if "memvault" in systems:

@@ -1,7 +1,8 @@
 """Driving memvault in-process, through the same layer the MCP tools use.
 
 ``open_runtime`` builds the server's ``Runtime`` on a data dir; ``remember_turn`` calls the
-``remember`` handler exactly as the MCP wrapper does (plus ``force`` and ``created_at``);
+``remember`` handler exactly as the MCP wrapper does (plus ``force`` and ``created_at``),
+``remember_turns`` once per turn of a conversation, in order;
 ``search`` calls ``recall.rank`` (the ranked list recall returns, without touching access
 statistics); ``search_dense`` ranks by the dense channel of the same index alone (the
 quality benches' dense-only baseline). ``bulk_load`` is for the speed bench only: it
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from memvault.config import Settings
@@ -57,6 +59,23 @@ async def remember_turn(rt: Runtime, text: str, created_at: float | None) -> Rem
     """
     return await remember(rt, SCOPE, RememberArgs(content=text, force=True, created_at=created_at,
                                                   source="bench"))
+
+
+async def remember_turns(rt: Runtime, turns: Iterable[tuple[str, str, float | None]],
+                         status: dict[str, int] | None = None) -> dict[str, list[str]]:
+    """``remember_turn`` for each (turn id, text, created_at) in order, the text cut to the
+    server's ``max_content_chars``; returns memory id -> the turn ids it stands for (a turn
+    that reinforced an earlier memory joins that memory's list). Counts each reply's status
+    (stored, reinforced, ...) into ``status`` when given."""
+    mem_turns: dict[str, list[str]] = defaultdict(list)
+    cut = rt.settings.policies.max_content_chars
+    for tid, text, when in turns:
+        r = await remember_turn(rt, text[:cut], when)
+        if status is not None:
+            status[r.status] = status.get(r.status, 0) + 1
+        if r.id is not None:
+            mem_turns[r.id].append(tid)
+    return mem_turns
 
 
 async def search(rt: Runtime, query: str, k: int) -> list[str]:

@@ -1,4 +1,4 @@
-"""Where recall's time goes, in-process: query embedding, dense / keyword search, SQLite fetch, rank total.
+"""Where recall's time goes, in-process: embedding, each channel, SQLite, neighbours, rank, reply.
 
 Fills a temp store with ``--memories`` synthetic sentences (``bench.mv.bulk_load``), or
 copies a filled one (``--store DIR``: a memvault data dir, or an entry of ``bench.speed
@@ -30,9 +30,10 @@ import pydantic_core
 from bench import synth
 from bench.common import DEFAULT_MODEL_CACHE, md_table
 from bench.mv import PROJECT, SCOPE, USER, bulk_load, open_runtime
+from memvault.policy.neighbours import NEIGHBOUR_SOURCES
 from memvault.service.indexing import embed_query, keyword_vector, scope_filter
 from memvault.service.models import RecallResult
-from memvault.service.recall import RecallArgs, rank, recall
+from memvault.service.recall import RecallArgs, rank, recall, written_around
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 
 
@@ -58,7 +59,7 @@ async def breakdown(rt: Runtime, queries: list[str]) -> dict[str, float]:
     """{stage: p50 ms} over ``queries`` on an open, filled runtime (the bench user's global scope)."""
     _, vec = await rt.ready()
     t: dict[str, list[float]] = {k: [] for k in ("query embedding", "dense search", "keyword search",
-                                                  "SQLite fetch", "rank total", "access-stats write",
+                                                  "SQLite fetch", "conversation neighbours", "rank total", "access-stats write",
                                                   "recall handler total", "reply: structured dump",
                                                   "reply: text copy", "client: output-schema check")}
     schema_check = _schema_checker()
@@ -77,6 +78,9 @@ async def breakdown(rt: Runtime, queries: list[str]) -> dict[str, float]:
         t0 = time.perf_counter()
         await rt.facts.get({h.id for h in dense} | {h.id for h in sparse})
         t["SQLite fetch"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        await written_around(rt, [h.id for h in dense[:NEIGHBOUR_SOURCES]])
+        t["conversation neighbours"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         await rank(rt, USER, [PROJECT], q, limit=5)
         t["rank total"].append(time.perf_counter() - t0)
