@@ -137,7 +137,7 @@ async def capture_store(facts: list[Fact], zh_parity: int, model_cache: Path, tm
             assert res.id is not None, f"fact {i} was not stored: {res.status}"
             ids[i], langs[i] = res.id, lang
         rows = {r.id: r for r in await rt.facts.get(list(ids.values()))}
-        beside = await rt.facts.written_beside(list(ids.values()))
+        beside = await rt.facts.written_beside(list(ids.values()), rt.clock.now())
         out: list[Asked] = []
         n = rt.settings.ranking.candidates
         for i, f in enumerate(facts):

@@ -102,7 +102,7 @@ async def _capture_memories(rt, query: str) -> tuple[Any, dict[str, str], dict[s
              if row.status == "active" and (row.expires_at is None or row.expires_at > now)}
     return (ch, {i: row.content for i, row in alive.items()},
             {i: (row.importance, row.created_at, row.last_accessed_at) for i, row in alive.items()}, now,
-            await written_around(rt, list(alive)))
+            await written_around(rt, list(alive), now))
 
 
 async def _check_memory_order(rt, q: Question, limit: int) -> None:

@@ -79,7 +79,7 @@ async def breakdown(rt: Runtime, queries: list[str]) -> dict[str, float]:
         await rt.facts.get({h.id for h in dense} | {h.id for h in sparse})
         t["SQLite fetch"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        await written_around(rt, [h.id for h in dense[:NEIGHBOUR_SOURCES]])
+        await written_around(rt, [h.id for h in dense[:NEIGHBOUR_SOURCES]], rt.clock.now())
         t["conversation neighbours"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         await rank(rt, USER, [PROJECT], q, limit=5)

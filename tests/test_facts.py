@@ -154,9 +154,11 @@ async def test_touch_records_the_access_in_one_statement(tmp_path):
 
 async def test_written_beside_follows_insertion_order_per_user_project_and_writer(tmp_path):
     store = await FactStore.open(tmp_path / "m.db")
-    mine = [row(f"first conversation line {i}") for i in range(4)]
+    mine = [row(f"first conversation line {i}") for i in range(6)]
     for r in mine:
         r.agent = "claude-code"
+    mine[4].visibility = "private"  # claude-code's own, unseen by other agents
+    mine[5].expires_at = NOW - 1  # expired: gone for everybody
     other_agent = row("another client wrote this in between")
     other_agent.agent = "cursor"
     other_project = row("a line of another project", project="p2")
@@ -169,12 +171,16 @@ async def test_written_beside_follows_insertion_order_per_user_project_and_write
     for r in mine[1:]:
         await store.add(r, actor="t")
     await store.set_status([mine[2]], "deleted", action="delete", now=NOW, actor="t")
-    got = await store.written_beside([mine[0].id, mine[1].id, mine[3].id, other_agent.id, "no-such-id"])
+    ids = [mine[0].id, mine[1].id, mine[3].id, other_agent.id, "no-such-id"]
+    got = await store.written_beside(ids, NOW)
     assert got == {
         mine[0].id: (None, mine[1].id),  # the other writer, project and user are skipped
         mine[1].id: (mine[0].id, mine[3].id),  # a deleted memory is no neighbour
-        mine[3].id: (mine[1].id, None),
+        mine[3].id: (mine[1].id, mine[4].id),  # the user reads the private memory; the expired one is gone
         other_agent.id: (None, None),
     }
-    assert await store.written_beside([]) == {}
+    assert (await store.written_beside(ids, NOW, reader="claude-code"))[mine[3].id] == (mine[1].id, mine[4].id)
+    # another agent does not see the private memory: as if it were not there
+    assert (await store.written_beside(ids, NOW, reader="cursor"))[mine[3].id] == (mine[1].id, None)
+    assert await store.written_beside([], NOW) == {}
     await store.close()

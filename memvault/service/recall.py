@@ -56,26 +56,27 @@ class Ranked:
     neighbour_of: str | None = None  # the hit whose conversation neighbour lifted it, if one did
 
 
-async def written_around(rt: Runtime, ids: list[str], reach: int = NEIGHBOUR_REACH
-                         ) -> dict[str, tuple[str | None, str | None]]:
-    """``FactStore.written_beside`` of ``ids`` and of the memories out to ``reach`` places on
-    each side of them (what ``policy.neighbours.conversation_neighbours`` walks):
-    ``reach`` queries at most."""
-    beside = await rt.facts.written_beside(ids)
+async def written_around(rt: Runtime, ids: list[str], now: float, *, reader: str | None = None,
+                         reach: int = NEIGHBOUR_REACH) -> dict[str, tuple[str | None, str | None]]:
+    """``FactStore.written_beside`` (what ``reader`` may read at ``now``) of ``ids`` and of the
+    memories out to ``reach`` places on each side of them (what
+    ``policy.neighbours.conversation_neighbours`` walks): ``reach`` queries at most."""
+    beside = await rt.facts.written_beside(ids, now, reader=reader)
     for _ in range(reach - 1):
         frontier = [n for pair in beside.values() for n in pair if n is not None and n not in beside]
         if not frontier:
             break
-        beside |= await rt.facts.written_beside(frontier)
+        beside |= await rt.facts.written_beside(frontier, now, reader=reader)
     return beside
 
 
-async def neighbours_of_best(rt: Runtime, scores: dict[str, float],
-                             rows: dict[str, MemoryRow]) -> dict[str, list[tuple[str, int]]]:
+async def neighbours_of_best(rt: Runtime, scores: dict[str, float], rows: dict[str, MemoryRow], now: float,
+                             reader: str | None) -> dict[str, list[tuple[str, int]]]:
     """For the best ``NEIGHBOUR_SOURCES`` candidates by fused score: the candidates written
     near each in the same conversation, with their distance (``policy.neighbours``)."""
     top = sorted(scores, key=lambda i: -scores[i])[:NEIGHBOUR_SOURCES]
-    return conversation_neighbours(await written_around(rt, top), {i: row.created_at for i, row in rows.items()})
+    return conversation_neighbours(await written_around(rt, top, now, reader=reader),
+                                   {i: row.created_at for i, row in rows.items()})
 
 
 async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, limit: int,
@@ -99,7 +100,7 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
              and row.readable_by(reader)}
     scored = await rt.run_sync(score_candidates, channels, {mid: row.content for mid, row in alive.items()}, r)
     fused = {mid: sc.score for mid, sc in scored.items()}
-    beside = await neighbours_of_best(rt, fused, alive) if r.neighbour_lift > 0 else {}
+    beside = await neighbours_of_best(rt, fused, alive, now, reader) if r.neighbour_lift > 0 else {}
     lifted = neighbour_lift(fused, beside, r.neighbour_lift)
     spans = time_spans(query, now)  # "in June", "上周": memories stored then rank up
     ranked: list[Ranked] = []

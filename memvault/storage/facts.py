@@ -176,16 +176,18 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-def _alive(now: float) -> tuple[str, list[Any]]:
-    return "(expires_at IS NULL OR expires_at > ?)", [now]
+def _alive(now: float, table: str = "") -> tuple[str, list[Any]]:
+    t = f"{table}." if table else ""
+    return f"({t}expires_at IS NULL OR {t}expires_at > ?)", [now]
 
 
-def readable_sql(reader: str | None) -> tuple[str, list[Any]]:
-    """SQL condition (and parameters) on ``memories``: readable by agent ``reader`` (shared, or
-    private to it); None is the user, who reads every memory."""
+def readable_sql(reader: str | None, table: str = "") -> tuple[str, list[Any]]:
+    """SQL condition (and parameters) on ``memories`` (or its alias ``table``): readable by agent
+    ``reader`` (shared, or private to it); None is the user, who reads every memory."""
     if reader is None:
         return "1", []
-    return "(visibility = 'shared' OR agent = ?)", [reader]
+    t = f"{table}." if table else ""
+    return f"({t}visibility = 'shared' OR {t}agent = ?)", [reader]
 
 
 def _owned(private_to: str | None) -> tuple[str, list[Any]]:
@@ -337,23 +339,30 @@ class FactStore:
             out += await self._fetch(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part)
         return out
 
-    async def written_beside(self, ids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
-        """For each memory in ``ids``: (the active memory written just before it, the one written
-        just after it), by insertion order, in the same user, project and writing agent; None at
-        either end. Unknown ids are left out.
+    async def written_beside(self, ids: Iterable[str], now: float, *,
+                             reader: str | None = None) -> dict[str, tuple[str | None, str | None]]:
+        """For each memory in ``ids``: (the memory written just before it, the one written just
+        after it), by insertion order, among the active, unexpired memories of the same user,
+        project and writing agent that ``reader`` may read (None: the user, every memory); None
+        at either end. Unknown ids are left out.
 
         Insertion order is SQLite's rowid (a memory's place in the table, never reused while
-        the row exists); a reinforced memory keeps its place. Visibility and expiry are not
-        checked here: the caller pairs only memories it may return. Two index seeks per id.
+        the row exists); a reinforced memory keeps its place. A memory the reader may not read
+        is skipped as if it did not exist, so the answer says nothing about it. Two index
+        seeks per id.
         """
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
-        side = ("SELECT s.id FROM memories s WHERE s.user_id = m.user_id AND s.project = m.project"
-                " AND s.status = 'active' AND s.agent IS m.agent AND s.rowid {op} m.rowid ORDER BY s.rowid {order} LIMIT 1")
+        alive, a = _alive(now, "s")
+        readable, rd = readable_sql(reader, "s")
+        cond = (f"s.user_id = m.user_id AND s.project = m.project AND s.status = 'active' AND s.agent IS m.agent"
+                f" AND {alive} AND {readable}")
+        side = "SELECT s.id FROM memories s WHERE {cond} AND s.rowid {op} m.rowid ORDER BY s.rowid {order} LIMIT 1"
         rows = await self._db.fetchall(
-            f"SELECT m.id, ({side.format(op='<', order='DESC')}), ({side.format(op='>', order='ASC')})"
-            f" FROM memories m WHERE m.id IN ({_marks(len(ids))})", ids)
+            f"SELECT m.id, ({side.format(cond=cond, op='<', order='DESC')}),"
+            f" ({side.format(cond=cond, op='>', order='ASC')}) FROM memories m WHERE m.id IN ({_marks(len(ids))})",
+            [*a, *rd, *a, *rd, *ids])
         return {str(i): (before, after) for i, before, after in rows}
 
     async def active_by_hash(self, user_id: str, project: str, kind: str, content_hash: str,
