@@ -509,9 +509,10 @@ VARIANTS: dict[str, Variant] = {
 def order_memories(q: Question, variant: Variant, r) -> list[str]:
     """Candidate ids best first, as ``recall.rank`` orders them (``r`` with the variant's own
     RankingSettings overrides, if it has any)."""
-    from memvault.policy.neighbours import NEIGHBOUR_REACH, conversation_neighbours, neighbour_lift
+    from memvault.policy.neighbours import NEIGHBOUR_REACH, cap_lifted, conversation_neighbours, neighbour_lift
     from memvault.policy.ranking import final_score, recency
     from memvault.policy.time_expressions import time_boosted, time_spans
+    from memvault.service.recall import LIKELY_ANSWER
 
     r = r.model_copy(update=getattr(variant, "ranking_over", {}))
     scored = variant(q.channels, q.texts, r, q)
@@ -520,14 +521,18 @@ def order_memories(q: Question, variant: Variant, r) -> list[str]:
                                    reach=getattr(variant, "neighbour_reach", NEIGHBOUR_REACH))
     lifted = neighbour_lift(fused, near, r.neighbour_lift)
     spans = time_spans(q.channels.query, q.now)
-    final = []
-    for i in scored:
+
+    def final(i: str, s: float) -> float:
         imp, created, accessed = q.meta[i]
         rec = recency(accessed, q.now, r.half_life_days)
-        final.append((i, final_score(time_boosted(lifted[i][0], created, spans), imp, rec, r.weight_relevance,
-                                     r.weight_importance, r.weight_recency)))
-    final.sort(key=lambda t: -t[1])  # stable, as recall.rank's list.sort
-    return [i for i, _ in final]
+        return final_score(time_boosted(s, created, spans), imp, rec, r.weight_relevance, r.weight_importance,
+                           r.weight_recency)
+
+    own = {i: final(i, fused[i]) for i in scored}
+    by = {i: hit for i, (_, hit) in lifted.items()}
+    capped = cap_lifted({i: final(i, lifted[i][0]) if by[i] else own[i] for i in scored}, own, by,
+                        {i: sc.relevance for i, sc in scored.items()}, LIKELY_ANSWER)
+    return sorted(scored, key=lambda i: -capped[i])  # stable, as recall.rank's list.sort
 
 
 def order_docs(q: Question, variant: Variant, r) -> list[str]:

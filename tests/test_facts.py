@@ -184,3 +184,22 @@ async def test_written_beside_follows_insertion_order_per_user_project_and_write
     assert (await store.written_beside(ids, NOW, reader="cursor"))[mine[3].id] == (mine[1].id, None)
     assert await store.written_beside([], NOW) == {}
     await store.close()
+
+
+async def test_written_beside_looks_only_so_far_past_other_writers(tmp_path):
+    from memvault.storage.facts import BESIDE_SCAN
+
+    store = await FactStore.open(tmp_path / "m.db")
+    first, near, far = row("first line"), row("next line, soon after"), row("a line long after")
+    for r in (first, near, far):
+        r.agent = "claude-code"
+    await store.add(first, actor="t")
+    await store.add(near, actor="t")
+    for i in range(BESIDE_SCAN):  # another client writes a lot in between
+        other = row(f"cursor line {i}")
+        other.agent = "cursor"
+        await store.add(other, actor="t")
+    await store.add(far, actor="t")
+    got = await store.written_beside([first.id, near.id, far.id], NOW)
+    assert got == {first.id: (None, near.id), near.id: (first.id, None), far.id: (None, None)}
+    await store.close()

@@ -7,6 +7,7 @@ import pytest
 from memvault.policy.neighbours import (
     NEIGHBOUR_SOURCES,
     NEIGHBOUR_WINDOW_S,
+    cap_lifted,
     conversation_neighbours,
     neighbour_lift,
     same_conversation,
@@ -68,3 +69,32 @@ def test_neighbours_must_be_of_the_same_conversation():
     got = conversation_neighbours(beside, created)
     assert got["hit"] == [("before", 1)] and got["lonely"] == [] and "gone" not in got
     assert same_conversation(t, t + 60) and not same_conversation(t, t + 2 * 3600)
+
+
+def test_a_lifted_memory_stays_under_its_hit_even_when_importance_would_pass_it():
+    # final scores: the lift gave "sister" 0.7 x the hit's fused score, and its importance 1.0 adds more
+    own = {"hit": 0.42, "sister": 0.10, "other": 0.30}
+    final = {"hit": 0.42, "sister": 0.45, "other": 0.30}
+    got = cap_lifted(final, own, {"hit": None, "sister": "hit", "other": None},
+                     {"hit": 0.44, "sister": 0.0, "other": 0.1}, 0.3)
+    assert got["hit"] > got["sister"] > got["other"] and got["hit"] == 0.42
+
+
+def test_a_lifted_memory_never_passes_a_likely_answer_unless_it_is_one():
+    own = {"hit": 0.9, "ctx": 0.05, "answer2": 0.5, "answer3": 0.4, "weak": 0.45, "ctx_answer": 0.35}
+    final = dict(own) | {"ctx": 0.63, "ctx_answer": 0.63}
+    by = dict.fromkeys(own) | {"ctx": "hit", "ctx_answer": "hit"}
+    relevance = {"hit": 1.0, "ctx": 0.0, "answer2": 0.7, "answer3": 0.56, "weak": 0.1, "ctx_answer": 0.35}
+    got = cap_lifted(final, own, by, relevance, 0.3)
+    order = sorted(got, key=lambda i: -got[i])
+    # the context memory goes under both other likely answers (and so under the weak one between them);
+    # a lifted memory that is a likely answer itself keeps its lift
+    assert order == ["hit", "ctx_answer", "answer2", "weak", "answer3", "ctx"]
+    assert got["ctx"] >= own["ctx"]
+
+
+def test_a_capped_lift_never_falls_below_the_memory_s_own_score():
+    own = {"hit": 0.5, "n": 0.3, "likely": 0.2}
+    got = cap_lifted({"hit": 0.5, "n": 0.35, "likely": 0.2}, own, {"hit": None, "n": "hit", "likely": None},
+                     {"hit": 0.9, "n": 0.0, "likely": 0.8}, 0.3)
+    assert got["n"] == 0.3  # capped under "likely" (0.2) would be below its own 0.3: it keeps 0.3

@@ -45,11 +45,16 @@ async def test_the_memory_written_after_the_best_hit_comes_right_after_it(mcp_cl
     data = tmp_path / "d"
     async with mcp_client(data, client_name="claude-code") as c:
         await _write(c, [*BEFORE, CUE, ANSWER, *AFTER])
-        assert await _place(c, CUE) == 1
-        assert await _place(c, ANSWER) == 2
+        got = await call(c, "recall", query=QUERY, k=3)
+        top = [m["content"] for m in got["memories"]]
+        # the cue, then the kids' books memory (a likely answer on its own words: context never
+        # displaces one), then the answer, lifted as the cue's context
+        assert top == [CUE, BEFORE[0], ANSWER], top
+        assert got["memories"][2]["neighbour_of"] == got["memories"][0]["id"]
+        assert got["memories"][2]["relevance"] < 0.3 < got["memories"][1]["relevance"]
     async with mcp_client(data, client_name="claude-code", neighbour_lift=0.0) as c:
         # what the lift changed: on its own words the answer ranks lower
-        assert await _place(c, ANSWER) > 2
+        assert await _place(c, ANSWER) > 3
 
 
 async def test_another_conversation_or_another_client_is_not_lifted(mcp_client, tmp_path):
@@ -67,3 +72,19 @@ async def test_another_conversation_or_another_client_is_not_lifted(mcp_client, 
         await _write(c, AFTER)
         assert await _place(c, ANSWER) > 2
         assert await _place(c, AFTER[0]) <= 3  # claude-code's next line is still the cue's neighbour
+
+
+async def test_unrelated_neighbours_never_displace_memories_that_answer_on_their_own(mcp_client, tmp_path):
+    # An assistant stores several unrelated facts within minutes; other days stored the rest.
+    data = tmp_path / "d"
+    async with mcp_client(data, client_name="claude-code") as c:
+        await _write(c, ["The user prefers pnpm over npm.", "Tests run with pytest and the -x flag.",
+                         "The API server listens on port 8080.", "The user writes commit messages in the imperative mood.",
+                         "The team's standup is at 9:30 every morning."])
+    async with mcp_client(data, client_name="claude-code", clock_offset_s=3 * 86400) as c:
+        await _write(c, ["The admin dashboard is served on port 3000 in development.",
+                         "Redis runs on port 6379 on the developer machines."])
+        got = await call(c, "recall", query="what ports do our services listen on?", k=3)
+    top = [m["content"] for m in got["memories"]]
+    assert sum("port" in t for t in top) == 3, top
+    assert all(m["neighbour_of"] is None for m in got["memories"])

@@ -7,9 +7,14 @@ answer without them. Passage retrieval has long propagated a hit's score to the 
 around it for this reason. Here, each of the best ``NEIGHBOUR_SOURCES`` fused hits
 lifts the memories written up to ``NEIGHBOUR_REACH`` places before and after it (same
 user, project and writing agent, each created within ``NEIGHBOUR_WINDOW_S`` of the hit:
-one conversation) to at least ``factor ** distance`` x its own score. A lift never puts
-a neighbour above the hit that lifted it (``factor`` < 1), and a memory's own evidence
-is kept when it is higher. Calibrated relevance is not changed: it stays the memory's own.
+one conversation) to at least ``factor ** distance`` x its own score, and a memory's own
+evidence is kept when it is higher. Then, on the final scores (which add importance and
+recency), ``cap_lifted`` keeps a lifted memory below the hit that lifted it, and below
+every candidate that is a likely answer on its own when it is not one: a neighbour is
+context, and never displaces a memory that answers the query by itself (assistants
+often store several unrelated facts within minutes; the memory written next to the best
+hit is then unrelated to the query). Calibrated relevance is not changed: it stays the
+memory's own.
 
 Pure functions; scores are fused scores in [0, 1]; times are unix seconds.
 Measured in docs/benchmarks.md ("Conversation neighbours").
@@ -21,7 +26,9 @@ from collections.abc import Hashable, Iterable, Mapping
 from typing import TypeVar
 
 __all__ = ["NEIGHBOUR_SOURCES", "NEIGHBOUR_REACH", "NEIGHBOUR_WINDOW_S", "same_conversation",
-           "conversation_neighbours", "neighbour_lift"]
+           "conversation_neighbours", "neighbour_lift", "cap_lifted"]
+
+_BELOW = 1e-9  # a capped memory goes 1-2 x this under the score it must not pass (less for a higher lift)
 
 NEIGHBOUR_SOURCES = 10
 """How many of the best fused hits lift their neighbours."""
@@ -99,4 +106,34 @@ def neighbour_lift(scores: Mapping[Id, float], beside: Mapping[Id, Iterable[tupl
             lifted = factor ** distance * scores[hit]
             if n != hit and n in out and lifted > out[n][0]:
                 out[n] = (lifted, hit)
+    return out
+
+
+def cap_lifted(final: Mapping[Id, float], own: Mapping[Id, float], lifted_by: Mapping[Id, Id | None],
+               relevance: Mapping[Id, float], likely: float) -> dict[Id, float]:
+    """Final scores with the caps on lifted memories.
+
+    ``final``: each candidate's final score with its lifted fused score; ``own``: its final
+    score without the lift; ``lifted_by``: the hit that lifted it (None: not lifted), as
+    ``neighbour_lift`` gives it; ``relevance``: each candidate's own calibrated relevance in
+    [0, 1]; ``likely``: the relevance from which a memory is a likely answer on its own.
+    A lifted memory's score is at most just under its lifting hit's own final score and,
+    unless it is a likely answer itself, just under the lowest own final score of the likely
+    answers it would otherwise pass (memories capped under one score keep the order of their
+    lifts); it never falls below its own final score. Returns ``{id: score}`` for every
+    candidate of ``final``.
+    """
+    likely_scores = sorted(own[i] for i in final if relevance.get(i, 0.0) >= likely)
+    out = dict(final)
+    for i, hit in lifted_by.items():
+        if hit is None or i not in out:
+            continue
+        lifted = out[i]
+        under = _BELOW * (2.0 - min(max(lifted, 0.0), 1.0))  # memories capped under one score keep their lifts' order
+        score = min(lifted, own[hit] - under)
+        if relevance.get(i, 0.0) < likely:
+            passed = [s for s in likely_scores if s < score]
+            if passed:
+                score = min(score, passed[0] - under)
+        out[i] = max(own[i], score)
     return out

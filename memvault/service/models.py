@@ -73,6 +73,9 @@ class MemoryOut(BaseModel):
     expires_at: str | None = None
     visibility: Visibility = Field(
         "shared", description="shared: every agent of the user reads it; private: only the agent that wrote it.")
+    neighbour_of: str | None = Field(
+        None, description="Set when this memory ranks here as context: the id of the better hit it was written next "
+        "to in the same conversation (its own relevance is the relevance field).")
 
 
 class RecallResult(BaseModel):

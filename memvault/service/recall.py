@@ -18,7 +18,13 @@ from dataclasses import dataclass
 
 from memvault.clock import to_iso
 from memvault.policy.budget import cut_to_budget
-from memvault.policy.neighbours import NEIGHBOUR_REACH, NEIGHBOUR_SOURCES, conversation_neighbours, neighbour_lift
+from memvault.policy.neighbours import (
+    NEIGHBOUR_REACH,
+    NEIGHBOUR_SOURCES,
+    cap_lifted,
+    conversation_neighbours,
+    neighbour_lift,
+)
 from memvault.policy.ranking import final_score, recency
 from memvault.policy.time_expressions import time_boosted, time_spans
 from memvault.service import validation as v
@@ -54,6 +60,15 @@ class Ranked:
     relevance: float
     similarity: float | None
     neighbour_of: str | None = None  # the hit whose conversation neighbour lifted it, if one did
+
+
+LIKELY_ANSWER = 0.3
+"""Calibrated relevance below which a memory probably does not answer the query: the reply
+says so (``nothing_relevant``, ``relevance_note``) without leaving memories out, unless
+``min_relevance`` asks for that. On the bilingual probe 0.79 of the questions the store
+cannot answer have no memory above it, and every same-language answer is above it; on
+LongMemEval's long conversational stores half the answerable questions have none either,
+which is why it is a flag and not a default filter (docs/benchmarks.md)."""
 
 
 async def written_around(rt: Runtime, ids: list[str], now: float, *, reader: str | None = None,
@@ -103,14 +118,19 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
     beside = await neighbours_of_best(rt, fused, alive, now, reader) if r.neighbour_lift > 0 else {}
     lifted = neighbour_lift(fused, beside, r.neighbour_lift)
     spans = time_spans(query, now)  # "in June", "上周": memories stored then rank up
-    ranked: list[Ranked] = []
-    for mid, sc in scored.items():
+
+    def final(mid: str, fused_score: float) -> float:
         row = alive[mid]
-        own, by = lifted[mid]
         rec = recency(row.last_accessed_at, now, r.half_life_days)
-        score = final_score(time_boosted(own, row.created_at, spans), row.importance, rec,
-                            r.weight_relevance, r.weight_importance, r.weight_recency)
-        ranked.append(Ranked(row=row, score=score, relevance=sc.relevance, similarity=sc.similarity, neighbour_of=by))
+        return final_score(time_boosted(fused_score, row.created_at, spans), row.importance, rec,
+                           r.weight_relevance, r.weight_importance, r.weight_recency)
+
+    own = {mid: final(mid, fused[mid]) for mid in scored}
+    by = {mid: hit for mid, (_, hit) in lifted.items()}
+    capped = cap_lifted({mid: final(mid, lifted[mid][0]) if by[mid] else own[mid] for mid in scored}, own, by,
+                        {mid: sc.relevance for mid, sc in scored.items()}, LIKELY_ANSWER)
+    ranked = [Ranked(row=alive[mid], score=capped[mid], relevance=sc.relevance, similarity=sc.similarity,
+                     neighbour_of=by[mid] if capped[mid] > own[mid] else None) for mid, sc in scored.items()]
     ranked.sort(key=lambda c: c.score, reverse=True)
     return ranked[:limit]
 
@@ -127,18 +147,9 @@ def bounded(ranked: list[Ranked], content_budget: int, reply_budget: int) -> tup
             similarity=None if r.similarity is None else round(r.similarity, 4),
             importance=row.importance, created_at=to_iso(row.created_at),
             last_accessed_at=to_iso(row.last_accessed_at), source=row.source, expires_at=to_iso(row.expires_at),
-            visibility="private" if row.visibility == "private" else "shared",
+            visibility="private" if row.visibility == "private" else "shared", neighbour_of=r.neighbour_of,
         ))
     return out, truncated
-
-
-LIKELY_ANSWER = 0.3
-"""Calibrated relevance below which a memory probably does not answer the query: the reply
-says so (``nothing_relevant``, ``relevance_note``) without leaving memories out, unless
-``min_relevance`` asks for that. On the bilingual probe 0.79 of the questions the store
-cannot answer have no memory above it, and every same-language answer is above it; on
-LongMemEval's long conversational stores half the answerable questions have none either,
-which is why it is a flag and not a default filter (docs/benchmarks.md)."""
 
 
 async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:

@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5_000
 
+BESIDE_SCAN = 500
+"""``FactStore.written_beside`` looks at most this many rows (by insertion order) on each
+side of a memory for the one its writer wrote just before or after it."""
+
 # ln of the smallest positive normal float: the floor of policy.ranking.recency, in log space.
 _LN_MIN_RECENCY = math.log(sys.float_info.min)
 
@@ -348,8 +352,9 @@ class FactStore:
 
         Insertion order is SQLite's rowid (a memory's place in the table, never reused while
         the row exists); a reinforced memory keeps its place. A memory the reader may not read
-        is skipped as if it did not exist, so the answer says nothing about it. Two index
-        seeks per id.
+        is skipped as if it did not exist, so the answer says nothing about it. Only the
+        ``BESIDE_SCAN`` rows on each side are looked at (other writers' memories in between
+        count), so each id costs two bounded index range scans however large the project.
         """
         ids = list(dict.fromkeys(ids))
         if not ids:
@@ -358,10 +363,11 @@ class FactStore:
         readable, rd = readable_sql(reader, "s")
         cond = (f"s.user_id = m.user_id AND s.project = m.project AND s.status = 'active' AND s.agent IS m.agent"
                 f" AND {alive} AND {readable}")
-        side = "SELECT s.id FROM memories s WHERE {cond} AND s.rowid {op} m.rowid ORDER BY s.rowid {order} LIMIT 1"
+        side = "SELECT s.id FROM memories s WHERE {cond} AND s.rowid {range} ORDER BY s.rowid {order} LIMIT 1"
+        before = side.format(cond=cond, range=f"BETWEEN m.rowid - {BESIDE_SCAN} AND m.rowid - 1", order="DESC")
+        after = side.format(cond=cond, range=f"BETWEEN m.rowid + 1 AND m.rowid + {BESIDE_SCAN}", order="ASC")
         rows = await self._db.fetchall(
-            f"SELECT m.id, ({side.format(cond=cond, op='<', order='DESC')}),"
-            f" ({side.format(cond=cond, op='>', order='ASC')}) FROM memories m WHERE m.id IN ({_marks(len(ids))})",
+            f"SELECT m.id, ({before}), ({after}) FROM memories m WHERE m.id IN ({_marks(len(ids))})",
             [*a, *rd, *a, *rd, *ids])
         return {str(i): (before, after) for i, before, after in rows}
 
