@@ -168,7 +168,8 @@ def order(asked: Asked, option: str, rk) -> list[tuple[str, float]]:
     scored = score_candidates(ch, asked.texts, r, **kw)
     # the probe's memories are stored at one time: one conversation, in the probe's order
     lifted = neighbour_lift({i: sc.score for i, sc in scored.items()},
-                            conversation_neighbours(asked.beside, dict.fromkeys(asked.texts, 0.0)), r.neighbour_lift)
+                            conversation_neighbours(asked.beside, dict.fromkeys(asked.texts, 0.0),
+                                                    {i: len(t) for i, t in asked.texts.items()}), r.neighbour_lift)
 
     def final(i: str, s: float) -> float:  # recency is equal for all: 1.0
         return final_score(s, asked.importance[i], 1.0, r.weight_relevance, r.weight_importance, r.weight_recency)

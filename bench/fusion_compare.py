@@ -276,6 +276,13 @@ def v_shipped(**over) -> Variant:
     return f
 
 
+def v_max_chars(variant: Variant, max_chars: int) -> Variant:
+    """``variant`` lifting conversation neighbours of up to ``max_chars`` characters (the shipped
+    bound is ``policy.neighbours.NEIGHBOUR_MAX_CHARS``)."""
+    variant.neighbour_max_chars = max_chars  # type: ignore[attr-defined]
+    return variant
+
+
 def v_reach(variant: Variant, reach: int) -> Variant:
     """``variant`` with conversation neighbours out to ``reach`` places, at most the shipped
     ``policy.neighbours.NEIGHBOUR_REACH`` (captures hold what ``service.recall.written_around``
@@ -467,6 +474,9 @@ VARIANTS: dict[str, Variant] = {
     DEFAULT: v_shipped(neighbour_lift=0.7),
     "convex 0.4 + cross-script credit (default before the lift)": v_shipped(),
     "neighbour lift 0.7, next memory only": v_reach(v_shipped(neighbour_lift=0.7), 1),
+    "neighbour lift 0.7, memories of any length": v_max_chars(v_shipped(neighbour_lift=0.7), 10**9),
+    "neighbour lift 0.7, up to 200 characters": v_max_chars(v_shipped(neighbour_lift=0.7), 200),
+    "neighbour lift 0.7, up to 250 characters": v_max_chars(v_shipped(neighbour_lift=0.7), 250),
     "neighbour lift 0.6": v_shipped(neighbour_lift=0.6),
     "neighbour lift 0.5": v_shipped(neighbour_lift=0.5),
     "neighbour lift 0.8": v_shipped(neighbour_lift=0.8),
@@ -509,7 +519,13 @@ VARIANTS: dict[str, Variant] = {
 def order_memories(q: Question, variant: Variant, r) -> list[str]:
     """Candidate ids best first, as ``recall.rank`` orders them (``r`` with the variant's own
     RankingSettings overrides, if it has any)."""
-    from memvault.policy.neighbours import NEIGHBOUR_REACH, cap_lifted, conversation_neighbours, neighbour_lift
+    from memvault.policy.neighbours import (
+        NEIGHBOUR_MAX_CHARS,
+        NEIGHBOUR_REACH,
+        cap_lifted,
+        conversation_neighbours,
+        neighbour_lift,
+    )
     from memvault.policy.ranking import final_score, recency
     from memvault.policy.time_expressions import time_boosted, time_spans
     from memvault.service.recall import LIKELY_ANSWER
@@ -518,7 +534,9 @@ def order_memories(q: Question, variant: Variant, r) -> list[str]:
     scored = variant(q.channels, q.texts, r, q)
     fused = {i: sc.score for i, sc in scored.items()}
     near = conversation_neighbours(q.beside, {i: m[1] for i, m in q.meta.items()},
-                                   reach=getattr(variant, "neighbour_reach", NEIGHBOUR_REACH))
+                                   {i: len(t) for i, t in q.texts.items()},
+                                   reach=getattr(variant, "neighbour_reach", NEIGHBOUR_REACH),
+                                   max_chars=getattr(variant, "neighbour_max_chars", NEIGHBOUR_MAX_CHARS))
     lifted = neighbour_lift(fused, near, r.neighbour_lift)
     spans = time_spans(q.channels.query, q.now)
 
@@ -713,7 +731,8 @@ def evaluate(caps: dict[str, list[Question]], variants: Mapping[str, Variant], l
         if "locomo" in caps:
             row["locomo"] = score_locomo(caps["locomo"], var, r)
         if "lme" in caps:
-            row["lme"] = {str(n): score_lme(caps["lme"], var, r, n) for n in lme_limits if n <= len(caps["lme"])}
+            limits = sorted({*lme_limits, len(caps["lme"])})  # and every captured question
+            row["lme"] = {str(n): score_lme(caps["lme"], var, r, n) for n in limits if n <= len(caps["lme"])}
             row["abstention"] = score_abstention(caps["lme"], var, r)
         for s in ("scifact", "cmrc"):
             if s in caps:

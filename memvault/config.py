@@ -194,9 +194,9 @@ class RankingSettings(_Group):
     # 0.7 (0.49 two places away): see docs/benchmarks.md ("Conversation neighbours") for
     # the values measured on LoCoMo, LongMemEval and the bilingual probe.
     neighbour_lift: float = Field(
-        default=0.7, ge=0, lt=1, description="A memory written next to one of recall's 10 best hits, in the same "
-        "conversation (same writer, created within 30 minutes), ranks at least this share of that hit's score, "
-        "squared two places away (0: off).",
+        default=0.7, ge=0, lt=1, description="A short memory (150 characters at most) written next to one of "
+        "recall's 10 best hits, in the same conversation (same writer, created within 30 minutes), ranks at least this "
+        "share of that hit's score, squared two places away, never above that hit or a likely answer (0: off).",
     )
     language_neutral: bool = Field(
         default=True, description="Remove each language's mean embedding from dense scores, so that a query in one "

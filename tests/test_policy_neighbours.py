@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memvault.policy.neighbours import (
+    NEIGHBOUR_MAX_CHARS,
     NEIGHBOUR_SOURCES,
     NEIGHBOUR_WINDOW_S,
     cap_lifted,
@@ -57,16 +58,17 @@ def test_the_walk_goes_two_places_out_through_memories_that_are_not_candidates()
     # insertion order: b2 b1 hit a1 a2 a3; a1 is not a candidate (filtered out, another kind ...)
     beside = {"hit": ("b1", "a1"), "b1": ("b2", "hit"), "a1": ("hit", "a2"), "a2": ("a1", "a3")}
     created = {"hit": t, "b1": t - 60, "b2": t - 120, "a2": t + 60, "a3": t + 120}
-    got = conversation_neighbours(beside, created)
+    lengths = dict.fromkeys(created, 40)
+    got = conversation_neighbours(beside, created, lengths)
     assert sorted(got["hit"]) == [("a2", 2), ("b1", 1), ("b2", 2)]  # a3 is three places away
-    assert conversation_neighbours(beside, created, reach=1)["hit"] == [("b1", 1)]
+    assert conversation_neighbours(beside, created, lengths, reach=1)["hit"] == [("b1", 1)]
 
 
 def test_neighbours_must_be_of_the_same_conversation():
     t = 1_800_000_000.0
     beside = {"hit": ("before", "after"), "lonely": (None, None), "gone": ("hit", None)}
     created = {"hit": t, "before": t - NEIGHBOUR_WINDOW_S, "after": t + NEIGHBOUR_WINDOW_S + 1, "lonely": t}
-    got = conversation_neighbours(beside, created)
+    got = conversation_neighbours(beside, created, dict.fromkeys(created, 40))
     assert got["hit"] == [("before", 1)] and got["lonely"] == [] and "gone" not in got
     assert same_conversation(t, t + 60) and not same_conversation(t, t + 2 * 3600)
 
@@ -98,3 +100,11 @@ def test_a_capped_lift_never_falls_below_the_memory_s_own_score():
     got = cap_lifted({"hit": 0.5, "n": 0.35, "likely": 0.2}, own, {"hit": None, "n": "hit", "likely": None},
                      {"hit": 0.9, "n": 0.0, "likely": 0.8}, 0.3)
     assert got["n"] == 0.3  # capped under "likely" (0.2) would be below its own 0.3: it keeps 0.3
+
+
+def test_only_short_memories_are_lifted_a_long_one_carries_its_own_context():
+    t = 1_800_000_000.0
+    beside = {"hit": ("short", "long"), "long": ("hit", "after")}
+    created = {"hit": t, "short": t, "long": t, "after": t}
+    lengths = {"hit": 500, "short": NEIGHBOUR_MAX_CHARS, "long": NEIGHBOUR_MAX_CHARS + 1, "after": 20}
+    assert conversation_neighbours(beside, created, lengths)["hit"] == [("short", 1), ("after", 2)]

@@ -5,9 +5,9 @@ holds the words of the question "What did Caroline take away from Becoming Nicol
 and the memory written right after it ("It taught me self-acceptance ...") holds the
 answer without them. Passage retrieval has long propagated a hit's score to the text
 around it for this reason. Here, each of the best ``NEIGHBOUR_SOURCES`` fused hits
-lifts the memories written up to ``NEIGHBOUR_REACH`` places before and after it (same
-user, project and writing agent, each created within ``NEIGHBOUR_WINDOW_S`` of the hit:
-one conversation) to at least ``factor ** distance`` x its own score, and a memory's own
+lifts the short memories (``NEIGHBOUR_MAX_CHARS``) written up to ``NEIGHBOUR_REACH`` places
+before and after it (same user, project and writing agent, each created within
+``NEIGHBOUR_WINDOW_S`` of the hit: one conversation) to at least ``factor ** distance`` x its own score, and a memory's own
 evidence is kept when it is higher. Then, on the final scores (which add importance and
 recency), ``cap_lifted`` keeps a lifted memory below the hit that lifted it, and below
 every candidate that is a likely answer on its own when it is not one: a neighbour is
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping
 from typing import TypeVar
 
-__all__ = ["NEIGHBOUR_SOURCES", "NEIGHBOUR_REACH", "NEIGHBOUR_WINDOW_S", "same_conversation",
+__all__ = ["NEIGHBOUR_SOURCES", "NEIGHBOUR_REACH", "NEIGHBOUR_MAX_CHARS", "NEIGHBOUR_WINDOW_S", "same_conversation",
            "conversation_neighbours", "neighbour_lift", "cap_lifted"]
 
 _BELOW = 1e-9  # a capped memory goes 1-2 x this under the score it must not pass (less for a higher lift)
@@ -35,6 +35,11 @@ NEIGHBOUR_SOURCES = 10
 
 NEIGHBOUR_REACH = 2
 """How many places away, on each side of a hit, a memory is still its neighbour."""
+
+NEIGHBOUR_MAX_CHARS = 150
+"""Only memories of at most this many characters are lifted: a short memory (a chat line, a
+one-line reply) is the kind whose meaning depends on what was said around it; a longer one
+carries its own context, and lifting it crowds the top with one conversation."""
 
 NEIGHBOUR_WINDOW_S = 30 * 60.0
 """A memory written near a hit belongs to the hit's conversation when their creation
@@ -49,18 +54,20 @@ def same_conversation(created_a: float, created_b: float, window_s: float = NEIG
     return abs(created_a - created_b) <= window_s
 
 
-def conversation_neighbours(beside: Mapping[Id, tuple[Id | None, Id | None]], created: Mapping[Id, float], *,
-                            reach: int = NEIGHBOUR_REACH,
-                            window_s: float = NEIGHBOUR_WINDOW_S) -> dict[Id, list[tuple[Id, int]]]:
+def conversation_neighbours(beside: Mapping[Id, tuple[Id | None, Id | None]], created: Mapping[Id, float],
+                            lengths: Mapping[Id, int], *, reach: int = NEIGHBOUR_REACH,
+                            window_s: float = NEIGHBOUR_WINDOW_S,
+                            max_chars: int = NEIGHBOUR_MAX_CHARS) -> dict[Id, list[tuple[Id, int]]]:
     """The neighbours ``neighbour_lift`` may use, with their distance (1 = written right next
     to it).
 
     ``beside``: memory -> (written just before, written just after), as the fact store gives
     them, for the hits and for the memories on the way out to ``reach`` places;
-    ``created``: creation time (unix seconds) of each candidate. For each candidate of
-    ``beside``, walking out on each side up to ``reach`` places: the memories met that are
-    candidates and ``same_conversation`` with it. The walk passes through memories that are
-    not candidates and stops where ``beside`` does not go on.
+    ``created``: creation time (unix seconds) of each candidate; ``lengths``: its text's length
+    in characters. For each candidate of ``beside``, walking out on each side up to ``reach``
+    places: the memories met that are candidates, ``same_conversation`` with it and at most
+    ``max_chars`` long. The walk passes through the others and stops where ``beside`` does
+    not go on.
     """
     out: dict[Id, list[tuple[Id, int]]] = {}
     for hit in beside:
@@ -74,7 +81,8 @@ def conversation_neighbours(beside: Mapping[Id, tuple[Id | None, Id | None]], cr
                 cur = pair[side] if pair is not None else None
                 if cur is None or cur == hit:
                     break
-                if cur in created and same_conversation(created[cur], created[hit], window_s):
+                if (cur in created and same_conversation(created[cur], created[hit], window_s)
+                        and lengths.get(cur, max_chars + 1) <= max_chars):
                     found.append((cur, d))
         out[hit] = found
     return out

@@ -91,7 +91,8 @@ async def neighbours_of_best(rt: Runtime, scores: dict[str, float], rows: dict[s
     near each in the same conversation, with their distance (``policy.neighbours``)."""
     top = sorted(scores, key=lambda i: -scores[i])[:NEIGHBOUR_SOURCES]
     return conversation_neighbours(await written_around(rt, top, now, reader=reader),
-                                   {i: row.created_at for i, row in rows.items()})
+                                   {i: row.created_at for i, row in rows.items()},
+                                   {i: len(row.content) for i, row in rows.items()})
 
 
 async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, limit: int,
