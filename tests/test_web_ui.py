@@ -152,7 +152,7 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                     why = page.locator("table.why-table")
                     await why.wait_for()
                     headers = await why.locator("th").all_inner_texts()
-                    assert {"Dense rank", "Keyword rank", "Relevance (fused)", "Importance", "Recency"} <= set(headers)
+                    assert {"Dense rank", "Keyword rank", "Relevance", "Written beside", "Importance", "Recency"} <= set(headers)
                     first = await why.locator("tbody tr").first.inner_text()
                     assert "prefers pnpm" in first
                     await page.screenshot(path=images / "ui-search.png")

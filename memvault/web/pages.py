@@ -115,7 +115,7 @@ def explained_rows(base: str, hits: Sequence[Explained], query: str) -> Html:
              "—" if x.neighbour_of is None else f"#{place[x.neighbour_of]}" if x.neighbour_of in place else "yes",
              f"{x.importance:.2f}", f"{x.recency:.3f}")
             for x in hits]
-    headers = ["#", "Memory", "Project", "Kind", "Score", "Relevance (fused)", "Dense rank", "Cosine",
+    headers = ["#", "Memory", "Project", "Kind", "Score", "Relevance", "Dense rank", "Cosine",
                "Keyword rank", "Written beside", "Importance", "Recency"]
     note = ("Why this result: recall fuses the dense (meaning) and keyword channels into a relevance; a memory "
             "written just before or after one of the best hits in the same conversation is lifted near it "
