@@ -157,7 +157,7 @@ def order(asked: Asked, option: str, rk) -> list[tuple[str, float]]:
     """(memory id, relevance) best first, as ``recall.rank`` orders them under ``option``."""
     from dataclasses import replace
 
-    from memvault.policy.neighbours import cap_lifted, conversation_neighbours, neighbour_lift
+    from memvault.policy.neighbours import conversation_neighbours, final_scores_with_neighbours
     from memvault.policy.ranking import final_score
     from memvault.service.fusion import score_candidates
     from memvault.service.recall import LIKELY_ANSWER
@@ -167,18 +167,15 @@ def order(asked: Asked, option: str, rk) -> list[tuple[str, float]]:
     ch = asked.channels if r.language_neutral else replace(asked.channels, query_dots={})
     scored = score_candidates(ch, asked.texts, r, **kw)
     # the probe's memories are stored at one time: one conversation, in the probe's order
-    lifted = neighbour_lift({i: sc.score for i, sc in scored.items()},
-                            conversation_neighbours(asked.beside, dict.fromkeys(asked.texts, 0.0),
-                                                    {i: len(t) for i, t in asked.texts.items()}), r.neighbour_lift)
+    near = conversation_neighbours(asked.beside, dict.fromkeys(asked.texts, 0.0),
+                                   {i: len(t) for i, t in asked.texts.items()})
 
     def final(i: str, s: float) -> float:  # recency is equal for all: 1.0
         return final_score(s, asked.importance[i], 1.0, r.weight_relevance, r.weight_importance, r.weight_recency)
 
-    own = {i: final(i, sc.score) for i, sc in scored.items()}
-    by = {i: hit for i, (_, hit) in lifted.items()}
-    capped = cap_lifted({i: final(i, lifted[i][0]) if by[i] else own[i] for i in scored}, own, by,
-                        {i: sc.relevance for i, sc in scored.items()}, LIKELY_ANSWER)
-    ranked = sorted(scored.items(), key=lambda kv: -capped[kv[0]])
+    scores = final_scores_with_neighbours({i: sc.score for i, sc in scored.items()}, near, r.neighbour_lift, final,
+                                          {i: sc.relevance for i, sc in scored.items()}, LIKELY_ANSWER)
+    ranked = sorted(scored.items(), key=lambda kv: -scores[kv[0]][0])
     return [(mid, sc.relevance) for mid, sc in ranked]
 
 

@@ -522,9 +522,8 @@ def order_memories(q: Question, variant: Variant, r) -> list[str]:
     from memvault.policy.neighbours import (
         NEIGHBOUR_MAX_CHARS,
         NEIGHBOUR_REACH,
-        cap_lifted,
         conversation_neighbours,
-        neighbour_lift,
+        final_scores_with_neighbours,
     )
     from memvault.policy.ranking import final_score, recency
     from memvault.policy.time_expressions import time_boosted, time_spans
@@ -532,12 +531,10 @@ def order_memories(q: Question, variant: Variant, r) -> list[str]:
 
     r = r.model_copy(update=getattr(variant, "ranking_over", {}))
     scored = variant(q.channels, q.texts, r, q)
-    fused = {i: sc.score for i, sc in scored.items()}
     near = conversation_neighbours(q.beside, {i: m[1] for i, m in q.meta.items()},
                                    {i: len(t) for i, t in q.texts.items()},
                                    reach=getattr(variant, "neighbour_reach", NEIGHBOUR_REACH),
                                    max_chars=getattr(variant, "neighbour_max_chars", NEIGHBOUR_MAX_CHARS))
-    lifted = neighbour_lift(fused, near, r.neighbour_lift)
     spans = time_spans(q.channels.query, q.now)
 
     def final(i: str, s: float) -> float:
@@ -546,11 +543,9 @@ def order_memories(q: Question, variant: Variant, r) -> list[str]:
         return final_score(time_boosted(s, created, spans), imp, rec, r.weight_relevance, r.weight_importance,
                            r.weight_recency)
 
-    own = {i: final(i, fused[i]) for i in scored}
-    by = {i: hit for i, (_, hit) in lifted.items()}
-    capped = cap_lifted({i: final(i, lifted[i][0]) if by[i] else own[i] for i in scored}, own, by,
-                        {i: sc.relevance for i, sc in scored.items()}, LIKELY_ANSWER)
-    return sorted(scored, key=lambda i: -capped[i])  # stable, as recall.rank's list.sort
+    scores = final_scores_with_neighbours({i: sc.score for i, sc in scored.items()}, near, r.neighbour_lift, final,
+                                          {i: sc.relevance for i, sc in scored.items()}, LIKELY_ANSWER)
+    return sorted(scored, key=lambda i: -scores[i][0])  # stable, as recall.rank's list.sort
 
 
 def order_docs(q: Question, variant: Variant, r) -> list[str]:

@@ -22,11 +22,11 @@ Measured in docs/benchmarks.md ("Conversation neighbours").
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import TypeVar
 
 __all__ = ["NEIGHBOUR_SOURCES", "NEIGHBOUR_REACH", "NEIGHBOUR_MAX_CHARS", "NEIGHBOUR_WINDOW_S", "same_conversation",
-           "conversation_neighbours", "neighbour_lift", "cap_lifted"]
+           "conversation_neighbours", "neighbour_lift", "cap_lifted", "final_scores_with_neighbours"]
 
 _BELOW = 1e-9  # a capped memory goes 1-2 x this under the score it must not pass (less for a higher lift)
 
@@ -145,3 +145,21 @@ def cap_lifted(final: Mapping[Id, float], own: Mapping[Id, float], lifted_by: Ma
                 score = min(score, passed[0] - under)
         out[i] = max(own[i], score)
     return out
+
+
+def final_scores_with_neighbours(fused: Mapping[Id, float], near: Mapping[Id, Iterable[tuple[Id, int]]],
+                                 factor: float, final: Callable[[Id, float], float],
+                                 relevance: Mapping[Id, float], likely: float) -> dict[Id, tuple[float, Id | None]]:
+    """Each candidate's final score with the neighbour lift and its caps, and the hit it ranks
+    as context of (None when its own score stands).
+
+    ``fused``: fused score per candidate; ``near``: ``conversation_neighbours``; ``factor``:
+    the lift (``neighbour_lift``); ``final(id, fused score)``: the caller's final score
+    (relevance, importance, recency, ...); ``relevance`` and ``likely``: as ``cap_lifted``.
+    """
+    lifted = neighbour_lift(fused, near, factor)
+    own = {i: final(i, s) for i, s in fused.items()}
+    by = {i: hit for i, (_, hit) in lifted.items()}
+    capped = cap_lifted({i: final(i, lifted[i][0]) if by[i] is not None else own[i] for i in fused}, own, by,
+                        relevance, likely)
+    return {i: (capped[i], by[i] if capped[i] > own[i] else None) for i in fused}

@@ -21,9 +21,8 @@ from memvault.policy.budget import cut_to_budget
 from memvault.policy.neighbours import (
     NEIGHBOUR_REACH,
     NEIGHBOUR_SOURCES,
-    cap_lifted,
     conversation_neighbours,
-    neighbour_lift,
+    final_scores_with_neighbours,
 )
 from memvault.policy.ranking import final_score, recency
 from memvault.policy.time_expressions import time_boosted, time_spans
@@ -116,8 +115,7 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
              and row.readable_by(reader)}
     scored = await rt.run_sync(score_candidates, channels, {mid: row.content for mid, row in alive.items()}, r)
     fused = {mid: sc.score for mid, sc in scored.items()}
-    beside = await neighbours_of_best(rt, fused, alive, now, reader) if r.neighbour_lift > 0 else {}
-    lifted = neighbour_lift(fused, beside, r.neighbour_lift)
+    near = await neighbours_of_best(rt, fused, alive, now, reader) if r.neighbour_lift > 0 else {}
     spans = time_spans(query, now)  # "in June", "上周": memories stored then rank up
 
     def final(mid: str, fused_score: float) -> float:
@@ -126,12 +124,10 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
         return final_score(time_boosted(fused_score, row.created_at, spans), row.importance, rec,
                            r.weight_relevance, r.weight_importance, r.weight_recency)
 
-    own = {mid: final(mid, fused[mid]) for mid in scored}
-    by = {mid: hit for mid, (_, hit) in lifted.items()}
-    capped = cap_lifted({mid: final(mid, lifted[mid][0]) if by[mid] else own[mid] for mid in scored}, own, by,
-                        {mid: sc.relevance for mid, sc in scored.items()}, LIKELY_ANSWER)
-    ranked = [Ranked(row=alive[mid], score=capped[mid], relevance=sc.relevance, similarity=sc.similarity,
-                     neighbour_of=by[mid] if capped[mid] > own[mid] else None) for mid, sc in scored.items()]
+    scores = final_scores_with_neighbours(fused, near, r.neighbour_lift, final,
+                                          {mid: sc.relevance for mid, sc in scored.items()}, LIKELY_ANSWER)
+    ranked = [Ranked(row=alive[mid], score=scores[mid][0], relevance=sc.relevance, similarity=sc.similarity,
+                     neighbour_of=scores[mid][1]) for mid, sc in scored.items()]
     ranked.sort(key=lambda c: c.score, reverse=True)
     return ranked[:limit]
 
