@@ -231,7 +231,7 @@ def calibration_rows(asked: list[Asked], rk, option: str = DEFAULT_OPTION, top: 
         qterms = keyword_terms(ch.query).keys()
         corrected = {m: ch.dense[m] - language_shift(ch.query_dots, qlang, script_class(a.texts[m]))
                      for m in ch.dense if m in a.texts}
-        background = dense_background(corrected.values())
+        background = dense_background(corrected.values(), qlang)
         for mid, _ in order(a, option, rk)[:top]:
             if mid not in corrected:
                 continue

@@ -255,9 +255,10 @@ def _prepare(ch, texts, q: Question | None = None):
 
 def _finish(fused: Mapping[str, float], dense, coverage, blind, ch) -> dict:
     from memvault.policy.fusion import calibrated_relevance, dense_background
+    from memvault.policy.language import script_class
     from memvault.service.fusion import Scored
 
-    background = dense_background(dense.values())
+    background = dense_background(dense.values(), script_class(ch.query))
     order = sorted(fused, key=lambda i: -fused[i])
     return {i: Scored(score=fused[i], relevance=calibrated_relevance(dense[i] - background if i in dense else None,
                                                                     coverage.get(i, 0.0), i in blind),
@@ -320,6 +321,7 @@ def v_rrf(k: int = 10, w_dense: float = 1.0, w_kw: float = 1.0, weight: str = "n
     """
     def f(ch, texts, r, q):
         from memvault.policy.fusion import dense_background
+        from memvault.policy.language import script_class
 
         ids, dense, keyword, coverage, blind, qterms = _prepare(ch, texts)
         d_order = sorted(dense, key=lambda i: -dense[i])
@@ -327,7 +329,7 @@ def v_rrf(k: int = 10, w_dense: float = 1.0, w_kw: float = 1.0, weight: str = "n
         d_rank = {i: n for n, i in enumerate(d_order, 1)}
         k_rank = {i: n for n, i in enumerate(k_order, 1)}
         dmin, dmax = min(dense.values(), default=0.0), max(dense.values(), default=0.0)
-        bg = dense_background(dense.values())
+        bg = dense_background(dense.values(), script_class(ch.query))
         blind_scale = 1.0
         if blind_cov == "max":
             blind_scale = max((coverage[i] for i in keyword if i not in blind), default=1.0)
@@ -373,6 +375,7 @@ def v_convex(norm: str = "minmax", dense_weight: float = 0.6, kw_norm: str = "ma
     """
     def f(ch, texts, r, q):
         from memvault.policy.fusion import dense_background
+        from memvault.policy.language import script_class
 
         ids, dense, keyword, coverage, blind, qterms = _prepare(ch, texts)
         vals = list(dense.values())
@@ -381,7 +384,7 @@ def v_convex(norm: str = "minmax", dense_weight: float = 0.6, kw_norm: str = "ma
             dmin, dmax = min(vals), max(vals)
             mu = sum(vals) / len(vals)
             sd = math.sqrt(sum((v - mu) ** 2 for v in vals) / len(vals)) or 1.0
-            bg = dense_background(vals)
+            bg = dense_background(vals, script_class(ch.query))
             order = sorted(dense, key=lambda i: -dense[i])
             for n, i in enumerate(order):
                 v = dense[i]

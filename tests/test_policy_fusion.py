@@ -9,6 +9,7 @@ import pytest
 from memvault.policy.fusion import (
     CROSS_SCRIPT_FLOOR,
     DENSE_BACKGROUND,
+    DENSE_BACKGROUND_CJK,
     calibrated_relevance,
     convex_fuse,
     dense_background,
@@ -144,3 +145,7 @@ def test_dense_background_averages_ranks_2_to_11_padded():
     assert dense_background([0.9, 0.8] + [0.7] * 20) == pytest.approx((0.8 + 0.7 * 9) / 10)
     assert dense_background([0.95]) == pytest.approx(DENSE_BACKGROUND)  # a lone memory: the padded background
     assert dense_background([]) == pytest.approx(DENSE_BACKGROUND)
+    # a query in CJK script: its cosines run higher, and so does the padding
+    assert dense_background([0.95], "cjk") == pytest.approx(DENSE_BACKGROUND_CJK)
+    assert DENSE_BACKGROUND_CJK > DENSE_BACKGROUND
+    assert dense_background([0.9] + [0.8] * 10, "cjk") == pytest.approx(0.8)  # a full store needs no padding

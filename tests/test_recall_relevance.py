@@ -135,3 +135,18 @@ async def test_a_month_named_in_the_query_ranks_up_the_memories_stored_then(tmp_
                             ("孩子们六月画了什么？", june), ("What did we paint with the kids this month?", nov)):
             got = await call(c, "recall", query=query, k=2)
             assert [m["id"] for m in got["memories"]][0] == want, query
+
+
+async def test_a_small_english_store_asked_in_chinese_does_not_read_as_all_relevant(tmp_path, mcp_client):
+    # Three memories (fewer than the ranks the background is measured on): the missing ranks
+    # are padded with the level of unrelated memories for a query in the question's script.
+    async with mcp_client(tmp_path / "d") as c:
+        staging = (await call(c, "remember", content="Staging runs on a smaller machine than production.",
+                              force=True))["id"]
+        sister = (await call(c, "remember", content="The user's sister lives in Lisbon.", force=True))["id"]
+        await call(c, "remember", content="The user's cat is named Miso.", force=True)
+        got = await call(c, "recall", query="预发布环境的服务器比生产环境小吗？", k=3)
+        rel = {m["id"]: m["relevance"] for m in got["memories"]}
+        assert got["memories"][0]["id"] == staging and rel[staging] > 0.5
+        assert rel[sister] < 0.3  # 0.996 when the padding was the English level
+        assert not got["nothing_relevant"]

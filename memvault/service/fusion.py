@@ -82,7 +82,8 @@ class FusionInputs:
     candidates kept, channel order), ``dense`` (cosine minus the language shift between
     the query's script and the candidate's), ``keyword`` (the keyword channel's scores),
     ``coverage`` (share of the query's distinct terms each keyword hit holds, [0, 1]),
-    ``blind`` (candidates in another script than the query), ``query_terms``."""
+    ``blind`` (candidates in another script than the query), ``query_terms``,
+    ``query_script`` (``policy.language.script_class`` of the query)."""
 
     ids: list[str]
     dense: dict[str, float]
@@ -90,6 +91,7 @@ class FusionInputs:
     coverage: dict[str, float]
     blind: set[str]
     query_terms: frozenset[str]
+    query_script: str
 
 
 def fusion_inputs(ch: Channels, texts: Mapping[str, str]) -> FusionInputs:
@@ -108,7 +110,7 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str]) -> FusionInputs:
     keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
     qterms = keyword_term_set(ch.query)
     coverage = {i: keyword_coverage(qterms, keyword_term_set(texts[i])) for i in keyword}
-    return FusionInputs(ids, dense, keyword, coverage, blind, qterms)
+    return FusionInputs(ids, dense, keyword, coverage, blind, qterms, qlang)
 
 
 def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings, *, coverage_weighted: bool = True,
@@ -135,7 +137,7 @@ def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings,
         keyword_order = sorted(keyword, key=lambda i: -keyword[i])  # its own ranking, not the candidates' order
         raw = rrf_fuse([dense_order, keyword_order], weights, r.rrf_k)
         fused = {i: normalise_rrf(v, weights, r.rrf_k) for i, v in raw.items()}
-    background = dense_background(dense.values())
+    background = dense_background(dense.values(), f.query_script)
     return {i: Scored(score=s, relevance=calibrated_relevance(dense[i] - background if i in dense else None,
                                                               coverage.get(i, 0.0), i in blind),
                       similarity=ch.dense.get(i)) for i, s in fused.items()}
