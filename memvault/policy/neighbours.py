@@ -5,16 +5,16 @@ holds the words of the question "What did Caroline take away from Becoming Nicol
 and the memory written right after it ("It taught me self-acceptance ...") holds the
 answer without them. Passage retrieval has long propagated a hit's score to the text
 around it for this reason. Here, each of the best ``NEIGHBOUR_SOURCES`` fused hits
-lifts the short memories (``NEIGHBOUR_MAX_CHARS``) written up to ``NEIGHBOUR_REACH`` places
-before and after it (same user, project and writing agent, each created within
-``NEIGHBOUR_WINDOW_S`` of the hit: one conversation) to at least ``factor ** distance`` x its own score, and a memory's own
-evidence is kept when it is higher. Then, on the final scores (which add importance and
-recency), ``cap_lifted`` keeps a lifted memory below the hit that lifted it, and below
-every candidate that is a likely answer on its own when it is not one: a neighbour is
-context, and never displaces a memory that answers the query by itself (assistants
-often store several unrelated facts within minutes; the memory written next to the best
-hit is then unrelated to the query). Calibrated relevance is not changed: it stays the
-memory's own.
+lifts the short memories (``NEIGHBOUR_MAX_CHARS``) written up to ``NEIGHBOUR_REACH``
+places before and after it (same user, project and writing agent, each created within
+``NEIGHBOUR_WINDOW_S`` of the hit: one conversation) to at least ``factor ** distance``
+x its own score, and a memory's own evidence is kept when it is higher. Then, on the
+final scores (which add importance and recency), ``cap_lifted`` keeps a lifted memory
+below the hit that lifted it, and below every candidate that is a likely answer on its
+own when it is not one: a neighbour is context, and never displaces a memory that
+answers the query by itself (assistants often store several unrelated facts within
+minutes; the memory written next to the best hit is then unrelated to the query).
+Calibrated relevance is not changed: it stays the memory's own.
 
 Pure functions; scores are fused scores in [0, 1]; times are unix seconds.
 Measured in docs/benchmarks.md ("Conversation neighbours").
