@@ -3,10 +3,11 @@
 ``explain`` ranks with recall's own ``rank`` (same filter, channels, fusion and final
 score), then asks the two channels again with the same filter to learn each hit's place
 in each: its dense rank (by cosine) and its keyword rank (by the sparse score). Next to
-them: the fused relevance, the hit that lifted it if it was written beside one of the
-best hits in the same conversation, the stored importance, the recency of its last access
-and the final score, so that a person can see which part put a memory where it is. Nothing is counted as accessed (``recall`` does that, not this),
-and recall's reply is unchanged.
+them: the calibrated relevance, the hit that lifted it if it was written beside one of
+the best hits in the same conversation, the stored importance, the recency of its last
+access and the final score, so that a person can see which part put a memory where it
+is. Nothing is counted as accessed (``recall`` does that, not this), and recall's reply
+is unchanged.
 """
 
 from __future__ import annotations
