@@ -4,9 +4,10 @@ Each set is stored once, exactly as its own bench stores it (``bench.locomo``,
 ``bench.longmemeval``, ``bench.beir --slice``, ``bench.bilingual``), and every question's
 candidates are captured once (``service.fusion.search_channels``: dense and keyword top
 ``candidates``, the query's language dots, the candidates' texts, and for memories their
-importance, creation and last-access times and the clock). Each fusion variant then
-scores the same candidates and orders them as ``recall.rank`` orders memories (fused
-score, time-expression boost, importance and recency) or as ``rank_chunks`` orders
+importance, creation and last-access times, the clock, and the memories written beside
+each, ``service.recall.written_around``). Each fusion variant then scores the same
+candidates and orders them as ``recall.rank`` orders memories (fused score, conversation
+neighbours' lift, time-expression boost, importance and recency) or as ``rank_chunks`` orders
 document chunks (fused score). At capture time the default variant's order is checked
 against the real ``recall.rank`` / ``rank_chunks`` output, so the re-scoring reproduces
 the shipped ranking exactly.
@@ -15,7 +16,8 @@ Variants (``VARIANTS``): the shipped convex fusion, the corrected RRF (keyword h
 keyword order, language-neutral dense ranking), RRF with keyword contributions weighted
 by query coverage, by IDF-weighted coverage, gated by the dense channel, with the
 cross-script rule of the convex path, and convex fusion with other normalisations
-(z-scores, dense scores measured from the query's background). Figures: LoCoMo turn
+(z-scores, dense scores measured from the query's background), and the conversation
+neighbours' lift with other strengths, reaches and length bounds. Figures: LoCoMo turn
 R@k (per conversation set), LongMemEval session / turn any, all and nDCG, SciFact and
 CMRC-zh slice nDCG@10 / Recall@100, bilingual probe R@1 / MRR per direction,
 LongMemEval abstention (answerable turn / session any@5 after the min_relevance filter).
