@@ -10,13 +10,14 @@ from memvault.policy.fusion import (
     CROSS_SCRIPT_FLOOR,
     DENSE_BACKGROUND,
     DENSE_BACKGROUND_CJK,
+    LANGUAGE_SHIFT_SCALE,
     calibrated_relevance,
     convex_fuse,
     dense_background,
     keyword_coverage,
     language_shift,
 )
-from memvault.policy.language import CJK, OTHER, script_class
+from memvault.policy.language import CJK, NEUTRAL, OTHER, WORD, judged_terms, language_units, script_class, term_kind
 from memvault.policy.ranking import rrf_fuse
 
 # --- script_class ---------------------------------------------------------------------
@@ -29,15 +30,44 @@ def test_script_class_tells_chinese_from_english_with_identifiers_inside():
     assert script_class("1234 !!") == OTHER  # no letters
 
 
+def test_a_chinese_sentence_full_of_identifiers_is_chinese():
+    # identifiers, names, numbers, URLs and commands belong to no language
+    for text in ("shop-web 的埋点用 PostHog，事件名用 snake_case，例如 checkout_started。",
+                 "shop-api 的 OpenAPI 文档在 http://localhost:8040/docs，生成 SDK 用 make sdk。",
+                 "shop-pipeline 的 Kafka broker 在 localhost:29092，容器里是 kafka:9092。",
+                 "billing-svc 用 Go 1.22 写的，配置在 config/billing.yaml，改完跑 make lint test。",
+                 "SHOP-4091 这个错误是怎么回事？", "max.poll.interval.ms 超时的问题后来怎么解决的？",
+                 "用 Docker Compose 启动 Postgres Redis Kafka"):
+        assert script_class(text) == CJK, text
+    for text in ("The user prefers pnpm over npm for every JavaScript project.",
+                 "Error SHOP-4091 'duplicate idempotency key' came from retries reusing the key.",
+                 "The user's cat is named 小米 and sleeps all day.", "make sdk"):
+        assert script_class(text) == OTHER, text
+    cjk, words = language_units("shop-api 生产部署在 AWS eu-west-1 的 ECS Fargate 上，用 terraform apply 发布。")
+    assert (cjk, words) == (5.0, 2)  # Fargate and AWS are names: terraform, apply are the words
+
+
+def test_term_kinds_and_the_terms_a_memory_can_be_judged_by():
+    assert [term_kind(t) for t in ("支付", "timeout", "shop-4091", "4091", "max.poll.interval.ms")] == [
+        CJK, WORD, NEUTRAL, NEUTRAL, NEUTRAL]
+    q = frozenset({"shop-4091", "shop", "4091", "错误", "错", "误"})
+    # an English memory: its CJK terms cannot count against it; identifiers and words do
+    assert judged_terms(q, frozenset({"shop-4091", "shop", "error"}), OTHER) == {"shop-4091", "shop", "4091"}
+    # a Chinese memory: every CJK term counts; an English word only when the memory holds it
+    assert judged_terms(frozenset({"超时", "timeout", "pnpm"}), frozenset({"超时", "pnpm"}), CJK) == {"超时", "pnpm"}
+
+
 # --- language_shift -------------------------------------------------------------------
 
 
 def test_language_shift_is_zero_within_a_language_and_the_gap_across():
     dots = {CJK: 0.70, OTHER: 0.82}
-    assert language_shift(dots, OTHER, OTHER) == 0.0
-    assert language_shift(dots, OTHER, CJK) == pytest.approx(-0.12)  # raises the Chinese passage's score
-    assert language_shift(dots, CJK, OTHER) == pytest.approx(0.12)
-    assert language_shift({}, OTHER, CJK) == 0.0  # neutrality off: no change
+    full = -0.12 * LANGUAGE_SHIFT_SCALE
+    assert language_shift(dots, 0.0, 0.0) == 0.0
+    assert language_shift(dots, 0.0, 1.0) == pytest.approx(full)  # raises the Chinese passage's score
+    assert language_shift(dots, 1.0, 0.0) == pytest.approx(-full)
+    assert language_shift(dots, 0.0, 0.5) == pytest.approx(full / 2)  # a text mixing both languages' words
+    assert language_shift({}, 0.0, 1.0) == 0.0  # neutrality off: no change
 
 
 # --- keyword_coverage -----------------------------------------------------------------
@@ -81,12 +111,12 @@ def test_keyword_blind_candidates_are_credited_the_keyword_evidence_of_the_query
     # its dense part times the best keyword part an English candidate reached (0.8 here)
     dense = {"zh": 0.90, "en": 0.85, "en2": 0.80}
     keyword = {"en": 1.0}
-    fused = convex_fuse(dense, keyword, dense_weight=0.4, coverage={"en": 0.8}, keyword_blind={"zh"})
+    fused = convex_fuse(dense, keyword, dense_weight=0.4, coverage={"en": 0.8}, unjudged={"zh": 1.0})
     assert fused["zh"] == pytest.approx(0.4 * 1.0 + 0.6 * 1.0 * 0.8)
     assert fused["en"] == pytest.approx(0.4 * 0.5 + 0.6 * 0.8)
     assert list(fused) == ["zh", "en", "en2"]
     # when the query's language reached little, the credit is at least CROSS_SCRIPT_FLOOR of D
-    fused = convex_fuse(dense, keyword, dense_weight=0.4, coverage={"en": 0.2}, keyword_blind={"zh"})
+    fused = convex_fuse(dense, keyword, dense_weight=0.4, coverage={"en": 0.2}, unjudged={"zh": 1.0})
     assert fused["zh"] == pytest.approx(0.4 + 0.6 * CROSS_SCRIPT_FLOOR)
 
 
@@ -96,7 +126,7 @@ def test_a_same_language_answer_is_not_beaten_by_a_cross_script_memory_given_ful
     # at dense weight 0.6) put it first (0.971 against 0.76)
     dense = {"answer": 0.903, "english": 0.900, "low": 0.80}
     keyword = {"answer": 1.0}
-    fused = convex_fuse(dense, keyword, dense_weight=0.4, coverage={"answer": 0.6}, keyword_blind={"english"})
+    fused = convex_fuse(dense, keyword, dense_weight=0.4, coverage={"answer": 0.6}, unjudged={"english": 1.0})
     assert list(fused)[0] == "answer"
 
 
@@ -106,12 +136,12 @@ def test_a_borrowed_word_hit_does_not_cost_a_keyword_blind_candidate_its_dense_p
     dense = {"answer": 0.92, "other": 0.91, "low": 0.80}
     keyword = {"answer": 1.0}
     fused = convex_fuse(dense, keyword, dense_weight=0.6, coverage={"answer": 0.1},
-                        keyword_blind={"answer", "other", "low"})
+                        unjudged=dict.fromkeys(("answer", "other", "low"), 1.0))
     assert list(fused) == ["answer", "other", "low"]
-    assert fused["answer"] == pytest.approx(0.6 + 0.4 * CROSS_SCRIPT_FLOOR)  # K = max(0.1, D x 0.5)
-    # the keyword part still counts when it is the larger one
-    fused = convex_fuse({"a": 0.9, "b": 0.8}, {"b": 1.0}, dense_weight=0.5, coverage={"b": 1.0}, keyword_blind={"b"})
-    assert fused["b"] == pytest.approx(0.5)
+    assert fused["answer"] == pytest.approx(0.6 + 0.4 * CROSS_SCRIPT_FLOOR)  # K = D x 0.5
+    # a candidate judged on a part of the query: that part counts in proportion to its share
+    fused = convex_fuse({"a": 0.9, "b": 0.8}, {"b": 1.0}, dense_weight=0.5, coverage={"b": 1.0}, unjudged={"b": 0.75})
+    assert fused["b"] == pytest.approx(0.5 * (0.25 * 1.0 + 0.75 * 0.0 * CROSS_SCRIPT_FLOOR))
 
 
 def test_gate_scales_keyword_by_dense_standing():
@@ -135,7 +165,7 @@ def test_calibrated_relevance_is_a_probability_rising_with_both_signals():
     assert 0.0 <= low < mid < high <= 1.0
     assert low < 0.1 and high > 0.9  # below the background: hardly; far above it: surely
     assert calibrated_relevance(0.05, 1.0) > mid
-    assert calibrated_relevance(0.05, 0.0, cross_script=True) > mid  # stands in for the coverage it cannot have
+    assert calibrated_relevance(0.05, 0.0, cross_script=1.0) > mid  # stands in for the coverage it cannot have
     assert calibrated_relevance(None, 0.0) == calibrated_relevance(-0.05, 0.0)
     assert calibrated_relevance(5.0, 1.0) <= 1.0 and calibrated_relevance(-5.0, 0.0) >= 0.0
 

@@ -26,11 +26,14 @@ parameters fitted by ``bench.bilingual``, see docs/benchmarks.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import TypeVar
+
+from memvault.policy.language import CJK, OTHER
 
 __all__ = [
     "language_shift",
+    "LANGUAGE_SHIFT_SCALE",
     "keyword_coverage",
     "convex_fuse",
     "CROSS_SCRIPT_FLOOR",
@@ -46,13 +49,21 @@ __all__ = [
 
 Id = TypeVar("Id", bound=Hashable)
 
-RELEVANCE_BIAS = -9.46
-RELEVANCE_GAP = 155.22
-RELEVANCE_COVERAGE = 8.33
-RELEVANCE_CROSS_SCRIPT = 5.38
+LANGUAGE_SHIFT_SCALE = 0.75
+"""Share of the language component :func:`language_shift` removes. The component is measured
+on everyday parallel sentences (``service.centroids``); on a developer's store it over-corrects:
+on the ``dev`` developer-memory set (``bench.devmemory``) R@1 zh->zh / zh->en / en->zh / all at
+1.0: 0.75 / 0.76 / 0.63 / 0.77, at 0.75: 0.95 / 0.72 / 0.59 / 0.79, at 0.6: 0.95 / 0.66 / 0.57 /
+0.78; the bilingual probe does not move (docs/benchmarks.md)."""
+
+RELEVANCE_BIAS = -5.48
+RELEVANCE_GAP = 121.96
+RELEVANCE_COVERAGE = 2.06
+RELEVANCE_CROSS_SCRIPT = 2.97
 """Logistic parameters of :func:`calibrated_relevance` (see there), fitted by
-``bench.bilingual`` on the best-ranked 10 candidates of the probe's questions about facts
-0-49 (2,000 candidates, both languages, same-language and cross-lingual)."""
+``bench.calibration`` on the best-ranked 10 candidates of the questions of the ``dev``
+developer-memory set and of the bilingual probe's facts 0-49 (5,940 candidates: English
+and Chinese, Chinese with identifiers, same-language and cross-lingual)."""
 
 CROSS_SCRIPT_FLOOR = 0.5
 """Least share of its dense part that :func:`convex_fuse` credits a candidate in another
@@ -88,17 +99,20 @@ relevant (0.996-1.000: "预发布环境的服务器比生产环境小吗？" aga
 named Miso.")."""
 
 
-def language_shift(query_dots: Mapping[str, float], query_lang: str, passage_lang: str) -> float:
+def language_shift(query_dots: Mapping[str, float], query_cjk: float, passage_cjk: float) -> float:
     """What to subtract from a passage's cosine to the query so that languages compete on meaning.
 
     ``query_dots[L]`` = dot product of the query embedding with language L's mean passage
-    embedding (unnormalised mean of L2-normalised vectors). Returns
-    ``query_dots[passage_lang] - query_dots[query_lang]``: 0 for a passage in the query's
-    language, and 0 for a language missing from ``query_dots``.
+    embedding (unnormalised mean of L2-normalised vectors), for L in ``policy.language``'s
+    ``CJK`` and ``OTHER``. ``query_cjk`` / ``passage_cjk``: each text's CJK weight in [0, 1]
+    (``policy.language.cjk_weight``): a text mixing the two languages carries a mixture
+    of their components. Returns ``LANGUAGE_SHIFT_SCALE * (passage_cjk - query_cjk) *
+    (query_dots[CJK] - query_dots[OTHER])``: 0 for a passage in the query's language, and
+    0 when either language is missing from ``query_dots`` (neutrality off).
     """
-    if passage_lang == query_lang or passage_lang not in query_dots or query_lang not in query_dots:
+    if CJK not in query_dots or OTHER not in query_dots:
         return 0.0
-    return query_dots[passage_lang] - query_dots[query_lang]
+    return LANGUAGE_SHIFT_SCALE * (passage_cjk - query_cjk) * (query_dots[CJK] - query_dots[OTHER])
 
 
 def keyword_coverage(query_terms: Iterable[str], doc_terms: Iterable[str]) -> float:
@@ -119,7 +133,7 @@ def convex_fuse(
     dense_weight: float,
     coverage: Mapping[Id, float] | None = None,
     gate: bool = False,
-    keyword_blind: Collection[Id] = (),
+    unjudged: Mapping[Id, float] | None = None,
 ) -> dict[Id, float]:
     """Convex combination of min-max normalised channel scores, best first.
 
@@ -129,14 +143,18 @@ def convex_fuse(
     the min: it ranked below every dense hit; a single dense hit, or all equal, -> 1.0) and
     keyword scores by the max over ``keyword`` (a missing one -> 0). Then ``K`` is
     multiplied by ``coverage[id]`` when ``coverage`` is given (missing -> 0) and by the
-    normalised dense score when ``gate`` is True. For the ids in ``keyword_blind`` (written
-    in another script than the query, which the keyword channel can match at most on a
-    borrowed word: "API" in a Chinese question and an English memory) the missing keyword
-    evidence is not counted against them: ``K = max(K, D * max(B, CROSS_SCRIPT_FLOOR))``,
-    with ``B`` the best ``K`` of a candidate in the query's own script (0 when none has a
-    keyword hit): such a candidate is credited with the keyword evidence the query's own
-    language reached, scaled by how well it matches in meaning, and at least half of that
-    (see ``CROSS_SCRIPT_FLOOR``). The fused score is
+    normalised dense score when ``gate`` is True. ``unjudged[id]`` (missing -> 0) is the
+    share of the query's terms the keyword channel cannot judge that candidate by (CJK
+    terms against an English memory, English words against a Chinese one:
+    ``policy.language.judged_terms``); that part of the keyword evidence is not counted
+    against it; with ``U`` its unjudged
+    share and ``B`` the best ``K`` of a candidate judged on the whole query (0 when none
+    has a keyword hit): a memory in the other language is credited with the keyword
+    evidence the query's own language reached, scaled by how well it matches in meaning,
+    and at least half of that (see ``CROSS_SCRIPT_FLOOR``). The part it can be judged by
+    counts in proportion: ``K = (1 - U) * K + U * D * max(B, CROSS_SCRIPT_FLOOR)``, so
+    that one borrowed word ("DAG" in a Chinese question) matched by an English memory is
+    not full coverage. The fused score is
     ``dense_weight * D + (1 - dense_weight) * K``, in [0, 1]. Every id of either channel
     is returned; ties keep the order dense ids first, then keyword-only ids.
 
@@ -145,7 +163,7 @@ def convex_fuse(
     if not (0.0 <= dense_weight <= 1.0):
         raise ValueError(f"dense_weight must be in [0, 1], got {dense_weight}")
     ids = list(dict.fromkeys([*dense, *keyword]))
-    blind = set(keyword_blind)
+    blind = dict(unjudged or {})
     if not ids:
         return {}
     dmin = min(dense.values(), default=0.0)
@@ -165,12 +183,13 @@ def convex_fuse(
         if gate:
             k *= d
         parts[i] = (d, k)
-    own_best = max((k for i, (_, k) in parts.items() if i not in blind), default=0.0)
+    own_best = max((k for i, (_, k) in parts.items() if not blind.get(i, 0.0)), default=0.0)
     credit = max(own_best, CROSS_SCRIPT_FLOOR)
     out: dict[Id, float] = {}
     for i, (d, k) in parts.items():
-        if i in blind:
-            k = max(k, d * credit)
+        u = blind.get(i, 0.0)
+        if u > 0:
+            k = (1.0 - u) * k + u * d * credit
         out[i] = dense_weight * d + (1.0 - dense_weight) * k
     order = sorted(out, key=lambda i: -out[i])  # stable
     return {i: out[i] for i in order}
@@ -191,16 +210,17 @@ def dense_background(scores: Iterable[float], query_script: str = "other") -> fl
     return sum(ranked) / BACKGROUND_RANKS
 
 
-def calibrated_relevance(gap: float | None, coverage: float, cross_script: bool = False) -> float:
+def calibrated_relevance(gap: float | None, coverage: float, cross_script: float = 0.0) -> float:
     """Estimated probability, in [0, 1], that a candidate is what the query asks about.
 
     ``sigmoid(RELEVANCE_BIAS + RELEVANCE_GAP * gap + RELEVANCE_COVERAGE * coverage
     + RELEVANCE_CROSS_SCRIPT * cross_script)``, with ``gap`` the candidate's
     language-corrected cosine minus :func:`dense_background` of its query (``None``, no
     dense score -> -0.05, below the background), ``coverage`` its keyword coverage in
-    [0, 1] and ``cross_script`` True when it is written in another script than the query
-    (its coverage is then 0 whatever it says; the term stands in for the keyword evidence
-    it cannot have). Fitted by logistic regression on labelled English and Chinese
+    [0, 1] over the query terms it can be judged by and ``cross_script`` the share of the
+    query's terms it cannot be judged by, in [0, 1] (1 for a memory in the other language
+    sharing no identifier with the query; the term stands in for the keyword evidence it
+    cannot have). Fitted by logistic regression on labelled English and Chinese
     questions, same-language and cross-lingual (``bench.bilingual``), so 0.5 means "as
     likely relevant as not", in either language. The absolute cosine was a feature too and
     added nothing once the gap was in (e5 cosines sit in a narrow band that moves with the

@@ -1,48 +1,138 @@
-"""Which script family a text is written in, for language-aware scoring.
+"""Which language a text is written in, judged by its words, for language-aware scoring.
 
 multilingual-e5 embeddings carry a language component besides meaning: a query scores
-higher against passages in its own language, whatever they say (in the probe set of
-``tests/data/bilingual_probe.tsv``, the right English memory came first for 4 of 100
-Chinese questions, dense channel alone). Recall removes that component per language
-(``memvault.policy.fusion.language_corrected``), which needs each text's language.
+higher against passages in its own language, whatever they say. Recall removes that
+component per language (``memvault.policy.fusion.language_shift``), and the keyword
+channel can only compare terms a text's language can hold; both need each text's
+language.
 
-Two classes are told apart, by script, with no model: ``"cjk"`` (Chinese, Japanese,
-Korean: at least ``CJK_SHARE`` of the letters are CJK characters, as
-``memvault.policy.cjk`` defines them) and ``"other"`` (everything else; in practice
-English and other Latin-script text). Pure functions.
+Developers write Chinese sentences full of English identifiers
+(``order-svc 的重试次数由 ORDER_RETRY_MAX 控制``). Counting letters would call such a
+sentence English. So language is judged at the level of terms:
+
+- **CJK** characters (``memvault.policy.cjk``) are Chinese / Japanese / Korean text;
+- **words**: plain lower-case alphabetic words (and the capitalised first word of a
+  sentence) are natural-language text of a Latin (or other spaced) script;
+- **neutral**: identifiers, names, numbers, versions, paths, URLs and code
+  (``snake_case``, ``kebab-case``, ``dotted.names``, ``camelCase``, ``ALLCAPS``,
+  ``Capitalised`` names inside a sentence, anything holding a digit or a joiner) belong
+  to no language: they are written the same way in a Chinese and an English sentence.
+
+A text is ``"cjk"`` when its CJK characters weigh at least ``CJK_SHARE`` of its language
+units (2 CJK characters = 1 unit, as ``memvault.policy.importance`` counts length; a word
+= 1 unit; neutral terms = 0), else ``"other"``. Pure functions, no model.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Collection, Iterable
 
-from memvault.policy.cjk import CJK_CHAR
+from memvault.policy.cjk import CJK_CHAR, CJK_CLASS
 
-__all__ = ["CJK", "OTHER", "CJK_SHARE", "LANGUAGES", "script_class"]
+__all__ = [
+    "CJK",
+    "OTHER",
+    "WORD",
+    "NEUTRAL",
+    "CJK_SHARE",
+    "LANGUAGES",
+    "language_units",
+    "cjk_weight",
+    "script_class",
+    "term_kind",
+    "judged_terms",
+]
 
 CJK = "cjk"
 OTHER = "other"
 LANGUAGES: tuple[str, ...] = (CJK, OTHER)
 """Every class :func:`script_class` returns."""
 
-CJK_SHARE = 0.3
-"""Share of letters that must be CJK for a text to count as CJK. CJK text carries Latin
-identifiers often ("对该部署执行 kubectl rollout undo 即可回滚": 9 CJK characters of
-29 letters, 0.31, and the e5 embedding of such a text sits with the Chinese ones), while
-English text quoting a CJK word stays far below."""
+WORD = "word"
+NEUTRAL = "neutral"
+"""Kinds of keyword terms besides ``CJK`` (see :func:`term_kind`)."""
+
+CJK_SHARE = 1 / 3
+"""Least share of a text's language units that must be CJK for the text to count as CJK:
+a Chinese clause around English commands (``用 terraform apply 发布``: 2 CJK units, 2
+words) is Chinese, an English sentence quoting a Chinese word (``the cat is named 小米``:
+1 CJK unit, 4 words) is not."""
 
 _SAMPLE_CHARS = 1_000
 """Only the first characters are looked at: enough to tell, bounded in cost."""
 
-_LETTER = re.compile(r"[^\W\d_]")
+_JOINERS = r"_.\-/\\:@+#~'"
+_CHUNK = re.compile(rf"(?:(?![{CJK_CLASS}])[\w{_JOINERS}])+")
+_SENTENCE_START = re.compile(r"(?:^|[.!?。！？\n]\s*)$")
+_LOWER_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")  # user's, don't: still a word
 
 
-@functools.lru_cache(maxsize=4096)  # recall asks about the same stored texts again and again
-def script_class(text: str) -> str:
-    """``"cjk"`` if at least ``CJK_SHARE`` of the letters in the first 1,000 characters of
-    ``text`` are CJK, else ``"other"`` (also for a text with no letters)."""
+def _chunk_is_word(chunk: str, sentence_start: bool) -> bool:
+    """Whether a non-CJK chunk (letters, digits, joiners) is a natural-language word."""
+    core = chunk.strip(_JOINERS.replace("'", "") + "'")
+    if not core or not _LOWER_WORD.fullmatch(core):
+        return False  # digits, joiners inside, or nothing: an identifier, number or code
+    if core.islower():
+        return True
+    # Capitalised: the first word of a sentence is a word ("The", "Commit"); elsewhere a
+    # capital marks a name (Kafka, PostHog, AWS), which every language writes the same way.
+    return sentence_start and core[0].isupper() and core[1:].islower()
+
+
+@functools.lru_cache(maxsize=8192)  # recall asks about the same stored texts again and again
+def language_units(text: str) -> tuple[float, int]:
+    """``(cjk_units, words)`` of the first 1,000 characters of ``text``: CJK characters / 2,
+    and the count of natural-language words (see the module docstring; identifiers, names
+    and numbers count in neither)."""
     sample = text[:_SAMPLE_CHARS]
-    letters = len(_LETTER.findall(sample))
     cjk = len(CJK_CHAR.findall(sample))
-    return CJK if letters and cjk / letters >= CJK_SHARE else OTHER
+    words = 0
+    for m in _CHUNK.finditer(sample):
+        if _chunk_is_word(m.group(), _SENTENCE_START.search(sample, 0, m.start()) is not None):
+            words += 1
+    return cjk / 2.0, words
+
+
+def cjk_weight(text: str) -> float:
+    """Share of the language units of ``text`` that are CJK, in [0, 1] (:func:`language_units`):
+    1.0 for Chinese, 0.0 for English, in between for a text that mixes the two languages'
+    words; 0.0 for a text with neither (a bare identifier, written in Latin letters)."""
+    cjk, words = language_units(text)
+    return cjk / (cjk + words) if cjk else 0.0
+
+
+@functools.lru_cache(maxsize=8192)
+def script_class(text: str) -> str:
+    """``"cjk"`` if CJK characters make at least ``CJK_SHARE`` of the language units of the
+    first 1,000 characters of ``text`` (:func:`language_units`), else ``"other"`` (also for
+    a text with neither CJK characters nor words, e.g. a bare identifier)."""
+    cjk, words = language_units(text)
+    return CJK if cjk and cjk / (cjk + words) >= CJK_SHARE else OTHER
+
+
+def term_kind(term: str) -> str:
+    """Kind of one keyword term (``memvault.policy.keywords.keyword_terms`` output):
+    ``CJK`` (holds a CJK character), ``WORD`` (letters only: a stemmed word or a part of an
+    identifier) or ``NEUTRAL`` (holds a digit or a joiner: an identifier whole, a number,
+    a version, a path)."""
+    if CJK_CHAR.search(term):
+        return CJK
+    return WORD if term.isalpha() else NEUTRAL
+
+
+def judged_terms(query_terms: Iterable[str], doc_terms: Collection[str], doc_script: str) -> frozenset[str]:
+    """The query terms the keyword channel can judge a document by, for keyword coverage.
+
+    A term counts (for the document when it holds it, against it when not) if the
+    document's language could hold it: neutral terms always; CJK terms when the document
+    is CJK (``doc_script``, :func:`script_class`); words when it is not. A term of the other
+    kind counts only when the document holds it anyway (a Chinese memory quoting
+    ``pnpm``; an English one quoting ``支付``): it is evidence for, never against."""
+    judged = []
+    for t in query_terms:
+        kind = term_kind(t)
+        if kind == NEUTRAL or (kind == CJK) == (doc_script == CJK) or t in doc_terms:
+            judged.append(t)
+    return frozenset(judged)

@@ -22,7 +22,7 @@ from memvault.policy.fusion import (
     language_shift,
 )
 from memvault.policy.keywords import keyword_term_set
-from memvault.policy.language import script_class
+from memvault.policy.language import cjk_weight, judged_terms, script_class
 from memvault.policy.ranking import normalise_rrf, rrf_fuse
 from memvault.service.centroids import language_centroids
 from memvault.service.indexing import embed_query, keyword_vector
@@ -80,16 +80,18 @@ async def search_channels(rt: Runtime, collection: str, query: str, flt: VectorF
 class FusionInputs:
     """What fusion reads of the candidates of ``Channels`` that have a text: ``ids`` (the
     candidates kept, channel order), ``dense`` (cosine minus the language shift between
-    the query's script and the candidate's), ``keyword`` (the keyword channel's scores),
-    ``coverage`` (share of the query's distinct terms each keyword hit holds, [0, 1]),
-    ``blind`` (candidates in another script than the query), ``query_terms``,
-    ``query_script`` (``policy.language.script_class`` of the query)."""
+    the query's language and the candidate's), ``keyword`` (the keyword channel's scores),
+    ``coverage`` (share of the query terms the keyword channel can judge the candidate by
+    that it holds, [0, 1]; ``policy.language.judged_terms``), ``unjudged`` (share of the
+    query's distinct terms it cannot be judged by, [0, 1]: 0 in the query's own language,
+    1 for a memory in the other language that shares no identifier, number or word with
+    it), ``query_terms``, ``query_script`` (``policy.language.script_class`` of the query)."""
 
     ids: list[str]
     dense: dict[str, float]
     keyword: dict[str, float]
     coverage: dict[str, float]
-    blind: set[str]
+    unjudged: dict[str, float]
     query_terms: frozenset[str]
     query_script: str
 
@@ -99,18 +101,24 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str]) -> FusionInputs:
     analysis of the texts is memoised by ``keyword_term_set``)."""
     ids = [i for i in ch.ids() if i in texts]
     qlang = script_class(ch.query)
+    qmix = cjk_weight(ch.query)
+    qterms = keyword_term_set(ch.query)
     dense: dict[str, float] = {}
-    blind: set[str] = set()
+    coverage: dict[str, float] = {}
+    unjudged: dict[str, float] = {}
     for i in ids:
         plang = script_class(texts[i])
-        if plang != qlang:
-            blind.add(i)
         if i in ch.dense:
-            dense[i] = ch.dense[i] - language_shift(ch.query_dots, qlang, plang)
+            dense[i] = ch.dense[i] - language_shift(ch.query_dots, qmix, cjk_weight(texts[i]))
+        if not qterms:
+            continue
+        dterms = keyword_term_set(texts[i])
+        judged = judged_terms(qterms, dterms, plang)
+        unjudged[i] = 1.0 - len(judged) / len(qterms)
+        if i in ch.keyword:
+            coverage[i] = keyword_coverage(judged, dterms)
     keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
-    qterms = keyword_term_set(ch.query)
-    coverage = {i: keyword_coverage(qterms, keyword_term_set(texts[i])) for i in keyword}
-    return FusionInputs(ids, dense, keyword, coverage, blind, qterms, qlang)
+    return FusionInputs(ids, dense, keyword, coverage, unjudged, qterms, qlang)
 
 
 def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings, *, coverage_weighted: bool = True,
@@ -121,16 +129,16 @@ def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings,
     Blocking (keyword analysis of the keyword hits' texts): call from a worker thread.
     ``r.fusion`` picks convex fusion (``policy.fusion.convex_fuse`` with keyword coverage)
     or weighted RRF; the relevance is ``policy.fusion.calibrated_relevance`` either way.
-    ``coverage_weighted`` / ``dense_gate`` / ``cross_script`` (candidates in another script
-    than the query are ``keyword_blind``): the convex options of ``convex_fuse`` (the
+    ``coverage_weighted`` / ``dense_gate`` / ``cross_script`` (the part of the query a
+    candidate cannot be judged by is ``unjudged``): the convex options of ``convex_fuse`` (the
     defaults are the measured best; the others are kept for ``bench.bilingual``).
     """
     f = fusion_inputs(ch, texts)
-    dense, keyword, coverage, blind = f.dense, f.keyword, f.coverage, f.blind
+    dense, keyword, coverage, unjudged = f.dense, f.keyword, f.coverage, f.unjudged
     if r.fusion == "convex":
         fused = convex_fuse(dense, keyword, dense_weight=r.fusion_dense_weight,
                             coverage=coverage if coverage_weighted else None, gate=dense_gate,
-                            keyword_blind=blind if cross_script else ())
+                            unjudged=unjudged if cross_script else None)
     else:
         weights = [r.weight_dense, r.weight_keyword]
         dense_order = sorted(dense, key=lambda i: -dense[i])
@@ -139,5 +147,5 @@ def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings,
         fused = {i: normalise_rrf(v, weights, r.rrf_k) for i, v in raw.items()}
     background = dense_background(dense.values(), f.query_script)
     return {i: Scored(score=s, relevance=calibrated_relevance(dense[i] - background if i in dense else None,
-                                                              coverage.get(i, 0.0), i in blind),
+                                                              coverage.get(i, 0.0), unjudged.get(i, 0.0)),
                       similarity=ch.dense.get(i)) for i, s in fused.items()}
