@@ -213,31 +213,26 @@ def abstention_curve(asked: list[Asked], option: str, rk, k: int = 5) -> list[di
 
 def calibration_rows(asked: list[Asked], rk, option: str = DEFAULT_OPTION, top: int = 10
                      ) -> list[tuple[int, float, float, float, int]]:
-    """(fact, gap, keyword coverage, 1.0 if in another script than the question else 0.0, is the
-    answer) for the ``top`` best-ranked candidates of every question (what a reply could show)
-    under ``option``; gap = corrected cosine minus the query's ``dense_background``."""
+    """(fact, gap, keyword coverage, share of the question the candidate cannot be judged by,
+    is the answer) for the ``top`` best-ranked candidates of every question (what a reply
+    could show) under ``option``; gap = corrected cosine minus the query's
+    ``dense_background`` (``service.fusion.fusion_inputs``, as recall computes them)."""
     from dataclasses import replace
 
-    from memvault.policy.fusion import dense_background, keyword_coverage, language_shift
-    from memvault.policy.keywords import keyword_terms
-    from memvault.policy.language import script_class
+    from memvault.policy.fusion import dense_background
+    from memvault.service.fusion import fusion_inputs
 
     over, _ = OPTIONS[option]
     r = rk.model_copy(update=over)
     out = []
     for a in asked:
         ch = a.channels if r.language_neutral else replace(a.channels, query_dots={})
-        qlang = script_class(ch.query)
-        qterms = keyword_terms(ch.query).keys()
-        corrected = {m: ch.dense[m] - language_shift(ch.query_dots, qlang, script_class(a.texts[m]))
-                     for m in ch.dense if m in a.texts}
-        background = dense_background(corrected.values(), qlang)
+        f = fusion_inputs(ch, a.texts)
+        background = dense_background(f.dense.values(), f.query_script)
         for mid, _ in order(a, option, rk)[:top]:
-            if mid not in corrected:
-                continue
-            cov = keyword_coverage(qterms, keyword_terms(a.texts[mid]).keys()) if mid in ch.keyword else 0.0
-            cross = float(script_class(a.texts[mid]) != qlang)
-            out.append((a.fact, corrected[mid] - background, cov, cross, int(mid == a.target)))
+            if mid in f.dense:
+                out.append((a.fact, f.dense[mid] - background, f.coverage.get(mid, 0.0), f.unjudged.get(mid, 0.0),
+                            int(mid == a.target)))
     return out
 
 

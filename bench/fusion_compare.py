@@ -12,15 +12,16 @@ document chunks (fused score). At capture time the default variant's order is ch
 against the real ``recall.rank`` / ``rank_chunks`` output, so the re-scoring reproduces
 the shipped ranking exactly.
 
-Variants (``VARIANTS``): the shipped convex fusion, the corrected RRF (keyword hits in
-keyword order, language-neutral dense ranking), RRF with keyword contributions weighted
-by query coverage, by IDF-weighted coverage, gated by the dense channel, with the
-cross-script rule of the convex path, and convex fusion with other normalisations
-(z-scores, dense scores measured from the query's background), and the conversation
-neighbours' lift with other strengths, reaches and length bounds. Figures: LoCoMo turn
-R@k (per conversation set), LongMemEval session / turn any, all and nDCG, SciFact and
-CMRC-zh slice nDCG@10 / Recall@100, bilingual probe R@1 / MRR per direction,
-LongMemEval abstention (answerable turn / session any@5 after the min_relevance filter).
+Variants (``VARIANTS``): the shipped ranking, and the shipped ranking with each of its
+mechanisms switched off on its own (conversation neighbours, time expressions, the
+language correction of dense scores, keyword coverage, the cross-language keyword
+credit, importance and recency), and the language-corrected dense channel alone. A
+mechanism stays only while it helps some set and costs none more than 0.01.
+Figures: LoCoMo turn R@k (per conversation set), LongMemEval session / turn any, all and
+nDCG, SciFact and CMRC-zh slice nDCG@10 / Recall@100, bilingual probe R@1 / MRR per
+direction, LongMemEval abstention (answerable turn / session any@5 after the
+min_relevance filter), and the developer-memory sets (``bench.devmemory``: R@1 / R@5 per
+slice, abstention AUC per language).
 
 Run: ``python -m bench.fusion_compare --capture-dir /tmp/fc`` (captures are pickled there
 and reused by later runs; ``--sets`` picks sets).
@@ -31,7 +32,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import math
 import pickle
 import tempfile
 import time
@@ -45,7 +45,7 @@ import anyio
 
 from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result
 
-SETS = ("locomo", "lme", "scifact", "cmrc", "bilingual")
+SETS = ("locomo", "lme", "scifact", "cmrc", "bilingual", "devmem-dev", "devmem-guard")
 
 
 # --------------------------------------------------------------------------------------
@@ -240,33 +240,6 @@ async def capture_bilingual(args) -> list[Question]:
 Variant = Callable[[Any, Mapping[str, str], Any, Question], dict]
 
 
-def _terms(text: str) -> frozenset[str]:
-    """``keyword_terms(text)``'s keys (memoised by the policy: the variants ask about the same texts again and again)."""
-    from memvault.policy.keywords import keyword_term_set
-
-    return keyword_term_set(text)
-
-
-def _prepare(ch, texts, q: Question | None = None):
-    """Language-corrected dense scores, keyword scores, coverage, blind set (as score_candidates)."""
-    from memvault.service.fusion import fusion_inputs
-
-    f = fusion_inputs(ch, texts)
-    return f.ids, f.dense, f.keyword, f.coverage, f.blind, f.query_terms
-
-
-def _finish(fused: Mapping[str, float], dense, coverage, blind, ch) -> dict:
-    from memvault.policy.fusion import calibrated_relevance, dense_background
-    from memvault.policy.language import script_class
-    from memvault.service.fusion import Scored
-
-    background = dense_background(dense.values(), script_class(ch.query))
-    order = sorted(fused, key=lambda i: -fused[i])
-    return {i: Scored(score=fused[i], relevance=calibrated_relevance(dense[i] - background if i in dense else None,
-                                                                    coverage.get(i, 0.0), i in blind),
-                      similarity=ch.dense.get(i)) for i in order}
-
-
 def v_shipped(**over) -> Variant:
     """``service.fusion.score_candidates`` with RankingSettings overrides (``order_memories``
     applies them too: e.g. ``neighbour_lift``)."""
@@ -279,241 +252,39 @@ def v_shipped(**over) -> Variant:
     return f
 
 
-def v_max_chars(variant: Variant, max_chars: int) -> Variant:
-    """``variant`` lifting conversation neighbours of up to ``max_chars`` characters (the shipped
-    bound is ``policy.neighbours.NEIGHBOUR_MAX_CHARS``)."""
-    variant.neighbour_max_chars = max_chars  # type: ignore[attr-defined]
+def v_options(**options) -> Variant:
+    """The shipped ranking with ``score_candidates`` options switched (``coverage_weighted``,
+    ``cross_script``)."""
+    def f(ch, texts, r, q):
+        from memvault.service.fusion import score_candidates
+        return score_candidates(ch, texts, r, **options)
+    f.ranking_over = {"neighbour_lift": 0.7}  # type: ignore[attr-defined]
+    return f
+
+
+def v_no_time(variant: Variant) -> Variant:
+    """``variant`` without the time-expression boost (``policy.time_expressions``)."""
+    variant.time_expressions = False  # type: ignore[attr-defined]
     return variant
 
 
-def v_reach(variant: Variant, reach: int) -> Variant:
-    """``variant`` with conversation neighbours out to ``reach`` places, at most the shipped
-    ``policy.neighbours.NEIGHBOUR_REACH`` (captures hold what ``service.recall.written_around``
-    gives: a reach above it would see no further)."""
-    variant.neighbour_reach = reach  # type: ignore[attr-defined]
-    return variant
-
-
-def _idf_coverage(q: Question, qterms, doc_terms) -> float:
-    """Share of the query's IDF mass (store-wide df, BM25 idf) the document holds."""
-    n = max(q.n_docs, 1)
-
-    def idf(t: str) -> float:
-        d = q.df.get(t, 0)
-        return math.log(1 + (n - d + 0.5) / (d + 0.5))
-
-    total = sum(idf(t) for t in qterms)
-    if total <= 0:
-        return 0.0
-    return sum(idf(t) for t in qterms if t in doc_terms) / total
-
-
-def v_rrf(k: int = 10, w_dense: float = 1.0, w_kw: float = 1.0, weight: str = "none", cross_script: bool = False,
-          gate: float | None = None, blind_max: bool = False, blind_cov: str | float | None = None) -> Variant:
-    """RRF over language-corrected dense order and keyword order.
-
-    weight: "none" | "coverage" (keyword term x query-term coverage) | "idf" (x IDF-weighted
-    coverage) | "dense" (x the candidate's min-max normalised dense score);
-    cross_script: a candidate in another script than the query gets its dense term as its
-    keyword term (it can hold no query term); gate: keyword term counted only when the
-    candidate's corrected dense score is at least the query's background + gate;
-    blind_cov: the cross-script candidate's keyword term (its dense term) is scaled by the
-    best ("max") or mean ("mean") coverage of the query's same-script keyword hits, or by a
-    constant, as a same-script candidate's would be by its own coverage.
-    """
-    def f(ch, texts, r, q):
-        from memvault.policy.fusion import dense_background
-        from memvault.policy.language import script_class
-
-        ids, dense, keyword, coverage, blind, qterms = _prepare(ch, texts)
-        d_order = sorted(dense, key=lambda i: -dense[i])
-        k_order = sorted(keyword, key=lambda i: -keyword[i])
-        d_rank = {i: n for n, i in enumerate(d_order, 1)}
-        k_rank = {i: n for n, i in enumerate(k_order, 1)}
-        dmin, dmax = min(dense.values(), default=0.0), max(dense.values(), default=0.0)
-        bg = dense_background(dense.values(), script_class(ch.query))
-        blind_scale = 1.0
-        if blind_cov == "max":
-            blind_scale = max((coverage[i] for i in keyword if i not in blind), default=1.0)
-        elif blind_cov == "mean":
-            own = [coverage[i] for i in keyword if i not in blind]
-            blind_scale = sum(own) / len(own) if own else 1.0
-        elif isinstance(blind_cov, float):
-            blind_scale = blind_cov
-        fused = {}
-        for i in ids:
-            d = w_dense / (k + d_rank[i]) if i in d_rank else 0.0
-            kw = w_kw / (k + k_rank[i]) if i in k_rank else 0.0
-            if i in k_rank:
-                if weight == "coverage":
-                    kw *= coverage[i]
-                elif weight == "idf":
-                    kw *= _idf_coverage(q, qterms, _terms(texts[i]))
-                elif weight == "dense":
-                    kw *= (dense[i] - dmin) / (dmax - dmin) if i in dense and dmax > dmin else (1.0 if i in dense else 0.0)
-                if gate is not None and (i not in dense or dense[i] < bg + gate):
-                    kw = 0.0
-            if cross_script and i in blind and (i not in k_rank or blind_max):
-                kw = max(kw, blind_scale * w_kw / (k + d_rank[i]) if i in d_rank else 0.0)
-            fused[i] = (d + kw) / ((w_dense + w_kw) / (k + 1))
-        return _finish(fused, dense, coverage, blind, ch)
-    return f
-
-
-def v_convex(norm: str = "minmax", dense_weight: float = 0.6, kw_norm: str = "max", idf: bool = False,
-             blind_max: bool = False, blind_best: bool | str = False, blind_floor: float = 0.0) -> Variant:
-    """Convex fusion with another normalisation.
-
-    norm (dense): "minmax" (shipped) | "z" (z-score over the dense hits, mapped through
-    a logistic) | "background" ((d - background) / (max - background), clipped at 0) |
-    "rank" (1 - (rank - 1) / n). kw_norm: "max" (shipped) | "z". idf: coverage weighted by IDF.
-    Coverage and cross-script as shipped; blind_max: a cross-script candidate's keyword part
-    is max(its own, its dense part) also when it has a keyword hit (an English word inside a
-    Chinese query: shipped, such a hit covers a small share of the query's terms and costs the
-    candidate the cross-script rule); blind_best: a cross-script candidate's keyword part is
-    max(its own, its dense part x the best keyword part of a same-script candidate): the
-    keyword evidence it is assumed to have is what the query's own language reached (at
-    least ``blind_floor``; ``blind_best="sqrt"``: the square root of it).
-    """
-    def f(ch, texts, r, q):
-        from memvault.policy.fusion import dense_background
-        from memvault.policy.language import script_class
-
-        ids, dense, keyword, coverage, blind, qterms = _prepare(ch, texts)
-        vals = list(dense.values())
-        dn: dict[str, float] = {}
-        if vals:
-            dmin, dmax = min(vals), max(vals)
-            mu = sum(vals) / len(vals)
-            sd = math.sqrt(sum((v - mu) ** 2 for v in vals) / len(vals)) or 1.0
-            bg = dense_background(vals, script_class(ch.query))
-            order = sorted(dense, key=lambda i: -dense[i])
-            for n, i in enumerate(order):
-                v = dense[i]
-                if norm == "minmax":
-                    dn[i] = (v - dmin) / (dmax - dmin) if dmax > dmin else 1.0
-                elif norm == "z":
-                    dn[i] = 1 / (1 + math.exp(-(v - mu) / sd))
-                elif norm == "background":
-                    dn[i] = max(0.0, (v - bg) / (dmax - bg)) if dmax > bg else 1.0
-                elif norm == "rank":
-                    dn[i] = 1 - n / len(order)
-        kvals = list(keyword.values())
-        kn: dict[str, float] = {}
-        if kvals:
-            kmax = max(kvals)
-            kmu = sum(kvals) / len(kvals)
-            ksd = math.sqrt(sum((v - kmu) ** 2 for v in kvals) / len(kvals)) or 1.0
-            for i, v in keyword.items():
-                kn[i] = v / kmax if kw_norm == "max" else 1 / (1 + math.exp(-(v - kmu) / ksd))
-        cov = {i: (_idf_coverage(q, qterms, _terms(texts[i])) if idf else coverage[i]) for i in keyword}
-        fused = {}
-        best = max((kn.get(i, 0.0) * cov.get(i, 0.0) for i in keyword if i not in blind), default=0.0)
-        for i in ids:
-            d = dn.get(i, 0.0)
-            kk = kn.get(i, 0.0) * cov.get(i, 0.0)
-            if blind_best and i in blind:
-                kk = max(kk, d * (best ** 0.5 if blind_best == "sqrt" else max(best, blind_floor)))
-            elif i in blind and (i not in keyword or blind_max):
-                kk = max(kk, d) if blind_max else d
-            fused[i] = dense_weight * d + (1 - dense_weight) * kk
-        # ties: dense ids first, then keyword-only (as convex_fuse)
-        pos = {i: n for n, i in enumerate(dict.fromkeys([*dense, *keyword]))}
-        fused = dict(sorted(fused.items(), key=lambda kv: (-kv[1], pos.get(kv[0], 0))))
-        return _finish(fused, dense, coverage, blind, ch)
-    return f
-
-
-HUB: dict[tuple[str, str], float] = {}
-"""(text, query script class) -> mean of the 10 best cosines between the text (as a passage)
-and the shipped parallel sentences of that class (``service.centroids``); filled by
-``prepare_hub`` for the bilingual probe only (it needs the candidates' vectors)."""
-
-
-def prepare_hub(qs: list[Question], model_cache: Path, k: int = 10) -> None:
-    """Fill ``HUB`` for every candidate text of ``qs`` (embedded again with the bench's model)."""
-    import numpy as np
-
-    from bench.mv import shared_embedder
-    from memvault.config import Settings
-    from memvault.policy.language import CJK, OTHER
-    from memvault.service.centroids import PARALLEL_SENTENCES
-
-    emb = shared_embedder(Settings(data_dir=Path(tempfile.gettempdir()) / "memvault-fc-hub", model_cache_dir=model_cache))
-    par = {OTHER: np.asarray(emb.embed_passages([p[0] for p in PARALLEL_SENTENCES])),
-           CJK: np.asarray(emb.embed_passages([p[1] for p in PARALLEL_SENTENCES]))}
-    texts = sorted({t for q in qs for t in q.texts.values()})
-    vecs = np.asarray(emb.embed_passages(texts))
-    for lang, m in par.items():
-        top = np.sort(vecs @ m.T, axis=1)[:, -k:].mean(axis=1)
-        for t, h in zip(texts, top, strict=True):
-            HUB[(t, lang)] = float(h)
-
-
-def v_hub(alpha: float = 0.5) -> Variant:
-    """Shipped fusion after a hubness correction of the cross-script candidates' dense scores
-    (after CSLS, Conneau et al., "Word Translation Without Parallel Data", ICLR 2018): a
-    passage close to much of the query language's text in general (``HUB``) loses
-    ``alpha`` x how far its hub value is above the mean of the candidates of its script;
-    the group's mean is kept, so only the order inside the other script changes."""
-    def f(ch, texts, r, q):
-        from memvault.policy.language import script_class
-
-        ql = script_class(ch.query)
-        d = dict(ch.dense)
-        other = [i for i in d if i in texts and script_class(texts[i]) != ql and (texts[i], ql) in HUB]
-        if other and HUB:
-            h = {i: HUB[(texts[i], ql)] for i in other}
-            m = sum(h.values()) / len(h)
-            for i in other:
-                d[i] -= alpha * (h[i] - m)
-        return v_shipped()(replace(ch, dense=d), texts, r, q)
-    return f
-
-
-DEFAULT = "convex 0.4 + cross-script credit + neighbour lift 0.7 (default)"
+DEFAULT = "memvault (default)"
 
 VARIANTS: dict[str, Variant] = {
-    # the shipped defaults (convex, dense weight 0.4, cross-script credit with its floor, conversation
-    # neighbours of the 10 best hits lifted to 0.7 x their score)
+    # the shipped ranking: convex fusion (dense weight 0.4) with keyword coverage over the terms each
+    # candidate can be judged by and the cross-language credit, conversation neighbours lifted to
+    # 0.7 x their hit's score, the time-expression boost, importance and recency
     DEFAULT: v_shipped(neighbour_lift=0.7),
-    "convex 0.4 + cross-script credit (default before the lift)": v_shipped(),
-    "neighbour lift 0.7, next memory only": v_reach(v_shipped(neighbour_lift=0.7), 1),
-    "neighbour lift 0.7, memories of any length": v_max_chars(v_shipped(neighbour_lift=0.7), 10**9),
-    "neighbour lift 0.7, up to 200 characters": v_max_chars(v_shipped(neighbour_lift=0.7), 200),
-    "neighbour lift 0.7, up to 250 characters": v_max_chars(v_shipped(neighbour_lift=0.7), 250),
-    "neighbour lift 0.6": v_shipped(neighbour_lift=0.6),
-    "neighbour lift 0.5": v_shipped(neighbour_lift=0.5),
-    "neighbour lift 0.8": v_shipped(neighbour_lift=0.8),
-    "neighbour lift 0.9": v_shipped(neighbour_lift=0.9),
-    # main before the change: dense weight 0.6, a cross-script candidate without a keyword hit gets K = D
-    "convex 0.6, K = D (main before)": v_convex(),
-    "rrf (corrected)": v_shipped(fusion="rrf"),
-    "rrf + cross-script": v_rrf(cross_script=True, blind_max=True),
-    "rrf, kw x coverage": v_rrf(weight="coverage"),
-    "rrf, kw x coverage + cross-script": v_rrf(weight="coverage", cross_script=True, blind_max=True),
-    "rrf, kw x coverage + cross-script x 0.5": v_rrf(weight="coverage", cross_script=True, blind_max=True,
-                                                    blind_cov=0.5),
-    "rrf, kw x coverage + cross-script x best coverage": v_rrf(weight="coverage", cross_script=True, blind_max=True,
-                                                              blind_cov="max"),
-    "rrf, kw x idf-coverage + cross-script": v_rrf(weight="idf", cross_script=True, blind_max=True),
-    "rrf, kw x dense + cross-script": v_rrf(weight="dense", cross_script=True, blind_max=True),
-    "rrf, kw gated (dense >= background) + cross-script": v_rrf(gate=0.0, cross_script=True, blind_max=True),
-    "convex 0.6 z-score": v_convex(norm="z"),
-    "convex 0.6 z-score, kw z-score": v_convex(norm="z", kw_norm="z"),
-    "convex 0.6 background": v_convex(norm="background"),
-    "convex 0.6 rank": v_convex(norm="rank"),
-    "convex 0.6 idf-coverage": v_convex(idf=True),
-    "convex 0.6, K = max(K, D)": v_convex(blind_max=True),
-    "convex 0.4, K = D": v_convex(dense_weight=0.4),
-    "convex 0.4, K = max(K, D)": v_convex(dense_weight=0.4, blind_max=True),
-    "convex 0.4, K = max(K, D x best)": v_convex(dense_weight=0.4, blind_best=True),
-    "convex 0.4, K = max(K, D x sqrt(best))": v_convex(dense_weight=0.4, blind_best="sqrt"),
-    "convex 0.4, floor 0.3": v_convex(dense_weight=0.4, blind_best=True, blind_floor=0.3),
-    "convex 0.4, floor 0.7": v_convex(dense_weight=0.4, blind_best=True, blind_floor=0.7),
-    "convex 0.5, floor 0.5": v_convex(dense_weight=0.5, blind_best=True, blind_floor=0.5),
-    "convex 0.3, floor 0.5": v_convex(dense_weight=0.3, blind_best=True, blind_floor=0.5),
-    "default + hub correction 0.5 (probe only)": v_hub(0.5),
+    # each mechanism switched off on its own
+    "no conversation neighbours": v_shipped(neighbour_lift=0.0),
+    "no time expressions": v_no_time(v_shipped(neighbour_lift=0.7)),
+    "no language correction": v_shipped(neighbour_lift=0.7, language_neutral=False),
+    "no coverage weighting": v_options(coverage_weighted=False),
+    "no cross-language credit": v_options(cross_script=False),
+    "no importance or recency": v_shipped(neighbour_lift=0.7, weight_relevance=1.0, weight_importance=0.0,
+                                          weight_recency=0.0),
+    # one channel alone, through the same ranking
+    "dense channel alone (language-corrected)": v_shipped(neighbour_lift=0.7, fusion_dense_weight=1.0),
 }
 
 
@@ -540,7 +311,7 @@ def order_memories(q: Question, variant: Variant, r) -> list[str]:
                                    {i: len(t) for i, t in q.texts.items()},
                                    reach=getattr(variant, "neighbour_reach", NEIGHBOUR_REACH),
                                    max_chars=getattr(variant, "neighbour_max_chars", NEIGHBOUR_MAX_CHARS))
-    spans = time_spans(q.channels.query, q.now)
+    spans = time_spans(q.channels.query, q.now) if getattr(variant, "time_expressions", True) else []
 
     def final(i: str, s: float) -> float:
         imp, created, accessed = q.meta[i]
@@ -701,11 +472,15 @@ async def weak_keyword_cases(model_cache: Path, variants: Mapping[str, Variant])
 
 async def capture(args) -> dict[str, list[Question]]:
     """Captured questions per set, from ``args.capture_dir`` when there, else made and kept there."""
+    from bench import devmemory
+
     caps: dict[str, list[Question]] = {}
     makers = {"locomo": lambda: capture_locomo(args), "lme": lambda: capture_lme(args),
               "scifact": lambda: capture_beir(args, "scifact", "scifact"),
               "cmrc": lambda: capture_beir(args, "cmrc", "cmrc2018_zh"),
-              "bilingual": lambda: capture_bilingual(args)}
+              "bilingual": lambda: capture_bilingual(args),
+              "devmem-dev": lambda: devmemory.capture("dev", args.model_cache),
+              "devmem-guard": lambda: devmemory.capture("guard", args.model_cache)}
     args.capture_dir.mkdir(parents=True, exist_ok=True)
     for s in args.sets:
         path = args.capture_dir / f"{s}.pkl"
@@ -721,6 +496,7 @@ async def capture(args) -> dict[str, list[Question]]:
 
 def evaluate(caps: dict[str, list[Question]], variants: Mapping[str, Variant], lme_limits=(8, 16)) -> dict:
     """Every metric of every set for every variant."""
+    from bench import devmemory
     from memvault.config import RankingSettings
 
     # the variants measured before the neighbour lift are scored without it, as they were
@@ -739,6 +515,9 @@ def evaluate(caps: dict[str, list[Question]], variants: Mapping[str, Variant], l
                 row[s] = score_beir(caps[s], var, r)
         if "bilingual" in caps:
             row["bilingual"] = score_bilingual(caps["bilingual"], var, r)
+        for s in ("devmem-dev", "devmem-guard"):
+            if s in caps:
+                row[s] = devmemory.score(caps[s], var, r)
         res[name] = row
     return res
 
@@ -771,6 +550,17 @@ def tables(res: dict) -> str:
         parts.append(md_table(["variant", *[f"{d} R@1 / MRR" for d in dirs]],
                               [[v, *[f"{row['bilingual'][d]['R@1']:.3f} / {row['bilingual'][d]['MRR']:.3f}"
                                      for d in dirs]] for v, row in res.items()]))
+    for s in ("devmem-dev", "devmem-guard"):
+        if s in first:
+            slices = list(first[s]["slices"])
+            parts.append(md_table(["variant", *[f"{s} {sl} R@1 / R@5" for sl in slices]],
+                                  [[v, *[f"{row[s]['slices'][sl]['memvault']['R@1']:.3f} / "
+                                         f"{row[s]['slices'][sl]['memvault']['R@5']:.3f}" for sl in slices]]
+                                   for v, row in res.items()]))
+            langs = list(first[s]["abstention"])
+            parts.append(md_table(["variant", *[f"{s} AUC {lang}" for lang in langs]],
+                                  [[v, *[row[s]["abstention"][lang]["AUC"] for lang in langs]]
+                                   for v, row in res.items()]))
     if "weak_keyword" in first:
         parts.append(md_table(["variant", "search_docs cases first (of 6)", "reported docs case", "recall 'backed up'"],
                               [[v, sum(row["weak_keyword"]["docs_first"]), row["weak_keyword"]["docs_first"][0],
@@ -784,8 +574,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     caps = await capture(args)
-    if "bilingual" in caps:
-        prepare_hub(caps["bilingual"], args.model_cache)
     variants = {k: v for k, v in VARIANTS.items() if not args.variants or k in args.variants}
     res = evaluate(caps, variants)
     if not args.no_cases:

@@ -1,0 +1,101 @@
+"""Fitting calibrated relevance (``policy.fusion.calibrated_relevance``) on captured questions.
+
+Rows: the 10 best-ranked candidates of every question (what a reply could show), each
+with the features recall computes (``service.fusion.fusion_inputs``): the gap of its
+language-corrected cosine over the query's background (``policy.fusion.dense_background``),
+its keyword coverage over the query terms it can be judged by, and the share of the query
+it cannot be judged by; label 1 when it answers the question. A logistic regression by
+Newton's method fits the four parameters. The fit uses the realistic developer-memory set
+``dev`` and the first half of the bilingual probe's facts (both languages, same-language
+and cross-lingual); the ``guard`` set and the probe's other half are held out, and the
+AUC of the first result's relevance (answerable vs not stored, per question language) is
+reported on them.
+
+Run: ``python -m bench.calibration --capture-dir DIR`` with the captures of
+``python -m bench.fusion_compare --capture-dir DIR --sets bilingual devmem-dev devmem-guard``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TOP = 10
+PROBE_TRAIN_FACTS = 50  # probe facts 0..49 train; 50..99 and the unstored ones are held out
+
+
+def _is_answer(q: Any) -> Callable[[str], bool]:
+    """Whether a candidate id answers ``q`` (a devmem or bilingual probe Question)."""
+    if q.set == "bilingual":
+        return lambda i: i == q.gold["target"]
+    gold = set(q.gold["gold"])
+    return lambda i: bool(gold & set(q.expand.get(i, [])))
+
+
+def rows(qs: Iterable[Any]) -> list[tuple[float, float, float, int]]:
+    """(gap, coverage, unjudged share, is an answer) of the ``TOP`` best candidates of each question."""
+    from bench.fusion_compare import DEFAULT, VARIANTS, order_memories
+    from memvault.config import RankingSettings
+    from memvault.policy.fusion import dense_background
+    from memvault.service.fusion import fusion_inputs
+
+    r = RankingSettings()
+    out = []
+    for q in qs:
+        f = fusion_inputs(q.channels, q.texts)
+        background = dense_background(f.dense.values(), f.query_script)
+        answer = _is_answer(q)
+        for i in order_memories(q, VARIANTS[DEFAULT], r)[:TOP]:
+            if i in f.dense:
+                out.append((f.dense[i] - background, f.coverage.get(i, 0.0), f.unjudged.get(i, 0.0), int(answer(i))))
+    return out
+
+
+def fit_logistic(x: list[tuple[float, ...]], y: list[int], iters: int = 50, l2: float = 1e-3) -> list[float]:
+    """[bias, weight of each feature] of a logistic regression by Newton's method (small L2)."""
+    xa = np.column_stack([np.ones(len(x)), np.asarray(x, dtype=float)])
+    ya = np.asarray(y, dtype=float)
+    w = np.zeros(xa.shape[1])
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-(xa @ w)))
+        grad = xa.T @ (p - ya) + l2 * w
+        hess = (xa * (p * (1 - p))[:, None]).T @ xa + l2 * np.eye(xa.shape[1])
+        w -= np.linalg.solve(hess, grad)
+    return [float(v) for v in w]
+
+
+class _Captures(pickle.Unpickler):
+    """Captures pickled by ``python -m bench.fusion_compare`` name its Question class ``__main__``."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "__main__":
+            module = "bench.fusion_compare"
+        return super().find_class(module, name)
+
+
+def load_captures(path: Path) -> list[Any]:
+    """The captured questions in ``path`` (a ``fusion_compare`` capture file)."""
+    with path.open("rb") as f:
+        return _Captures(f).load()
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.calibration", description=__doc__.splitlines()[0])
+    p.add_argument("--capture-dir", type=Path, required=True)
+    args = p.parse_args(argv)
+    caps = {s: load_captures(args.capture_dir / f"{s}.pkl") for s in ("bilingual", "devmem-dev")}
+    train = [*caps["devmem-dev"], *[q for q in caps["bilingual"] if q.gold["fact"] < PROBE_TRAIN_FACTS]]
+    data = rows(train)
+    w = fit_logistic([d[:3] for d in data], [d[3] for d in data])
+    print(f"{len(data)} rows ({sum(d[3] for d in data)} answers) from {len(train)} questions")
+    print(f"RELEVANCE_BIAS = {w[0]:.2f}\nRELEVANCE_GAP = {w[1]:.2f}\nRELEVANCE_COVERAGE = {w[2]:.2f}\n"
+          f"RELEVANCE_CROSS_SCRIPT = {w[3]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
