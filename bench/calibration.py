@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> None:
     caps = {s: load_captures(args.capture_dir / f"{s}.pkl") for s in ("bilingual", "devmem-dev")}
     train = [*caps["devmem-dev"], *[q for q in caps["bilingual"] if q.gold["fact"] < PROBE_TRAIN_FACTS]]
     data = rows(train)
-    w = fit_logistic([d[:3] for d in data], [d[3] for d in data])
+    # the features calibrated_relevance reads: gap, judged share x coverage, unjudged share
+    w = fit_logistic([(g, (1.0 - u) * c, u) for g, c, u, _ in data], [d[3] for d in data])
     print(f"{len(data)} rows ({sum(d[3] for d in data)} answers) from {len(train)} questions")
     print(f"RELEVANCE_BIAS = {w[0]:.2f}\nRELEVANCE_GAP = {w[1]:.2f}\nRELEVANCE_COVERAGE = {w[2]:.2f}\n"
           f"RELEVANCE_CROSS_SCRIPT = {w[3]:.2f}")

@@ -56,13 +56,13 @@ on the ``dev`` developer-memory set (``bench.devmemory``) R@1 zh->zh / zh->en / 
 1.0: 0.75 / 0.76 / 0.63 / 0.77, at 0.75: 0.95 / 0.72 / 0.59 / 0.79, at 0.6: 0.95 / 0.66 / 0.57 /
 0.78; the bilingual probe does not move (docs/benchmarks.md)."""
 
-RELEVANCE_BIAS = -5.48
-RELEVANCE_GAP = 121.96
-RELEVANCE_COVERAGE = 2.06
-RELEVANCE_CROSS_SCRIPT = 2.97
+RELEVANCE_BIAS = -7.33
+RELEVANCE_GAP = 116.81
+RELEVANCE_COVERAGE = 7.19
+RELEVANCE_CROSS_SCRIPT = 5.16
 """Logistic parameters of :func:`calibrated_relevance` (see there), fitted by
 ``bench.calibration`` on the best-ranked 10 candidates of the questions of the ``dev``
-developer-memory set and of the bilingual probe's facts 0-49 (5,940 candidates: English
+developer-memory set and of the bilingual probe's facts 0-49 (5,939 candidates: English
 and Chinese, Chinese with identifiers, same-language and cross-lingual)."""
 
 CROSS_SCRIPT_FLOOR = 0.5
@@ -213,8 +213,8 @@ def dense_background(scores: Iterable[float], query_script: str = "other") -> fl
 def calibrated_relevance(gap: float | None, coverage: float, cross_script: float = 0.0) -> float:
     """Estimated probability, in [0, 1], that a candidate is what the query asks about.
 
-    ``sigmoid(RELEVANCE_BIAS + RELEVANCE_GAP * gap + RELEVANCE_COVERAGE * coverage
-    + RELEVANCE_CROSS_SCRIPT * cross_script)``, with ``gap`` the candidate's
+    ``sigmoid(RELEVANCE_BIAS + RELEVANCE_GAP * gap + RELEVANCE_COVERAGE * (1 - cross_script)
+    * coverage + RELEVANCE_CROSS_SCRIPT * cross_script)``, with ``gap`` the candidate's
     language-corrected cosine minus :func:`dense_background` of its query (``None``, no
     dense score -> -0.05, below the background), ``coverage`` its keyword coverage in
     [0, 1] over the query terms it can be judged by and ``cross_script`` the share of the
@@ -227,7 +227,8 @@ def calibrated_relevance(gap: float | None, coverage: float, cross_script: float
     query: the gap is what separates an answer from the rest).
     """
     g = -0.05 if gap is None else gap
-    z = RELEVANCE_BIAS + RELEVANCE_GAP * g + RELEVANCE_COVERAGE * coverage + RELEVANCE_CROSS_SCRIPT * cross_script
+    z = (RELEVANCE_BIAS + RELEVANCE_GAP * g + RELEVANCE_COVERAGE * (1.0 - cross_script) * coverage
+         + RELEVANCE_CROSS_SCRIPT * cross_script)
     if z >= 0:
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
