@@ -11,6 +11,7 @@ from memvault.policy.fusion import (
     DENSE_BACKGROUND,
     DENSE_BACKGROUND_CJK,
     LANGUAGE_SHIFT_SCALE,
+    LANGUAGE_SHIFT_SCALE_CJK,
     calibrated_relevance,
     convex_fuse,
     dense_background,
@@ -65,7 +66,7 @@ def test_language_shift_is_zero_within_a_language_and_the_gap_across():
     full = -0.12 * LANGUAGE_SHIFT_SCALE
     assert language_shift(dots, 0.0, 0.0) == 0.0
     assert language_shift(dots, 0.0, 1.0) == pytest.approx(full)  # raises the Chinese passage's score
-    assert language_shift(dots, 1.0, 0.0) == pytest.approx(-full)
+    assert language_shift(dots, 1.0, 0.0) == pytest.approx(0.12 * LANGUAGE_SHIFT_SCALE_CJK)  # a Chinese query
     assert language_shift(dots, 0.0, 0.5) == pytest.approx(full / 2)  # a text mixing both languages' words
     assert language_shift({}, 0.0, 1.0) == 0.0  # neutrality off: no change
 

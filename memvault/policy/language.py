@@ -43,6 +43,8 @@ __all__ = [
     "script_class",
     "term_kind",
     "judged_terms",
+    "CJK_TERM_WEIGHT",
+    "terms_weight",
 ]
 
 CJK = "cjk"
@@ -120,6 +122,19 @@ def term_kind(term: str) -> str:
     if CJK_CHAR.search(term):
         return CJK
     return WORD if term.isalpha() else NEUTRAL
+
+
+CJK_TERM_WEIGHT = 0.25
+"""Weight of one CJK keyword term against a word's 1: a run of n CJK characters gives 2n - 1
+terms (unigrams and bigrams, ``policy.keywords``) for n / 2 words' worth of text (2 characters
+= 1 unit, as :func:`language_units` counts), so a Chinese question's characters would
+otherwise outweigh the identifier it carries (``Sentry DSN 的环境变量叫啥？``: 13 CJK terms, 2
+identifiers)."""
+
+
+def terms_weight(terms: Iterable[str]) -> float:
+    """Summed weight of keyword terms: ``CJK_TERM_WEIGHT`` for a CJK term, 1 for any other."""
+    return sum(CJK_TERM_WEIGHT if CJK_CHAR.search(t) else 1.0 for t in terms)
 
 
 def judged_terms(query_terms: Iterable[str], doc_terms: Collection[str], doc_script: str) -> frozenset[str]:

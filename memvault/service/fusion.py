@@ -22,7 +22,7 @@ from memvault.policy.fusion import (
     language_shift,
 )
 from memvault.policy.keywords import keyword_term_set
-from memvault.policy.language import cjk_weight, judged_terms, script_class
+from memvault.policy.language import cjk_weight, judged_terms, script_class, terms_weight
 from memvault.policy.ranking import normalise_rrf, rrf_fuse
 from memvault.service.centroids import language_centroids
 from memvault.service.indexing import embed_query, keyword_vector
@@ -81,9 +81,10 @@ class FusionInputs:
     """What fusion reads of the candidates of ``Channels`` that have a text: ``ids`` (the
     candidates kept, channel order), ``dense`` (cosine minus the language shift between
     the query's language and the candidate's), ``keyword`` (the keyword channel's scores),
-    ``coverage`` (share of the query terms the keyword channel can judge the candidate by
-    that it holds, [0, 1]; ``policy.language.judged_terms``), ``unjudged`` (share of the
-    query's distinct terms it cannot be judged by, [0, 1]: 0 in the query's own language,
+    ``coverage`` (weighted share of the query terms the keyword channel can judge the
+    candidate by that it holds, [0, 1]; ``policy.language.judged_terms`` and
+    ``terms_weight``), ``unjudged`` (weighted share of the query's distinct terms it cannot
+    be judged by, [0, 1]: 0 in the query's own language,
     1 for a memory in the other language that shares no identifier, number or word with
     it), ``query_terms``, ``query_script`` (``policy.language.script_class`` of the query)."""
 
@@ -114,7 +115,7 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str]) -> FusionInputs:
             continue
         dterms = keyword_term_set(texts[i])
         judged = judged_terms(qterms, dterms, plang)
-        unjudged[i] = 1.0 - len(judged) / len(qterms)
+        unjudged[i] = 1.0 - terms_weight(judged) / terms_weight(qterms)
         if i in ch.keyword:
             coverage[i] = keyword_coverage(judged, dterms)
     keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
