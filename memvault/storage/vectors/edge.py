@@ -88,6 +88,7 @@ from .base import (
     canonical_id,
     check_collection_name,
     dense_list,
+    engine_bounds,
     first_points_of,
     item_id,
     stored_point,
@@ -213,14 +214,14 @@ def edge_filter(flt: VectorFilter | None) -> qe.Filter | None:
         elif c.op == "any":
             must.append(qe.FieldCondition(c.key, match=qe.MatchAny(c.value)))
         elif c.op == "range":
-            must.append(qe.FieldCondition(c.key, range=qe.RangeFloat(gte=c.gte, lte=c.lte)))
+            must.append(qe.FieldCondition(c.key, range=qe.RangeFloat(**engine_bounds(c))))
         elif c.op == "alive":
             # is_empty matches an absent key, null and [] alike.
             must.append(
                 qe.Filter(
                     should=[
                         qe.IsEmptyCondition(c.key),
-                        qe.FieldCondition(c.key, range=qe.RangeFloat(gt=c.gt)),
+                        qe.FieldCondition(c.key, range=qe.RangeFloat(**engine_bounds(c))),
                     ]
                 )
             )

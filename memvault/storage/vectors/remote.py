@@ -48,6 +48,7 @@ from .base import (
     canonical_id,
     check_collection_name,
     dense_list,
+    engine_bounds,
     first_points_of,
     item_id,
     stored_point,
@@ -74,13 +75,13 @@ def client_filter(flt: VectorFilter | None) -> models.Filter | None:
         elif c.op == "any":
             must.append(models.FieldCondition(key=c.key, match=models.MatchAny(any=c.value)))
         elif c.op == "range":
-            must.append(models.FieldCondition(key=c.key, range=models.Range(gte=c.gte, lte=c.lte)))
+            must.append(models.FieldCondition(key=c.key, range=models.Range(**engine_bounds(c))))
         elif c.op == "alive":
             must.append(
                 models.Filter(
                     should=[
                         models.IsEmptyCondition(is_empty=models.PayloadField(key=c.key)),
-                        models.FieldCondition(key=c.key, range=models.Range(gt=c.gt)),
+                        models.FieldCondition(key=c.key, range=models.Range(**engine_bounds(c))),
                     ]
                 )
             )
