@@ -10,7 +10,6 @@ filter translation are under test.
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import numpy as np
 import pytest

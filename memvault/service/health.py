@@ -44,6 +44,8 @@ async def health(rt: Runtime) -> list[Check]:
                             "(after closing the clients)"))
     else:
         checks.append(Check("vector index", True, f"{len(present)} points for {len(wanted)} live memories"))
+    for name, state in rt.repairing.items():
+        checks.append(Check(f"collection {name}", False, state.describe(name) + "; calls are served meanwhile"))
     for name, aside in rt.set_aside.items():
         checks.append(Check(f"collection {name}", False, f"set aside as damaged ({aside.reason}); rebuilt from SQLite"))
     return checks

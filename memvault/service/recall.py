@@ -180,6 +180,9 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
                 "and nothing stored may answer this query")
     memories, truncated = bounded(kept, s.replies.content_budget_chars, s.replies.reply_budget_chars)
     await rt.facts.touch([m.id for m in memories], rt.clock.now())
+    repairing = rt.repairing.get(MEMORY_COLLECTION)
     return RecallResult(scope=scope, memories=memories, truncated=truncated, query_note=query_note,
                         min_relevance=floor, below_min_relevance=below, relevance_note=note,
-                        nothing_relevant=best < max(LIKELY_ANSWER, floor))
+                        nothing_relevant=best < max(LIKELY_ANSWER, floor),
+                        index_note=None if repairing is None else repairing.describe(MEMORY_COLLECTION)
+                        + "; results may leave out memories not yet re-indexed")

@@ -11,7 +11,7 @@ Blocking engine calls run in worker threads (``run_sync``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -62,6 +62,25 @@ class SetAside:
 
 
 @dataclass
+class Repairing:
+    """A repair of one vector collection running in the background while calls are served.
+
+    reason: what the start-up check found; total: points to write (0 while still counting);
+    done: points written so far; started: unix seconds.
+    """
+
+    reason: str
+    total: int = 0
+    done: int = 0
+    started: float = 0.0
+
+    def describe(self, name: str) -> str:
+        """One line for a person (``doctor``, recall's note)."""
+        left = f"{self.done} of {self.total} points rewritten" if self.total else "comparing every point with SQLite"
+        return f"vector collection {name!r} is being repaired in the background ({self.reason}; {left})"
+
+
+@dataclass
 class Runtime:
     """Everything a service needs. One per data dir and process.
 
@@ -87,6 +106,8 @@ class Runtime:
     _after_ready: Callable[[Runtime], Any] | None = None
     _reopen_lock: anyio.Lock = field(default_factory=anyio.Lock)
     set_aside: dict[str, SetAside] = field(default_factory=dict)
+    repairing: dict[str, Repairing] = field(default_factory=dict)
+    _background: anyio.abc.TaskGroup | None = None
     # Limits concurrent engine calls in worker threads (the model already uses both cores).
     _engine_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(2))
 
@@ -121,8 +142,20 @@ class Runtime:
         the other one exits.
         """
         self._after_ready = after_ready
-        async with anyio.create_task_group() as tg:  # ends when the query preparation ends too
-            await self._load(tg, after_ready, rebuild)
+        async with anyio.create_task_group() as tg:  # ends when the query preparation and repairs end too
+            self._background = tg
+            try:
+                await self._load(tg, after_ready, rebuild)
+            finally:
+                self._background = None
+
+    def in_background(self, fn: Callable[[], Coroutine[Any, Any, Any]]) -> bool:
+        """Run ``fn`` beside serving, in ``load``'s task group (which then ends when ``fn`` does);
+        False (nothing started) when ``load`` is not running."""
+        if self._background is None:
+            return False
+        self._background.start_soon(fn)
+        return True
 
     async def _load(self, tg: anyio.abc.TaskGroup, after_ready: Callable[[Runtime], Any] | None,
                     rebuild: bool) -> None:

@@ -421,10 +421,12 @@ class VectorIndex(ABC):
 
     @abstractmethod
     def search_dense(
-        self, collection: str, vector: Sequence[float], flt: VectorFilter, limit: int
+        self, collection: str, vector: Sequence[float], flt: VectorFilter, limit: int, *, exact: bool = False
     ) -> list[Hit]:
         """Top ``limit`` items by cosine similarity of their best point to ``vector``, among
-        the points matching ``flt``, best first."""
+        the points matching ``flt``, best first. ``exact``: compare with every matching
+        point instead of walking an HNSW graph (slower on a large collection; an approximate
+        search may miss a point without anything being wrong)."""
 
     @abstractmethod
     def search_sparse(

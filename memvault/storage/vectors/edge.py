@@ -433,11 +433,12 @@ class EdgeVectorIndex(VectorIndex):
 
     # --- reads -------------------------------------------------------------------
 
-    def search_dense(self, collection: str, vector: Sequence[float], flt: VectorFilter, limit: int) -> list[Hit]:
+    def search_dense(self, collection: str, vector: Sequence[float], flt: VectorFilter, limit: int, *,
+                     exact: bool = False) -> list[Hit]:
         with self._lock:
             cur = self._get(collection)
             query = qe.Query.Nearest(dense_list(vector, cur.dim), using=DENSE)
-            return self._query(cur, query, flt, limit, self._exact if self._force_exact or not cur.indexed
+            return self._query(cur, query, flt, limit, self._exact if exact or self._force_exact or not cur.indexed
                                else self._hnsw)
 
     def search_sparse(self, collection: str, sparse: SparseVector, flt: VectorFilter, limit: int) -> list[Hit]:

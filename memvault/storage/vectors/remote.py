@@ -221,9 +221,10 @@ class RemoteVectorIndex(VectorIndex):
 
     # --- reads -------------------------------------------------------------------
 
-    def search_dense(self, collection: str, vector: Sequence[float], flt: VectorFilter, limit: int) -> list[Hit]:
+    def search_dense(self, collection: str, vector: Sequence[float], flt: VectorFilter, limit: int, *,
+                     exact: bool = False) -> list[Hit]:
         query = dense_list(vector, self._dim(collection))
-        return self._query(collection, query, DENSE, flt, limit)
+        return self._query(collection, query, DENSE, flt, limit, exact=exact)
 
     def search_sparse(self, collection: str, sparse: SparseVector, flt: VectorFilter, limit: int) -> list[Hit]:
         self._dim(collection)
@@ -283,7 +284,8 @@ class RemoteVectorIndex(VectorIndex):
             raise UnknownCollection(collection)
         return dim
 
-    def _query(self, collection: str, query: Any, using: str, flt: VectorFilter, limit: int) -> list[Hit]:
+    def _query(self, collection: str, query: Any, using: str, flt: VectorFilter, limit: int, *,
+               exact: bool = False) -> list[Hit]:
         if limit <= 0 or flt.matches_nothing():
             return []
         fetch = limit
@@ -295,6 +297,7 @@ class RemoteVectorIndex(VectorIndex):
                     using=using,
                     query_filter=client_filter(flt),
                     limit=fetch,
+                    search_params=models.SearchParams(exact=True) if exact else None,
                     with_payload=[PARENT],
                     with_vectors=False,
                 )
