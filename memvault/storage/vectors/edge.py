@@ -320,6 +320,12 @@ class EdgeVectorIndex(VectorIndex):
                 raise DamagedCollection(name, str(cdir), f"its shard has no {META_FILE}")
             else:
                 self._write_meta(meta_path, self._meta(model_id, dim))
+            if stored is not None and "closed" in stored:
+                # Open from now on, before the engine touches a file: loading a shard rewrites
+                # some (it applies and deletes its journals), so a process that dies while
+                # loading (a full tmpfs kills it with SIGBUS) must leave no closing record
+                # to compare them with; the next start then checks the index against SQLite.
+                self._write_meta(meta_path, self._meta(model_id, dim, rel, built_points))
             shard = self._open_shard(name, sdir, dim, model_id, has_shard)
             try:
                 with self._engine(name):
@@ -327,9 +333,6 @@ class EdgeVectorIndex(VectorIndex):
             except BaseException:
                 shard.close()
                 raise
-            if stored is not None and "closed" in stored:
-                # Open from now on: a crash leaves no closing record to compare with.
-                self._write_meta(meta_path, self._meta(model_id, dim, rel, built_points))
             indexed = _has_hnsw(sdir)
             self._open[name] = _Open(shard, dim, model_id, sdir, name, rel, dirty=True, indexed=indexed,
                                      built_points=built_points if indexed else 0)
