@@ -9,16 +9,22 @@ allocated, unlike the sparse files of ext4.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from memvault.storage.vectors import edge_disk
 from memvault.storage.vectors.base import Point, SparseVector
 from memvault.storage.vectors.edge import EdgeVectorIndex
+
+pytestmark = pytest.mark.anyio
 
 COL = "memories"
 DIM = 32
@@ -66,3 +72,189 @@ def test_a_process_dying_while_it_loads_a_cleanly_closed_store_leaves_it_not_dam
         assert idx.count(COL) == 20
     finally:
         idx.close()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
+    """Mounts a real tmpfs of the size asked (``"40m"``) and returns its folder; unmounted after.
+    Skipped, with the reason, where mounting is not permitted (it needs root; CI has it)."""
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        where = tmp_path / f"disk{len(mounted)}"
+        where.mkdir()
+        res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(where)],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            pytest.skip(f"cannot mount a small tmpfs here (needs root): {res.stderr.strip() or res.returncode}")
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in mounted:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def fill(disk: Path, leave: int = 0) -> Path:
+    """Write a file on ``disk`` until only ``leave`` bytes are free (0: until it is full)."""
+    filler = disk / f"filler-{uuid.uuid4().hex[:6]}"
+    with open(filler, "wb") as fh:
+        while True:
+            room = edge_disk.free_bytes(disk) - leave
+            if room <= 0:
+                break
+            try:
+                fh.write(b"\0" * min(room, 1 << 20))
+                fh.flush()
+            except OSError:
+                break
+    return filler
+
+
+def in_child(body: str) -> dict:
+    """Run ``CHILD_HEAD`` and ``body`` (which prints one JSON line last) in a fresh interpreter; a
+    signal (SIGBUS on a full tmpfs) fails the test instead of killing it."""
+    res = subprocess.run([sys.executable, "-c", CHILD_HEAD + textwrap.dedent(body)], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, f"the child died ({res.returncode}): {res.stderr[-1500:]}"
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+CHILD_HEAD = f"""
+import json, sys
+from pathlib import Path
+from memvault.storage.vectors.base import VectorFilter
+from memvault.storage.vectors.edge import EdgeVectorIndex
+from tests.test_index_disk import points, fill
+COL, DIM = {COL!r}, {DIM}
+"""
+
+
+def test_a_write_on_a_full_disk_is_refused_with_the_disk_named_and_works_once_space_is_freed(small_disk):
+    # Writing into a mapped hole of a full tmpfs killed the process with SIGBUS: now the
+    # write is refused first, the message names the disk and what to free, reads go on,
+    # and the same index takes writes again once space is freed.
+    disk = small_disk("40m")
+    out = in_child(f"""
+    disk = Path({str(disk)!r})
+    idx = EdgeVectorIndex(disk / "vectors")
+    idx.ensure_collection(COL, DIM, "test/model")
+    idx.upsert(COL, points(20))
+    filler = fill(disk)
+    errors = []
+    for seed in (1, 2):
+        try:
+            idx.upsert(COL, points(50, seed))
+        except OSError as exc:
+            errors.append([exc.errno, str(exc)])
+    found = len(idx.search_dense(COL, points(1)[0].dense, VectorFilter(user_id="u", projects=["p"]), 5))
+    filler.unlink()
+    idx.upsert(COL, points(50, 3))
+    count = idx.count(COL)
+    idx.close()
+    print(json.dumps({{"errors": errors, "found": found, "count": count}}))
+    """)
+    assert len(out["errors"]) == 2 and all(e[0] == 28 for e in out["errors"]), out
+    message = out["errors"][0][1]
+    assert f"the disk holding {disk / 'vectors'}" in message and "free space on that disk" in message, message
+    assert out["found"] == 5 and out["count"] == 70, out
+
+
+def test_a_store_too_big_to_load_on_its_disk_is_refused_then_opens_once_space_is_freed(small_disk):
+    # Loading reads the engine's mapped files in, allocating their holes on tmpfs: on a disk
+    # too small the process died half-way (and the start-up check then called the store
+    # damaged). Now the open is refused with the disk named, and nothing is changed.
+    disk = small_disk("100m")
+    root = disk / "vectors"
+    closed_store(root)
+    filler = fill(disk, leave=20 << 20)
+    out = in_child(f"""
+    idx = EdgeVectorIndex({str(root)!r})
+    try:
+        idx.ensure_collection(COL, DIM, "test/model")
+        print(json.dumps({{"opened": True}}))
+    except OSError as exc:
+        print(json.dumps({{"opened": False, "errno": exc.errno, "message": str(exc)}}))
+    """)
+    assert out["opened"] is False and out["errno"] == 28, out
+    assert "opening it needs about" in out["message"] and str(root) in out["message"], out
+    filler.unlink()
+    idx = EdgeVectorIndex(root)
+    try:
+        idx.ensure_collection(COL, DIM, "test/model")  # not damaged: the closing record still holds
+        assert idx.count(COL) == 20
+    finally:
+        idx.close()
+
+
+def test_set_aside_copies_never_take_the_last_free_space(small_disk):
+    # A damaged collection is kept aside only while its disk keeps room to rebuild it:
+    # older copies go first, and when even that is not enough its files are deleted.
+    disk = small_disk("100m")
+    root = disk / "vectors"
+    closed_store(root)
+    for stamp in ("20300101T000001Z", "20300101T000002Z"):  # two older copies, 6 MB each
+        old = disk / f"vectors.broken-{stamp}" / COL
+        old.mkdir(parents=True)
+        (old / "data").write_bytes(b"\1" * (6 << 20))
+    size = edge_disk.allocated(root / COL)
+    filler = fill(disk, leave=size + edge_disk.WRITE_RESERVE - (4 << 20))  # short by 4 MB; one copy frees 6
+    idx = EdgeVectorIndex(root)
+    moved = idx.set_aside(COL)
+    assert moved and Path(moved).exists(), moved
+    kept = sorted(p.name for p in disk.glob("vectors.broken-*"))
+    assert len(kept) == 2 and "vectors.broken-20300101T000001Z" not in kept, kept  # the oldest went
+    shutil.rmtree(Path(moved).parent)
+    filler.unlink()
+    closed_store(root)
+    filler = fill(disk, leave=edge_disk.allocated(root / COL) // 2)  # not enough even with every copy gone
+    assert idx.set_aside(COL) == ""
+    assert not (root / COL).exists() and not list(disk.glob("vectors.broken-*"))
+    idx.close()
+    filler.unlink()
+
+
+async def test_recall_works_again_once_space_is_freed_without_a_restart(small_disk):
+    # The index cannot be opened on the full disk: every call says which disk and what to
+    # free; once space is freed the next call opens it and is served (no restart, no command).
+    from memvault.config import Settings
+    from memvault.service.errors import NotReady
+    from memvault.service.health import health
+    from memvault.service.housekeeping import after_ready
+    from memvault.service.models import Scope
+    from memvault.service.recall import RecallArgs, recall
+    from memvault.service.remember import RememberArgs, remember
+    from memvault.service.runtime import Runtime
+    from tests.test_index_repair import TopicEmbedder
+
+    disk = small_disk("120m")
+    emb = TopicEmbedder()
+    scope = Scope(user_id="local", project="", projects_read=[""], source="settings")
+
+    async def opened() -> Runtime:
+        rt = await Runtime.open(Settings(data_dir=disk / "d", hnsw_after_points=0),
+                                load_embedder=lambda _s: emb)  # type: ignore[arg-type,return-value]
+        await rt.load(after_ready)
+        return rt
+
+    rt = await opened()
+    try:
+        for i in range(5):
+            await remember(rt, scope, RememberArgs(content=f"topic{i} the runner {i} lives on host r{i}", force=True))
+        lines = {c.name: c for c in await health(rt)}
+        assert lines["vector index disk"].ok and "MB in " in lines["vector index disk"].detail, lines
+        assert "(tmpfs" in lines["vector index disk"].detail
+    finally:
+        await rt.close()
+    filler = fill(disk, leave=12 << 20)  # enough for SQLite, too little to load the index
+    rt = await opened()
+    try:
+        with pytest.raises(NotReady) as err:
+            await recall(rt, scope, RecallArgs(query="topic3 runner", k=2))
+        assert f"the disk holding {disk / 'd' / 'vectors'}" in str(err.value), str(err.value)
+        filler.unlink()
+        got = await recall(rt, scope, RecallArgs(query="topic3 runner", k=2))
+        assert got.memories and got.memories[0].content.startswith("topic3"), got
+    finally:
+        await rt.close()
+    assert not list((disk / "d").glob("vectors.broken-*")) and not list(disk.glob("vectors.broken-*"))

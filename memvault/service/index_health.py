@@ -47,6 +47,7 @@ the index are loaded and before any call is served (tool calls wait for start-up
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 import time
@@ -501,9 +502,23 @@ async def _repair_or_rebuild(rt: Runtime, exp: Expected, again: Callable[[], Awa
 
 
 def _failed(rt: Runtime, exc: Exception) -> None:
+    """Refuse calls that need the index; a full disk is tried again by later calls (it may be freed)."""
     log.error("the vector index could not be made to agree with SQLite", exc_info=exc)
+    if _disk_full(exc):
+        rt.fail(f"memvault could not repair its vector index: {exc}", retry=True)
+        return
     rt.fail(f"memvault could not make its vector index agree with SQLite: {str(exc) or type(exc).__name__}. "
             f"Run `memvault reindex` to rebuild it from SQLite, or move {rt.settings.vectors_dir} away.")
+
+
+def _disk_full(exc: BaseException | None) -> bool:
+    """Whether ``exc`` or one of its causes is a full disk (ENOSPC, EDQUOT)."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 async def rebuild_documents(rt: Runtime) -> int:

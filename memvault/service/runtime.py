@@ -256,7 +256,7 @@ class Runtime:
                 raise
             self.set_aside[name] = SetAside(exc.reason, moved)
             log.error("vector collection %r in %s is damaged (%s); %s; rebuilding it from SQLite",
-                      name, exc.where, exc.reason, f"moved it to {moved}" if moved else "nothing to move")
+                      name, exc.where, exc.reason, f"moved it to {moved}" if moved else "nothing kept aside")
         await self.run_sync(vectors.ensure_collection, name, emb.dim, emb.model_id)
 
     @property
@@ -264,23 +264,33 @@ class Runtime:
         """Why calls that need the model or the index are refused (None: they are not)."""
         return self._error
 
-    def fail(self, reason: str) -> None:
+    def fail(self, reason: str, *, retry: bool = False) -> None:
         """Refuse every call that needs the index from now on, with ``reason`` (NotReady):
-        start-up could not make the index agree with SQLite, and a partial index is never served."""
+        start-up could not make the index agree with SQLite, and a partial index is never served.
+        ``retry``: the cause may go away by itself (a full disk): every later call closes the
+        index and tries to open and check it again, as after a store held by another process."""
         self._error = reason
+        self._locked = self._locked or retry
 
     async def _retry_locked(self) -> None:
-        """Try the embedded store again if another process held it (a refused open fails at once)."""
+        """Try the embedded store again if another process held it, or start-up failed for a
+        cause that may have gone (a full disk; ``fail(retry=True)``): a refused open fails at once."""
         async with self._reopen_lock:
             if not self._locked:
                 return
+            old, self._vectors = self._vectors, None
+            if old is not None:  # opened, then its check failed: open it anew
+                try:
+                    await anyio.to_thread.run_sync(old.close)
+                except Exception as exc:
+                    log.warning("closing the vector index before opening it again: %s", exc)
             try:
                 await self._open_index()
             except Exception as exc:
                 self._error = str(exc) or type(exc).__name__
                 return
             self._error, self._locked = None, False
-            log.info("the vector store was released by the other process; serving")
+            log.info("the vector store opened again (released by another process, or space freed); serving")
             if self._after_ready is not None:
                 await self._after_ready(self)
 

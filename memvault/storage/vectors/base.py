@@ -452,6 +452,11 @@ class VectorIndex(ABC):
         """
         return None
 
+    def disk_report(self) -> tuple[bool, str] | None:
+        """What the index's files take on their disk, for ``doctor``: (enough room left to
+        write, one line); None for engines whose files are not this process's (a server)."""
+        return None
+
     def index_state(self, collection: str) -> IndexState | None:
         """The collection's HNSW index (Edge); None for engines that index by themselves (a Qdrant server)."""
         return None

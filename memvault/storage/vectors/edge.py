@@ -65,7 +65,7 @@ try:
 except ImportError:  # not POSIX: the lock is probed by loading the shard
     fcntl = None  # type: ignore[assignment]
 
-from . import edge_build
+from . import edge_build, edge_disk
 from .base import (
     DENSE,
     FLOAT_FIELDS,
@@ -108,6 +108,8 @@ _SHARD_REL = re.compile(r"^(shard|index-\d+/shard)$")
 JOURNAL_MAX = 50_000
 """Writes kept for replay during an index build; past this the build is given up (tried again later)."""
 BUILD_POLL_S = 0.2
+_NO_SPACE = re.compile(r"No space left on device|os error 28|ENOSPC", re.I)
+"""How Qdrant Edge's errors say the disk is full."""
 FULL_FLUSH_S = 300.0
 """Least seconds between two of Qdrant Edge's own flushes (GIL held) by the flush timer."""
 
@@ -320,6 +322,10 @@ class EdgeVectorIndex(VectorIndex):
                 raise DamagedCollection(name, str(cdir), f"its shard has no {META_FILE}")
             else:
                 self._write_meta(meta_path, self._meta(model_id, dim))
+            if has_shard:  # on a disk too small to load it the process would die (SIGBUS) half-way
+                edge_disk.check_load(self.root, sdir)
+            else:
+                edge_disk.check_create(self.root, len(KEYWORD_FIELDS) + len(FLOAT_FIELDS) + len(PREFIX_FIELDS))
             if stored is not None and "closed" in stored:
                 # Open from now on, before the engine touches a file: loading a shard rewrites
                 # some (it applies and deletes its journals), so a process that dies while
@@ -361,7 +367,9 @@ class EdgeVectorIndex(VectorIndex):
         it first if open) and return the new path; keep the newest ``BROKEN_KEPT`` such folders.
 
         A store another process holds is refused (StoreLocked), never moved under it.
-        Returns "" when there is no folder to move.
+        Returns "" when there is no folder to move, or when its disk has too little room to
+        keep it and rebuild the collection beside it (older set-aside copies are deleted
+        first; if that is not enough, the damaged files are deleted, with a WARNING line).
         """
         check_collection_name(name)
         self._stop_build()
@@ -380,6 +388,14 @@ class EdgeVectorIndex(VectorIndex):
                 self._probe_lock(name, sdir)
             if not cdir.exists():
                 return ""
+            if not edge_disk.room_to_keep(self.root, cdir):
+                # Kept aside, it would leave too little room to rebuild it: SQLite holds every point anyway.
+                size = edge_disk.allocated(cdir)
+                shutil.rmtree(cdir, ignore_errors=True)
+                log.warning("vector collection %s: its damaged files (%s) were deleted, not kept aside: the disk "
+                            "holding %s has %s free, too little to keep them and rebuild the collection", name,
+                            edge_disk.mb(size), self.root, edge_disk.mb(edge_disk.free_bytes(self.root)))
+                return ""
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             dest, n = self.root.parent / f"{self.root.name}.broken-{stamp}" / name, 2
             while dest.exists():
@@ -394,6 +410,7 @@ class EdgeVectorIndex(VectorIndex):
     def upsert(self, collection: str, points: Sequence[Point]) -> None:
         with self._writes, self._lock:
             cur = self._get(collection)
+            edge_disk.check_write(self.root, len(points), cur.dim)  # a full disk kills a mapped write (SIGBUS)
             edge_points = [self._edge_point(p, cur.dim) for p in points]
             cur.written_since += len(edge_points)
             for i in range(0, len(edge_points), self._upsert_batch):
@@ -543,6 +560,16 @@ class EdgeVectorIndex(VectorIndex):
                 log.debug("vector collection %s closed", name)
             if failed is not None:
                 raise failed
+
+    def disk_report(self) -> tuple[bool, str]:
+        """(room left for writes, one line: the index's allocated size, set-aside copies, free space)."""
+        use = edge_disk.usage(self.root)
+        line = use.describe()
+        if use.free < 2 * edge_disk.WRITE_RESERVE:
+            line += f"; too little room to write: {edge_disk.what_to_free(self.root)}"
+        elif use.copies:
+            line += f"; {edge_disk.what_to_free(self.root)} when you no longer need them"
+        return use.free >= 2 * edge_disk.WRITE_RESERVE, line
 
     # --- the HNSW index ----------------------------------------------------------
 
@@ -700,10 +727,15 @@ class EdgeVectorIndex(VectorIndex):
 
     @contextmanager
     def _engine(self, name: str) -> Iterator[None]:
-        """Turn a panic of the engine (a BaseException) into DamagedCollection."""
+        """Turn a panic of the engine (a BaseException) into DamagedCollection, and its
+        full-disk errors into DiskFull (which names the disk and what to free)."""
         try:
             yield
+        except edge_disk.DiskFull:
+            raise
         except BaseException as exc:
+            if isinstance(exc, Exception) and _NO_SPACE.search(str(exc)):
+                raise edge_disk.DiskFull(self.root, "the engine", edge_disk.WRITE_RESERVE) from exc
             if _is_panic(exc):
                 raise DamagedCollection(name, str(self.root / name), f"Qdrant Edge failed: {exc}") from exc
             raise
@@ -739,11 +771,7 @@ class EdgeVectorIndex(VectorIndex):
 
     def _prune_broken(self) -> None:
         """Delete all but the newest ``BROKEN_KEPT`` set-aside folders of this root."""
-        prefix = f"{self.root.name}.broken-"
-        # The names sort by time: a UTC stamp, then "-2", "-3" for folders made in the same second.
-        found = sorted((p for p in self.root.parent.iterdir() if p.name.startswith(prefix) and p.is_dir()),
-                       key=lambda p: (p.name[: len(prefix) + 16], len(p.name), p.name))
-        for old in found[:-BROKEN_KEPT]:
+        for old in edge_disk.broken_copies(self.root)[:-BROKEN_KEPT]:
             shutil.rmtree(old, ignore_errors=True)
 
     @staticmethod
@@ -762,8 +790,10 @@ class EdgeVectorIndex(VectorIndex):
         return cur
 
     def _update(self, name: str, op: qe.UpdateOperation) -> None:
-        """Apply ``op`` (caller holds ``_writes`` and ``_lock``); journalled while an index build runs."""
+        """Apply ``op`` (caller holds ``_writes`` and ``_lock``); journalled while an index build runs.
+        Raises DiskFull, before touching the shard, when the disk keeps less than ``WRITE_RESERVE`` free."""
         cur = self._get(name)
+        edge_disk.check_write(self.root, 0, cur.dim)
         cur.dirty = cur.wal_dirty = True  # before: even a failed op may have reached the WAL
         try:
             with self._engine(name):
@@ -806,7 +836,7 @@ class EdgeVectorIndex(VectorIndex):
 
     @staticmethod
     def _open_shard(name: str, sdir: Path, dim: int, model_id: str, exists: bool) -> qe.EdgeShard:
-        config = edge_build.edge_config(dim)
+        config = edge_build.edge_config(dim, cold_vectors=not exists and edge_disk.on_tmpfs(sdir.parent))
         try:
             # load() with a config also checks it against the stored segments.
             return qe.EdgeShard.load(str(sdir), config) if exists else qe.EdgeShard.create(str(sdir), config)

@@ -42,12 +42,16 @@ vectors (~6.5k 384-dim points) is answered exactly through the payload indexes, 
 log = logging.getLogger(__name__)
 
 
-def edge_config(dim: int, **extra: Any) -> qe.EdgeConfig:
+def edge_config(dim: int, *, cold_vectors: bool = False, **extra: Any) -> qe.EdgeConfig:
     """memvault's shard configuration: dense vectors of ``dim`` (cosine) and IDF keyword
-    vectors; ``extra``: more EdgeConfig arguments. The WAL is left on (never pass
+    vectors; ``cold_vectors``: dense vectors mapped without being read in at load
+    (``Memory.Cold``; for a shard created on tmpfs, where reading a hole allocates it; a
+    shard keeps the placement it was created with, None leaves it as it is);
+    ``extra``: more EdgeConfig arguments. The WAL is left on (never pass
     ``wal_enabled=False``: nothing survives a kill then)."""
     return qe.EdgeConfig(
-        vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+        vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine,
+                                            memory=qe.Memory.Cold if cold_vectors else None)},
         sparse_vectors={KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         **extra,
     )
