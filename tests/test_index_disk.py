@@ -219,12 +219,14 @@ async def test_recall_works_again_once_space_is_freed_without_a_restart(small_di
     # free; once space is freed the next call opens it and is served (no restart, no command).
     from memvault.config import Settings
     from memvault.service.errors import NotReady
+    from memvault.service.failures import explain
     from memvault.service.health import health
     from memvault.service.housekeeping import after_ready
     from memvault.service.models import Scope
     from memvault.service.recall import RecallArgs, recall
     from memvault.service.remember import RememberArgs, remember
     from memvault.service.runtime import Runtime
+    from tests.conftest import db_rows
     from tests.test_index_repair import TopicEmbedder
 
     disk = small_disk("120m")
@@ -244,6 +246,17 @@ async def test_recall_works_again_once_space_is_freed_without_a_restart(small_di
         lines = {c.name: c for c in await health(rt)}
         assert lines["vector index disk"].ok and "MB in " in lines["vector index disk"].detail, lines
         assert "(tmpfs" in lines["vector index disk"].detail
+        # A remember on a nearly full disk is refused before SQLite keeps anything, naming the disk.
+        filler = fill(disk, leave=4 << 20)
+        with pytest.raises(OSError) as err:
+            await remember(rt, scope, RememberArgs(content="topic9 the cache lives on host c9", force=True))
+        said = explain(err.value)
+        assert f"the disk holding {disk / 'd' / 'vectors'}" in said and "free space on that disk" in said, said
+        assert db_rows(disk / "d", "SELECT count(*) FROM memories") == [(5,)]
+        lines = {c.name: c for c in await health(rt)}
+        assert not lines["vector index disk"].ok and "too little room to write" in lines["vector index disk"].detail
+        filler.unlink()
+        await remember(rt, scope, RememberArgs(content="topic9 the cache lives on host c9", force=True))
     finally:
         await rt.close()
     filler = fill(disk, leave=12 << 20)  # enough for SQLite, too little to load the index

@@ -452,6 +452,12 @@ class VectorIndex(ABC):
         """
         return None
 
+    def check_room(self, collection: str, points: int) -> None:
+        """Raise OSError (ENOSPC, naming the disk and what to free) when a write of ``points``
+        points to ``collection`` would not fit on the index's disk; engines whose files are
+        not this process's never raise. Lets a caller refuse before writing anything elsewhere."""
+        return None
+
     def disk_report(self) -> tuple[bool, str] | None:
         """What the index's files take on their disk, for ``doctor``: (enough room left to
         write, one line); None for engines whose files are not this process's (a server)."""

@@ -16,9 +16,12 @@ Damage: a collection whose record is unreadable or missing beside a shard, whose
 differ from its closing record (truncated, rewritten or deleted while memvault was not
 running), or that Qdrant Edge refuses to load (an error, or a Rust panic) raises
 DamagedCollection. ``set_aside`` then moves the folder to ``<root>.broken-<UTC time>/``
-(the newest ``BROKEN_KEPT`` such folders are kept) so that the collection can be made
-anew and rebuilt from SQLite. A panic of the engine on an open collection becomes
-DamagedCollection too, instead of escaping as a BaseException.
+(the newest ``BROKEN_KEPT`` such folders are kept, while the disk has room) so that the
+collection can be made anew and rebuilt from SQLite. A panic of the engine on an open
+collection becomes DamagedCollection too, instead of escaping as a BaseException. The
+closing record and setting aside live in ``edge_integrity``; the disk's free space, the
+refusal of writes and loads that would not fit (``DiskFull``) in ``edge_disk``; the HNSW
+build's child in ``edge_build``.
 
 Choices, measured on 2 cores with 384-dim vectors at 10k and 100k points:
 
@@ -65,7 +68,7 @@ try:
 except ImportError:  # not POSIX: the lock is probed by loading the shard
     fcntl = None  # type: ignore[assignment]
 
-from . import edge_build, edge_disk
+from . import edge_build, edge_disk, edge_integrity
 from .base import (
     DENSE,
     FLOAT_FIELDS,
@@ -93,6 +96,7 @@ from .base import (
     item_id,
     stored_point,
 )
+from .edge_integrity import changed_files, shard_files
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +104,7 @@ META_FILE = "collection.json"
 SHARD_DIR = "shard"
 META_FORMAT = 1
 SCROLL_PAGE = 2048
-BROKEN_KEPT = 3
+BROKEN_KEPT = edge_integrity.BROKEN_KEPT
 """Damaged collections set aside: the newest this many ``<root>.broken-*`` folders are kept."""
 BUILD_PREFIX = "index-"
 """Folders (``<collection>/index-<time ns>/shard``) holding a shard copied for an index build."""
@@ -173,36 +177,6 @@ def _describe(model_id: str, dim: int) -> str:
 def _is_panic(exc: BaseException) -> bool:
     """True for a Rust panic raised through pyo3 (``pyo3_runtime.PanicException``, a BaseException)."""
     return type(exc).__name__ == "PanicException"
-
-
-def shard_files(sdir: Path) -> dict[str, list[int]]:
-    """Every file under ``sdir``: path relative to it (POSIX) -> [size in bytes, mtime in ns]."""
-    out: dict[str, list[int]] = {}
-    for path in sorted(sdir.rglob("*")):
-        if path.is_file():
-            st = path.stat()
-            out[path.relative_to(sdir).as_posix()] = [st.st_size, st.st_mtime_ns]
-    return out
-
-
-def changed_files(sdir: Path, closed: dict[str, list[int]]) -> list[str]:
-    """How the files under ``sdir`` differ from a closing record (``shard_files`` at close),
-    one phrase per file (``"wal/open-1 (size 33554432 -> 0)"``), sorted by path."""
-    now = shard_files(sdir)
-    out = []
-    for rel in sorted(set(closed) | set(now)):
-        old, new = closed.get(rel), now.get(rel)
-        if old == new:
-            continue
-        if new is None:
-            out.append(f"{rel} (deleted)")
-        elif old is None:
-            out.append(f"{rel} (new)")
-        elif old[0] != new[0]:
-            out.append(f"{rel} (size {old[0]} -> {new[0]})")
-        else:
-            out.append(f"{rel} (rewritten)")
-    return out
 
 
 def edge_filter(flt: VectorFilter | None) -> qe.Filter | None:
@@ -386,24 +360,7 @@ class EdgeVectorIndex(VectorIndex):
                     log.warning("closing damaged vector collection %s: %s", name, exc)
             elif sdir.is_dir() and any(sdir.iterdir()):
                 self._probe_lock(name, sdir)
-            if not cdir.exists():
-                return ""
-            if not edge_disk.room_to_keep(self.root, cdir):
-                # Kept aside, it would leave too little room to rebuild it: SQLite holds every point anyway.
-                size = edge_disk.allocated(cdir)
-                shutil.rmtree(cdir, ignore_errors=True)
-                log.warning("vector collection %s: its damaged files (%s) were deleted, not kept aside: the disk "
-                            "holding %s has %s free, too little to keep them and rebuild the collection", name,
-                            edge_disk.mb(size), self.root, edge_disk.mb(edge_disk.free_bytes(self.root)))
-                return ""
-            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-            dest, n = self.root.parent / f"{self.root.name}.broken-{stamp}" / name, 2
-            while dest.exists():
-                dest, n = self.root.parent / f"{self.root.name}.broken-{stamp}-{n}" / name, n + 1
-            dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.replace(cdir, dest)
-            self._prune_broken()
-            return str(dest)
+            return edge_integrity.move_aside(self.root, name)
 
     # --- writes ------------------------------------------------------------------
 
@@ -560,6 +517,11 @@ class EdgeVectorIndex(VectorIndex):
                 log.debug("vector collection %s closed", name)
             if failed is not None:
                 raise failed
+
+    def check_room(self, collection: str, points: int) -> None:
+        with self._lock:
+            dim = self._get(collection).dim
+        edge_disk.check_write(self.root, points, dim)
 
     def disk_report(self) -> tuple[bool, str]:
         """(room left for writes, one line: the index's allocated size, set-aside copies, free space)."""
@@ -768,11 +730,6 @@ class EdgeVectorIndex(VectorIndex):
             if "WouldBlock" in str(exc):
                 raise StoreLocked(str(sdir)) from exc
             log.debug("vector collection %s does not load (%s)", name, exc)
-
-    def _prune_broken(self) -> None:
-        """Delete all but the newest ``BROKEN_KEPT`` set-aside folders of this root."""
-        for old in edge_disk.broken_copies(self.root)[:-BROKEN_KEPT]:
-            shutil.rmtree(old, ignore_errors=True)
 
     @staticmethod
     def _meta(model_id: str, dim: int, shard: str = SHARD_DIR, built_points: int = 0) -> dict:
