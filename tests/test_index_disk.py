@@ -38,8 +38,8 @@ def points(n: int, seed: int = 0) -> list[Point]:
             for i in range(n)]
 
 
-def closed_store(root: Path, n: int = 20) -> None:
-    idx = EdgeVectorIndex(root)
+def closed_store(root: Path, n: int = 20, *, payload_index_after: int | None = None) -> None:
+    idx = EdgeVectorIndex(root, payload_index_after=payload_index_after)
     idx.ensure_collection(COL, DIM, "test/model")
     idx.upsert(COL, points(n))
     idx.close()
@@ -166,7 +166,7 @@ def test_a_store_too_big_to_load_on_its_disk_is_refused_then_opens_once_space_is
     # damaged). Now the open is refused with the disk named, and nothing is changed.
     disk = small_disk("100m")
     root = disk / "vectors"
-    closed_store(root)
+    closed_store(root, payload_index_after=0)  # payload indexes made: ~7 MB each to load on tmpfs
     filler = fill(disk, leave=20 << 20)
     out = in_child(f"""
     idx = EdgeVectorIndex({str(root)!r})
@@ -259,7 +259,7 @@ async def test_recall_works_again_once_space_is_freed_without_a_restart(small_di
         await remember(rt, scope, RememberArgs(content="topic9 the cache lives on host c9", force=True))
     finally:
         await rt.close()
-    filler = fill(disk, leave=12 << 20)  # enough for SQLite, too little to load the index
+    filler = fill(disk, leave=4 << 20)  # enough for SQLite, too little to open the index
     rt = await opened()
     try:
         with pytest.raises(NotReady) as err:
@@ -271,3 +271,31 @@ async def test_recall_works_again_once_space_is_freed_without_a_restart(small_di
     finally:
         await rt.close()
     assert not list((disk / "d").glob("vectors.broken-*")) and not list(disk.glob("vectors.broken-*"))
+
+
+def test_a_small_store_takes_little_room_on_tmpfs_until_it_grows(small_disk):
+    # Each payload index allocates ~7 MB on tmpfs, read in whole at load: a collection of 20
+    # points took 77 MB after a restart. They are made once the collection holds
+    # PAYLOAD_INDEX_AFTER points; filters work the same below (reading the payload).
+    from memvault.storage.vectors.base import VectorFilter
+    from memvault.storage.vectors.edge import PAYLOAD_INDEX_AFTER
+
+    disk = small_disk("40m")
+    root = disk / "vectors"
+    closed_store(root)
+    for _ in range(3):  # restarts: each load rewrites the shard's config, not what the segments keep
+        again = EdgeVectorIndex(root)
+        again.ensure_collection(COL, DIM, "test/model")
+        again.close()
+    idx = EdgeVectorIndex(root)
+    try:
+        idx.ensure_collection(COL, DIM, "test/model")
+        assert edge_disk.allocated(root) < 4 << 20, edge_disk.mb(edge_disk.allocated(root))
+        flt = VectorFilter(user_id="u", projects=["p"], tags_any=["t"], created_from=1.0e9 + 5, created_to=1.0e9 + 9)
+        assert idx.count(COL, flt) == 5
+        assert idx._open[COL].payload_indexed is False
+        idx.upsert(COL, points(PAYLOAD_INDEX_AFTER, seed=7))
+        assert idx._open[COL].payload_indexed is True
+        assert idx.count(COL, flt) == 10  # both sets of points at those times, now through the indexes
+    finally:
+        idx.close()

@@ -137,6 +137,17 @@ def copy_sparse(src: Path, dst: Path) -> None:
         shutil.copystat(path, target)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def payload_indexes_at_once() -> Iterator[None]:
+    """The stores here are small: have them make their payload indexes at once (normally made at
+    ``PAYLOAD_INDEX_AFTER`` points), so that every kind of file a store holds is there to damage."""
+    from memvault.storage.vectors import edge
+
+    saved, edge.PAYLOAD_INDEX_AFTER = edge.PAYLOAD_INDEX_AFTER, 0
+    yield
+    edge.PAYLOAD_INDEX_AFTER = saved
+
+
 @pytest.fixture(scope="module")
 def fast_dir() -> Iterator[Path]:
     """A temp folder on /dev/shm when there is one (no disk syncs), else in the system temp."""

@@ -180,7 +180,8 @@ async def test_a_disagreement_is_repaired_in_proportion_in_the_background(store,
         assert await disagreement(rt, vectors, await memories_expected(rt, rt.clock.now())) is None
         assert not list(store.parent.glob("vectors.broken-*")) and not list(store.glob("vectors.broken-*"))
         msgs = [r.getMessage() for r in caplog.records]
-        assert any("re-indexing what disagrees from SQLite in the background" in m for m in msgs), msgs
+        assert any("re-indexing what disagrees from SQLite (8 of 2500 memories) in the background" in m
+                   for m in msgs), msgs
         assert any("repaired: 8 of" in m for m in msgs), msgs
     finally:
         await rt.close()

@@ -268,9 +268,9 @@ async def repair(rt: Runtime, exp: Expected, again: Callable[[], Awaitable[Expec
         rt.repairing[name] = state
     try:
         t0 = time.perf_counter()
-        log.error("vector collection %r disagrees with SQLite (%s); %s", name, problem,
-                  "re-indexing what disagrees from SQLite in the background, calls served meanwhile" if background
-                  else "re-indexing what disagrees from SQLite")
+        if background:
+            log.info("vector collection %r disagrees with SQLite (%s); comparing every point with SQLite in the "
+                     "background, calls served meanwhile", name, problem)
         async with AsyncExitStack() as held:
             if not background:
                 await held.enter_async_context(lock)
@@ -286,6 +286,10 @@ async def repair(rt: Runtime, exp: Expected, again: Callable[[], Awaitable[Expec
                                              f"{problem}; {len(todo)} of {exp.count} {exp.noun} missing or wrong")
                 return
             state.reason, state.total = problem, len(todo)
+            # One ERROR line per collection: what was wrong, and what is done about it.
+            log.error("vector collection %r disagrees with SQLite (%s); re-indexing what disagrees from SQLite "
+                      "(%d of %d %s)%s", name, problem, len(todo), exp.count, exp.noun,
+                      " in the background, calls served meanwhile" if background else "")
             for i in range(0, len(todo), REBUILD_BATCH):
                 async with lock:
                     state.done += await exp.reindex(todo[i : i + REBUILD_BATCH])

@@ -180,17 +180,27 @@ def load_need(sdir: Path) -> int:
     reads whole (``_PREFAULTED``); elsewhere none."""
     if not on_tmpfs(sdir):
         return 0
-    try:  # dense vectors created Cold are not read in at load
-        cold = json.loads((sdir / "edge_config.json").read_text(encoding="utf-8"))["vectors"]["dense"]["memory"] == "cold"
-    except (OSError, ValueError, KeyError, TypeError):
-        cold = False
     need = 0
     for p in sdir.rglob("*"):
         rel = p.relative_to(sdir).as_posix()
-        if _PREFAULTED.search(rel) and p.is_file() and not (cold and "vector_storage-dense" in rel):
+        if _PREFAULTED.search(rel) and p.is_file() and not ("vector_storage-dense" in rel and _cold(p)):
             st = p.stat()
             need += max(0, st.st_size - st.st_blocks * 512)
     return need
+
+
+def _cold(path: Path) -> bool:
+    """Whether the segment holding ``path`` keeps its dense vectors mapped without reading them in
+    (its ``segment.json`` says ``ChunkedMmap``; ``InRamChunkedMmap`` is read in at load)."""
+    for seg in path.parents:
+        meta = seg / "segment.json"
+        if meta.is_file():
+            try:
+                kind = json.loads(meta.read_text(encoding="utf-8"))["config"]["vector_data"]["dense"]["storage_type"]
+            except (OSError, ValueError, KeyError, TypeError):
+                return False
+            return isinstance(kind, str) and "InRam" not in kind
+    return False
 
 
 def check_load(root: Path, sdir: Path) -> None:
