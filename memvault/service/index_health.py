@@ -1,8 +1,9 @@
-"""The start-up check of the vector index against SQLite, and its rebuild from SQLite.
+"""The start-up check of the vector index against SQLite, and its repair from SQLite.
 
 SQLite is the record; the vector index (``memories`` and ``docs`` collections) is
-derived from it, so whatever cannot be trusted is rebuilt. At start, once the model and
-the index are loaded and before any call is served (tool calls wait for start-up):
+derived from it, so whatever cannot be trusted is written again. At start, once the
+model and the index are loaded and before any call is served (tool calls wait for
+start-up, but not for a repair moved to the background, step 5):
 
 1. A collection found damaged when opened (unreadable record, files changed after
    memvault closed them, refused by the engine) was already moved aside and made anew,
@@ -26,10 +27,10 @@ the index are loaded and before any call is served (tool calls wait for start-up
    only the missing or wrong ones (and the sampled one found wrong) are written again
    from SQLite. The check then runs again; only if it still disagrees, or when the
    engine failed to read its points or more than half of them were missing or wrong
-   (damaged files, not drift), is the collection
-   moved aside (``vectors.broken-<time>``) and made anew -- left in place when it is
-   empty, or on a Qdrant server, where every point is overwritten -- and every point
-   written again from SQLite (documents from the chunk text the registry stores). One
+   (damaged files, not drift), is the collection moved aside (``vectors.broken-<time>``)
+   and made anew -- left in place when it is empty, or on a Qdrant server, where every
+   point is overwritten -- and every point written again from SQLite (documents from
+   the chunk text the registry stores). One
    ERROR line on stderr says what was wrong and what is done; one INFO line when it is
    done. If the index still disagrees, or the rebuild failed, every call that needs the
    index is refused with the reason (``Runtime.fail``): a broken index is never served
