@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 
 MEMVAULT = str(Path(sys.executable).with_name("memvault"))
-_BASE_ENV = ("PATH", "HOME", "LANG", "TMPDIR")
+_BASE_ENV = ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH")  # PYTHONPATH: the servers run the code the bench runs
 #: The SDK client's connect mode: the initialize handshake, as bench.speed and bench.owner use.
 CONNECT_MODE = "legacy"
 

@@ -81,6 +81,10 @@ async def run_doctor(settings: Settings, say: Callable[[str], object]) -> int:
             emb = await rt.run_sync(rt.load_embedder, settings)
             say(f"model         ok {emb.model_id} dim={emb.dim} ({time.perf_counter() - t0:.1f}s incl. load)")
             say("vector index  held by the owner (checked when no owner runs)")
+            for line in status.get("index") or []:
+                say(f"vector index  {line}")
+                if "being repaired" in line or "refused" in line or "too little room" in line:
+                    problems.append(line)
         else:
             await rt.load()
             try:
@@ -96,6 +100,11 @@ async def run_doctor(settings: Settings, say: Callable[[str], object]) -> int:
                 present = await rt.run_sync(vectors.ids, MEMORY_COLLECTION)
                 missing, orphans = len(wanted - present), len(present - wanted)
                 say(f"vector index  {type(vectors).__name__}: {len(present)} points for {len(wanted)} live memories")
+                report = await rt.run_sync(vectors.disk_report)
+                if report is not None:
+                    say(f"index disk    {report[1]}")
+                    if not report[0]:
+                        problems.append(f"vector index disk: {report[1]}")
                 if missing or orphans:
                     problems.append(f"index out of step with SQLite ({missing} live memories without a point, "
                                     f"{orphans} points without a live memory): run `memvault reindex`")

@@ -95,10 +95,30 @@ class Owner:
         self.ui = UiHost(settings, self._page_runtime, self.status, self._touch)
 
     def status(self) -> dict[str, Any]:
-        """What ``memvault doctor`` shows: pid, version, start time, connections, idle seconds."""
+        """What ``memvault doctor`` shows: pid, version, start time, connections, idle seconds, and
+        (once the index is open) ``index``: lines about it (repairs running, disk use, why calls are refused)."""
         idle = None if self.idle_since is None else round(time.monotonic() - self.idle_since, 1)
         return {"pid": os.getpid(), "version": __version__, "since": self.since, "connections": self.connections,
-                "served": self.served, "idle_s": idle, "idle_exit_s": self.settings.server.owner_idle_s}
+                "served": self.served, "idle_s": idle, "idle_exit_s": self.settings.server.owner_idle_s,
+                "index": self._index_lines()}
+
+    def _index_lines(self) -> list[str]:
+        """What the owner knows of its vector index, one line each (cheap: no engine call)."""
+        rt = self.runtime
+        if not isinstance(rt, Runtime):
+            return []
+        lines = [state.describe(name) for name, state in rt.repairing.items()]
+        if rt.error is not None:
+            lines.append(f"calls that need the index are refused: {rt.error}")
+        vectors = rt.vectors
+        if vectors is not None:
+            try:
+                report = vectors.disk_report()
+            except OSError as exc:
+                report = (False, f"disk use unknown ({exc})")
+            if report is not None:
+                lines.append(f"disk {report[1]}")
+        return lines
 
     async def run(self) -> None:
         """Listen, serve, and return after the idle time with no connection (or on SIGTERM/SIGINT)."""

@@ -17,6 +17,7 @@ import sqlite3
 from pathlib import Path
 
 from memvault.service.errors import MemvaultError
+from memvault.storage.vectors.edge_disk import DiskFull
 
 MAX_CHARS = 600
 """Longest explanation: an exception's text can quote a whole argument back."""
@@ -85,7 +86,7 @@ def explain(exc: BaseException, *, db: Path | None = None) -> str:
     ``db``: the SQLite file, named in database failures. Never raises.
     """
     try:
-        if isinstance(exc, MemvaultError):
+        if isinstance(exc, MemvaultError | DiskFull):  # DiskFull: already names the disk and what to free
             return _cut(str(exc))
         if isinstance(exc, sqlite3.Error):
             return _cut(_sqlite_sentence(exc, db))

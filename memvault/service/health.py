@@ -2,7 +2,8 @@
 
 The process that holds the stores (the owner) checks them in place: SQLite (schema),
 the model (loaded), the vector index against SQLite (live memories without a point,
-points without a live memory), and collections set aside as damaged. Each check is one
+points without a live memory), what the index takes on its disk and the room left,
+repairs running in the background, and collections set aside as damaged. Each check is one
 line with what is wrong and the command that fixes it.
 """
 
@@ -23,8 +24,8 @@ class Check:
 
 
 async def health(rt: Runtime) -> list[Check]:
-    """The checks, in order: sqlite, model, vector index, set-aside collections. Never raises for a
-    failed check: it is reported as a line with ``ok=False``."""
+    """The checks, in order: sqlite, model, vector index, its disk use, repairs running, set-aside
+    collections. Never raises for a failed check: it is reported as a line with ``ok=False``."""
     checks = [Check("sqlite", True, f"schema {await rt.facts.schema_version()}, {rt.settings.db_path}")]
     if not rt.vectors and rt.error is None:
         checks.append(Check("model", True, "still loading"))
@@ -44,6 +45,11 @@ async def health(rt: Runtime) -> list[Check]:
                             "(after closing the clients)"))
     else:
         checks.append(Check("vector index", True, f"{len(present)} points for {len(wanted)} live memories"))
+    report = await rt.run_sync(vectors.disk_report)
+    if report is not None:
+        checks.append(Check("vector index disk", report[0], report[1]))
+    for name, state in rt.repairing.items():
+        checks.append(Check(f"collection {name}", False, state.describe(name) + "; calls are served meanwhile"))
     for name, aside in rt.set_aside.items():
         checks.append(Check(f"collection {name}", False, f"set aside as damaged ({aside.reason}); rebuilt from SQLite"))
     return checks

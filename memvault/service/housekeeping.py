@@ -4,7 +4,8 @@ Start-up (once the model and index are loaded): check the index against SQLite a
 rebuild what disagrees (``index_health``; expired memories are purged on the way), purge
 expired tasks, re-weigh documents indexed under an older keyword weighting.
 While serving: flush the embedded index every ``flush_interval_s`` (power-loss safety;
-Qdrant Edge's WAL already survives a process crash), sweep expired records every
+Qdrant Edge's WAL already survives a process crash), index rows left pending by a failed
+index write (a full disk) every ``SETTLE_INTERVAL_S``, sweep expired records every
 ``SWEEP_INTERVAL_S``, build the embedded index's HNSW graph in a child process when
 enough points are searched exactly (``index_build``; checked every ``CHECK_INTERVAL_S``,
 the build runs beside this loop) and, when ``policies.consolidate_every_hours`` is set
@@ -22,13 +23,15 @@ from memvault.service.consolidate import consolidate_all
 from memvault.service.docs_index import reweigh_documents
 from memvault.service.index_build import CHECK_INTERVAL_S, build_if_due
 from memvault.service.index_health import heal_index
-from memvault.service.indexing import sweep_expired
+from memvault.service.indexing import settle_pending, sweep_expired
 from memvault.service.runtime import Runtime
 from memvault.service.tasks import sweep_tasks
 
 log = logging.getLogger(__name__)
 
 SWEEP_INTERVAL_S = 600.0
+SETTLE_INTERVAL_S = 60.0
+"""Seconds between two passes over rows left ``pending`` while serving (their index write failed)."""
 
 
 async def after_ready(rt: Runtime) -> None:
@@ -57,7 +60,7 @@ async def housekeeping(rt: Runtime) -> None:
 
 
 async def _timers(rt: Runtime, tg: anyio.abc.TaskGroup) -> None:
-    since_sweep = since_consolidate = 0.0
+    since_sweep = since_consolidate = since_settle = 0.0
     since_index = CHECK_INTERVAL_S  # checked once start-up housekeeping is done
     interval = rt.settings.storage.flush_interval_s
     every_h = rt.settings.policies.consolidate_every_hours
@@ -75,6 +78,7 @@ async def _timers(rt: Runtime, tg: anyio.abc.TaskGroup) -> None:
         since_sweep += interval
         since_consolidate += interval
         since_index += interval
+        since_settle += interval
         if since_index >= CHECK_INTERVAL_S and not building and rt.started_done():
             since_index = 0.0
             building = True
@@ -90,6 +94,13 @@ async def _timers(rt: Runtime, tg: anyio.abc.TaskGroup) -> None:
                 await rt.run_sync(rt.vectors.flush)
             except Exception as exc:
                 log.warning("index flush failed: %s", exc)
+        if since_settle >= SETTLE_INTERVAL_S and rt.started_done() and rt.error is None:
+            since_settle = 0.0
+            try:  # rows whose index write failed while serving (a full disk): indexed once it works again
+                async with rt.write_lock:
+                    await settle_pending(rt, rt.clock.now())
+            except Exception as exc:
+                log.warning("indexing rows left pending failed (tried again in %.0f s): %s", SETTLE_INTERVAL_S, exc)
         if since_sweep >= SWEEP_INTERVAL_S:
             since_sweep = 0.0
             try:

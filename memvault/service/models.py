@@ -92,6 +92,8 @@ class RecallResult(BaseModel):
                                        "memory looks relevant: says so and gives the best relevance seen.")
     nothing_relevant: bool = Field(False, description="True when no memory reached the relevance of a likely answer "
                                    "(0.3): what is returned, if anything, probably does not answer the query.")
+    index_note: str | None = Field(None, description="Set while the vector index is being repaired in the background: "
+                                   "results may leave out memories not yet re-indexed.")
 
 
 class ForgottenItem(BaseModel):

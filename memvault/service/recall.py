@@ -109,10 +109,12 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
                        created_from=since, created_to=until, reader=reader)
     channels = await search_channels(rt, MEMORY_COLLECTION, query, flt, max(r.candidates, limit))
     rows = {m.id: m for m in await rt.facts.get(channels.ids())}
-    # The index may briefly lag SQLite; SQLite decides what is alive.
+    # The index may briefly lag SQLite, and widens time bounds by a float step
+    # (``engine_bounds``); SQLite decides what is alive and in [since, until].
     alive = {mid: row for mid, row in rows.items()
              if row.status == "active" and (row.expires_at is None or row.expires_at > now)
-             and row.readable_by(reader)}
+             and row.readable_by(reader) and (since is None or row.created_at >= since)
+             and (until is None or row.created_at <= until)}
     scored = await rt.run_sync(score_candidates, channels, {mid: row.content for mid, row in alive.items()}, r)
     fused = {mid: sc.score for mid, sc in scored.items()}
     near = await neighbours_of_best(rt, fused, alive, now, reader) if r.neighbour_lift > 0 else {}
@@ -178,6 +180,9 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
                 "and nothing stored may answer this query")
     memories, truncated = bounded(kept, s.replies.content_budget_chars, s.replies.reply_budget_chars)
     await rt.facts.touch([m.id for m in memories], rt.clock.now())
+    repairing = rt.repairing.get(MEMORY_COLLECTION)
     return RecallResult(scope=scope, memories=memories, truncated=truncated, query_note=query_note,
                         min_relevance=floor, below_min_relevance=below, relevance_note=note,
-                        nothing_relevant=best < max(LIKELY_ANSWER, floor))
+                        nothing_relevant=best < max(LIKELY_ANSWER, floor),
+                        index_note=None if repairing is None else repairing.describe(MEMORY_COLLECTION)
+                        + "; results may leave out memories not yet re-indexed")

@@ -178,6 +178,8 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
             expires_at=expires_at, content_hash=chash, embedding_model=emb.model_id,
             visibility=visibility, agent=agent,
         )
+        # A full index disk refuses the write here, before SQLite keeps a row the index cannot take.
+        await rt.run_sync(vectors.check_room, MEMORY_COLLECTION, len(windows))
         await rt.facts.add(row, supersede=old_rows, actor=source, consolidated_from=merges)
         await index_rows(rt, [row], dense=[windows])
         await unindex_rows(rt, old_rows)

@@ -11,7 +11,7 @@ Blocking engine calls run in worker threads (``run_sync``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -62,6 +62,25 @@ class SetAside:
 
 
 @dataclass
+class Repairing:
+    """A repair of one vector collection running in the background while calls are served.
+
+    reason: what the start-up check found; total: points to write (0 while still counting);
+    done: points written so far; started: unix seconds.
+    """
+
+    reason: str
+    total: int = 0
+    done: int = 0
+    started: float = 0.0
+
+    def describe(self, name: str) -> str:
+        """One line for a person (``doctor``, recall's note)."""
+        left = f"{self.done} of {self.total} points rewritten" if self.total else "comparing every point with SQLite"
+        return f"vector collection {name!r} is being repaired in the background ({self.reason}; {left})"
+
+
+@dataclass
 class Runtime:
     """Everything a service needs. One per data dir and process.
 
@@ -87,6 +106,8 @@ class Runtime:
     _after_ready: Callable[[Runtime], Any] | None = None
     _reopen_lock: anyio.Lock = field(default_factory=anyio.Lock)
     set_aside: dict[str, SetAside] = field(default_factory=dict)
+    repairing: dict[str, Repairing] = field(default_factory=dict)
+    _background: anyio.abc.TaskGroup | None = None
     # Limits concurrent engine calls in worker threads (the model already uses both cores).
     _engine_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(2))
 
@@ -121,8 +142,20 @@ class Runtime:
         the other one exits.
         """
         self._after_ready = after_ready
-        async with anyio.create_task_group() as tg:  # ends when the query preparation ends too
-            await self._load(tg, after_ready, rebuild)
+        async with anyio.create_task_group() as tg:  # ends when the query preparation and repairs end too
+            self._background = tg
+            try:
+                await self._load(tg, after_ready, rebuild)
+            finally:
+                self._background = None
+
+    def in_background(self, fn: Callable[[], Coroutine[Any, Any, Any]]) -> bool:
+        """Run ``fn`` beside serving, in ``load``'s task group (which then ends when ``fn`` does);
+        False (nothing started) when ``load`` is not running."""
+        if self._background is None:
+            return False
+        self._background.start_soon(fn)
+        return True
 
     async def _load(self, tg: anyio.abc.TaskGroup, after_ready: Callable[[Runtime], Any] | None,
                     rebuild: bool) -> None:
@@ -223,7 +256,7 @@ class Runtime:
                 raise
             self.set_aside[name] = SetAside(exc.reason, moved)
             log.error("vector collection %r in %s is damaged (%s); %s; rebuilding it from SQLite",
-                      name, exc.where, exc.reason, f"moved it to {moved}" if moved else "nothing to move")
+                      name, exc.where, exc.reason, f"moved it to {moved}" if moved else "nothing kept aside")
         await self.run_sync(vectors.ensure_collection, name, emb.dim, emb.model_id)
 
     @property
@@ -231,23 +264,33 @@ class Runtime:
         """Why calls that need the model or the index are refused (None: they are not)."""
         return self._error
 
-    def fail(self, reason: str) -> None:
+    def fail(self, reason: str, *, retry: bool = False) -> None:
         """Refuse every call that needs the index from now on, with ``reason`` (NotReady):
-        start-up could not make the index agree with SQLite, and a partial index is never served."""
+        start-up could not make the index agree with SQLite, and a partial index is never served.
+        ``retry``: the cause may go away by itself (a full disk): every later call closes the
+        index and tries to open and check it again, as after a store held by another process."""
         self._error = reason
+        self._locked = self._locked or retry
 
     async def _retry_locked(self) -> None:
-        """Try the embedded store again if another process held it (a refused open fails at once)."""
+        """Try the embedded store again if another process held it, or start-up failed for a
+        cause that may have gone (a full disk; ``fail(retry=True)``): a refused open fails at once."""
         async with self._reopen_lock:
             if not self._locked:
                 return
+            old, self._vectors = self._vectors, None
+            if old is not None:  # opened, then its check failed: open it anew
+                try:
+                    await anyio.to_thread.run_sync(old.close)
+                except Exception as exc:
+                    log.warning("closing the vector index before opening it again: %s", exc)
             try:
                 await self._open_index()
             except Exception as exc:
                 self._error = str(exc) or type(exc).__name__
                 return
             self._error, self._locked = None, False
-            log.info("the vector store was released by the other process; serving")
+            log.info("the vector store opened again (released by another process, or space freed); serving")
             if self._after_ready is not None:
                 await self._after_ready(self)
 

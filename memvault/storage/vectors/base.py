@@ -30,6 +30,7 @@ points.
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 from abc import ABC, abstractmethod
@@ -220,6 +221,41 @@ class VectorFilter:
         return out
 
 
+RANGE_SLACK_ULPS = 1
+"""How many float steps (``math.nextafter``) each range bound is widened by before it reaches the engine."""
+
+
+def engine_bounds(c: Condition) -> dict[str, float]:
+    """The bounds to hand the engine for a ``range`` (``gte``/``lte``) or ``alive`` (``gt``)
+    condition, as keyword arguments of a range (``gte``, ``lte``, ``gt``).
+
+    Qdrant's payload index of an optimized (immutable) segment may hold a float one step
+    (one ulp) off the value in the payload, so a bound placed exactly on a stored value
+    can leave that point out: on an HNSW-indexed store, ``lte=X`` missed the points created
+    at exactly X for about one value in ten, while un-indexed segments were exact. Every
+    inclusive bound is therefore widened by ``RANGE_SLACK_ULPS`` steps (``lte`` up, ``gte``
+    down), so that a point at the bound is always included; a point a step or two outside
+    it may come back too, and callers that need the exact bound apply it to the rows they
+    read from SQLite (recall does). The exclusive ``gt`` of ``alive`` moves the same steps
+    up, so that a point expiring at exactly that time is never kept (one expiring a step
+    later may be left out, which SQLite's own check of expiry would do a moment later).
+    """
+    out: dict[str, float] = {}
+    if c.gte is not None:
+        out["gte"] = _step(c.gte, -math.inf)
+    if c.lte is not None:
+        out["lte"] = _step(c.lte, math.inf)
+    if c.gt is not None:
+        out["gt"] = _step(c.gt, math.inf)
+    return out
+
+
+def _step(x: float, toward: float) -> float:
+    for _ in range(RANGE_SLACK_ULPS):
+        x = math.nextafter(float(x), toward)
+    return x
+
+
 def first_points_of(flt: VectorFilter | None) -> VectorFilter:
     """``flt`` (None: every point, any status) narrowed to the first point of each item, for
     ``VectorIndex.count``: an item of several points counts once."""
@@ -385,10 +421,12 @@ class VectorIndex(ABC):
 
     @abstractmethod
     def search_dense(
-        self, collection: str, vector: Sequence[float], flt: VectorFilter, limit: int
+        self, collection: str, vector: Sequence[float], flt: VectorFilter, limit: int, *, exact: bool = False
     ) -> list[Hit]:
         """Top ``limit`` items by cosine similarity of their best point to ``vector``, among
-        the points matching ``flt``, best first."""
+        the points matching ``flt``, best first. ``exact``: compare with every matching
+        point instead of walking an HNSW graph (slower on a large collection; an approximate
+        search may miss a point without anything being wrong)."""
 
     @abstractmethod
     def search_sparse(
@@ -412,6 +450,17 @@ class VectorIndex(ABC):
         nothing (a Qdrant server's collection may serve other processes). Raises
         StoreLocked when another process holds it.
         """
+        return None
+
+    def check_room(self, collection: str, points: int) -> None:
+        """Raise OSError (ENOSPC, naming the disk and what to free) when a write of ``points``
+        points to ``collection`` would not fit on the index's disk; engines whose files are
+        not this process's never raise. Lets a caller refuse before writing anything elsewhere."""
+        return None
+
+    def disk_report(self) -> tuple[bool, str] | None:
+        """What the index's files take on their disk, for ``doctor``: (enough room left to
+        write, one line); None for engines whose files are not this process's (a server)."""
         return None
 
     def index_state(self, collection: str) -> IndexState | None:

@@ -3,7 +3,8 @@
 ``EdgeShard.optimize()`` (merge segments, build HNSW) holds the GIL for its whole run
 (measured on 2 cores: 14.6 s at 30k points, 138 s at 100k), so it never runs in the
 serving process. ``EdgeVectorIndex.build_index`` copies the shard folder (writes paused,
-reads go on), and this module's child, started as
+reads go on), and this module's child (which first makes the payload indexes if the
+shard has none yet), started as
 ``python -m memvault.storage.vectors.edge_build <folder> --dim D --indexing-threshold-kb N``,
 optimizes the copy with a low CPU priority and one indexing thread (the other core keeps
 serving), flushes and closes it, and writes ``built.json`` (points, indexed vectors,
@@ -28,7 +29,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from .base import DENSE, KEYWORDS
+from .base import DENSE, FLOAT_FIELDS, KEYWORD_FIELDS, KEYWORDS, PREFIX_FIELDS
 
 BUILT_FILE = "built.json"
 """Written beside the copy's ``shard`` folder by a child that finished (JSON: points, indexed, segments, seconds)."""
@@ -42,15 +43,31 @@ vectors (~6.5k 384-dim points) is answered exactly through the payload indexes, 
 log = logging.getLogger(__name__)
 
 
-def edge_config(dim: int, **extra: Any) -> qe.EdgeConfig:
+def edge_config(dim: int, *, cold_vectors: bool = False, **extra: Any) -> qe.EdgeConfig:
     """memvault's shard configuration: dense vectors of ``dim`` (cosine) and IDF keyword
-    vectors; ``extra``: more EdgeConfig arguments. The WAL is left on (never pass
+    vectors; ``cold_vectors``: dense vectors mapped without being read in at load
+    (``Memory.Cold``; for a shard created on tmpfs, where reading a hole allocates it; a
+    shard keeps the placement it was created with, None leaves it as it is);
+    ``extra``: more EdgeConfig arguments. The WAL is left on (never pass
     ``wal_enabled=False``: nothing survives a kill then)."""
     return qe.EdgeConfig(
-        vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+        vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine,
+                                            memory=qe.Memory.Cold if cold_vectors else None)},
         sparse_vectors={KEYWORDS: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         **extra,
     )
+
+
+def payload_index_ops(have: set[str]) -> list[qe.UpdateOperation]:
+    """The operations creating memvault's payload indexes (``KEYWORD_FIELDS`` keyword,
+    ``FLOAT_FIELDS`` float, ``PREFIX_FIELDS`` keyword with prefix matching) missing from ``have``."""
+    # qe.PayloadSchemaParams is a stub-only alias (qdrant_edge's .pyi); a local annotation is never evaluated.
+    wanted: list[tuple[str, qe.PayloadSchemaType | qe.PayloadSchemaParams]] = [
+        (f, qe.PayloadSchemaType.Keyword) for f in KEYWORD_FIELDS
+    ]
+    wanted += [(f, qe.PayloadSchemaType.Float) for f in FLOAT_FIELDS]
+    wanted += [(f, qe.KeywordIndexParams(prefix=True)) for f in PREFIX_FIELDS]
+    return [qe.UpdateOperation.create_field_index(f, schema) for f, schema in wanted if f not in have]
 
 
 def build(folder: Path, dim: int, indexing_threshold_kb: int,
@@ -72,6 +89,8 @@ def build(folder: Path, dim: int, indexing_threshold_kb: int,
     )
     shard = qe.EdgeShard.load(str(folder / "shard"), config)
     try:
+        for op in payload_index_ops(set(shard.info().payload_schema)):  # an HNSW shard always has them
+            shard.update(op)
         shard.optimize()
         info = shard.info()
         shard.flush()

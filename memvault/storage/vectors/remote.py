@@ -48,6 +48,7 @@ from .base import (
     canonical_id,
     check_collection_name,
     dense_list,
+    engine_bounds,
     first_points_of,
     item_id,
     stored_point,
@@ -74,13 +75,13 @@ def client_filter(flt: VectorFilter | None) -> models.Filter | None:
         elif c.op == "any":
             must.append(models.FieldCondition(key=c.key, match=models.MatchAny(any=c.value)))
         elif c.op == "range":
-            must.append(models.FieldCondition(key=c.key, range=models.Range(gte=c.gte, lte=c.lte)))
+            must.append(models.FieldCondition(key=c.key, range=models.Range(**engine_bounds(c))))
         elif c.op == "alive":
             must.append(
                 models.Filter(
                     should=[
                         models.IsEmptyCondition(is_empty=models.PayloadField(key=c.key)),
-                        models.FieldCondition(key=c.key, range=models.Range(gt=c.gt)),
+                        models.FieldCondition(key=c.key, range=models.Range(**engine_bounds(c))),
                     ]
                 )
             )
@@ -220,9 +221,10 @@ class RemoteVectorIndex(VectorIndex):
 
     # --- reads -------------------------------------------------------------------
 
-    def search_dense(self, collection: str, vector: Sequence[float], flt: VectorFilter, limit: int) -> list[Hit]:
+    def search_dense(self, collection: str, vector: Sequence[float], flt: VectorFilter, limit: int, *,
+                     exact: bool = False) -> list[Hit]:
         query = dense_list(vector, self._dim(collection))
-        return self._query(collection, query, DENSE, flt, limit)
+        return self._query(collection, query, DENSE, flt, limit, exact=exact)
 
     def search_sparse(self, collection: str, sparse: SparseVector, flt: VectorFilter, limit: int) -> list[Hit]:
         self._dim(collection)
@@ -282,7 +284,8 @@ class RemoteVectorIndex(VectorIndex):
             raise UnknownCollection(collection)
         return dim
 
-    def _query(self, collection: str, query: Any, using: str, flt: VectorFilter, limit: int) -> list[Hit]:
+    def _query(self, collection: str, query: Any, using: str, flt: VectorFilter, limit: int, *,
+               exact: bool = False) -> list[Hit]:
         if limit <= 0 or flt.matches_nothing():
             return []
         fetch = limit
@@ -294,6 +297,7 @@ class RemoteVectorIndex(VectorIndex):
                     using=using,
                     query_filter=client_filter(flt),
                     limit=fetch,
+                    search_params=models.SearchParams(exact=True) if exact else None,
                     with_payload=[PARENT],
                     with_vectors=False,
                 )
