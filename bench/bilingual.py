@@ -13,8 +13,8 @@ language than its memory is a cross-lingual pair (en->zh or zh->en; 100 per dire
 over both stores), the other a same-language pair; the same-language memories of other
 facts are the distractors. C's questions (46 per store) have no answer in the store.
 
-Per option of fusion (``bench.bilingual.OPTIONS``: RRF as before, convex combinations,
-keyword coverage, a dense gate, language-neutral dense scores) the same captured
+Per option of fusion (``bench.bilingual.OPTIONS``: dense weights of convex fusion, with
+and without the language correction) the same captured
 candidates (``service.fusion.search_channels``) are scored with
 ``service.fusion.score_candidates`` and ordered as ``recall.rank`` orders them
 (``final_score`` with the row's importance; recency is equal for all). Reported:
@@ -50,30 +50,18 @@ DOC_CASES = ROOT / "tests" / "data" / "bilingual_docs.json"
 STORED = 100  # facts 0..99 are stored (A even, B odd); the rest are asked but never stored
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
-# name -> (RankingSettings overrides, score_candidates keyword arguments)
-OPTIONS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "rrf (before)": ({"fusion": "rrf", "language_neutral": False}, {}),
-    "rrf + neutral": ({"fusion": "rrf"}, {}),
-    "convex 0.5": ({"fusion_dense_weight": 0.5, "language_neutral": False},
-                   {"coverage_weighted": False, "cross_script": False}),
-    "convex 0.7": ({"fusion_dense_weight": 0.7, "language_neutral": False},
-                   {"coverage_weighted": False, "cross_script": False}),
-    "convex 0.7 + coverage": ({"fusion_dense_weight": 0.7, "language_neutral": False}, {"cross_script": False}),
-    "convex 0.7 + gate": ({"fusion_dense_weight": 0.7, "language_neutral": False},
-                          {"coverage_weighted": False, "dense_gate": True, "cross_script": False}),
-    "convex 0.7 + coverage + cross-script": ({"fusion_dense_weight": 0.7, "language_neutral": False}, {}),
-    "convex 0.7 + coverage + neutral": ({"fusion_dense_weight": 0.7}, {"cross_script": False}),
-    "convex 0.7 + coverage + gate + neutral": ({"fusion_dense_weight": 0.7}, {"dense_gate": True, "cross_script": False}),
-    "convex 0.4 + coverage + neutral + cross-script": ({"fusion_dense_weight": 0.4}, {}),
-    "convex 0.5 + coverage + neutral + cross-script": ({"fusion_dense_weight": 0.5}, {}),
-    "convex 0.6 + coverage + neutral + cross-script": ({"fusion_dense_weight": 0.6}, {}),
-    "convex 0.7 + coverage + neutral + cross-script": ({"fusion_dense_weight": 0.7}, {}),
-    "convex 0.8 + coverage + neutral + cross-script": ({"fusion_dense_weight": 0.8}, {}),
-    "convex 0.9 + coverage + neutral + cross-script": ({"fusion_dense_weight": 0.9}, {}),
-    "dense only + neutral": ({"fusion_dense_weight": 1.0}, {}),
-    "dense only": ({"fusion_dense_weight": 1.0, "language_neutral": False}, {}),
+# name -> RankingSettings overrides (one option per dense weight, and without the language
+# correction; the other mechanisms are switched off one at a time by bench.fusion_compare)
+OPTIONS: dict[str, dict[str, Any]] = {
+    "convex 0.4 (default)": {},
+    "convex 0.4, no language correction": {"language_neutral": False},
+    "convex 0.5": {"fusion_dense_weight": 0.5},
+    "convex 0.6": {"fusion_dense_weight": 0.6},
+    "convex 0.8": {"fusion_dense_weight": 0.8},
+    "dense only": {"fusion_dense_weight": 1.0},
+    "dense only, no language correction": {"fusion_dense_weight": 1.0, "language_neutral": False},
 }
-DEFAULT_OPTION = "convex 0.4 + coverage + neutral + cross-script"  # the shipped defaults
+DEFAULT_OPTION = "convex 0.4 (default)"  # the shipped defaults
 
 
 @dataclass(frozen=True)
@@ -162,10 +150,9 @@ def order(asked: Asked, option: str, rk) -> list[tuple[str, float]]:
     from memvault.service.fusion import score_candidates
     from memvault.service.recall import LIKELY_ANSWER
 
-    over, kw = OPTIONS[option]
-    r = rk.model_copy(update=over)
+    r = rk.model_copy(update=OPTIONS[option])
     ch = asked.channels if r.language_neutral else replace(asked.channels, query_dots={})
-    scored = score_candidates(ch, asked.texts, r, **kw)
+    scored = score_candidates(ch, asked.texts, r)
     # the probe's memories are stored at one time: one conversation, in the probe's order
     near = conversation_neighbours(asked.beside, dict.fromkeys(asked.texts, 0.0),
                                    {i: len(t) for i, t in asked.texts.items()})
@@ -222,8 +209,7 @@ def calibration_rows(asked: list[Asked], rk, option: str = DEFAULT_OPTION, top: 
     from memvault.policy.fusion import dense_background
     from memvault.service.fusion import fusion_inputs
 
-    over, _ = OPTIONS[option]
-    r = rk.model_copy(update=over)
+    r = rk.model_copy(update=OPTIONS[option])
     out = []
     for a in asked:
         ch = a.channels if r.language_neutral else replace(a.channels, query_dots={})

@@ -252,12 +252,18 @@ def v_shipped(**over) -> Variant:
     return f
 
 
-def v_options(**options) -> Variant:
-    """The shipped ranking with ``score_candidates`` options switched (``coverage_weighted``,
-    ``cross_script``)."""
+def v_options(coverage_weighted: bool = True, cross_script: bool = True) -> Variant:
+    """The shipped ranking with keyword coverage (``coverage_weighted``) or the cross-language
+    stand-in (``cross_script``) switched off: ``service.fusion.score_candidates``'s steps with
+    those arguments of ``policy.fusion.convex_fuse`` changed."""
     def f(ch, texts, r, q):
-        from memvault.service.fusion import score_candidates
-        return score_candidates(ch, texts, r, **options)
+        from memvault.policy.fusion import convex_fuse
+        from memvault.service.fusion import fusion_inputs, scored
+        fi = fusion_inputs(ch, texts)
+        fused = convex_fuse(fi.dense, fi.keyword, dense_weight=r.fusion_dense_weight,
+                            coverage=fi.coverage if coverage_weighted else None,
+                            unjudged=fi.unjudged if cross_script else None)
+        return scored(fi, fused, ch)
     f.ranking_over = {"neighbour_lift": 0.7}  # type: ignore[attr-defined]
     return f
 

@@ -19,8 +19,8 @@ documents  DocumentSettings     what index_docs reads, how search_docs cuts
 ========== ==================== ===================================================
 
 Environment names are flat and unchanged: field ``<group>.<name>`` is set by
-``MEMVAULT_<NAME>`` (``ranking.rrf_k`` by ``MEMVAULT_RRF_K``), because every field name
-is unique across the groups. Keyword arguments are flat too: ``Settings(rrf_k=5,
+``MEMVAULT_<NAME>`` (``ranking.candidates`` by ``MEMVAULT_CANDIDATES``), because every field name
+is unique across the groups. Keyword arguments are flat too: ``Settings(candidates=50,
 data_dir=p)`` puts each value in its group, and the other fields of that group still
 come from the environment.
 """
@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
@@ -163,26 +163,11 @@ class PolicySettings(_Group):
 class RankingSettings(_Group):
     """How candidates are gathered, fused and ordered (recall, forget by query, search_docs)."""
 
-    # k = 10, not Cormack et al.'s 60: with only two channels and 100 candidates each, k = 60
-    # makes ranks 1 and 5 differ by 6% of relevance, so the importance term reorders the
-    # top. Measured (bench/, docs/benchmarks.md), k = 60 -> 10: LoCoMo (7 conv., 1,033 q)
-    # turn R@5/R@10 0.529/0.619 -> 0.560/0.646; LongMemEval_S (20 q) session nDCG@5 0.937 ->
-    # 0.955; SciFact nDCG@10 0.692 -> 0.703; CMRC-zh (1,000 q) 0.981 -> 0.981. k = 5 and 20
-    # were measured too and are no better.
-    rrf_k: int = Field(default=10, ge=1, description="RRF constant (Cormack et al. 2009 use 60; see comment).")
-    weight_dense: float = Field(default=1.0, ge=0, description="Weight of the dense channel in RRF.")
-    weight_keyword: float = Field(default=1.0, ge=0, description="Weight of the keyword channel in RRF.")
     weight_relevance: float = Field(default=0.8, ge=0, description="Weight of fused relevance in the final score.")
     weight_importance: float = Field(default=0.1, ge=0, description="Weight of importance in the final score.")
     weight_recency: float = Field(default=0.1, ge=0, description="Weight of recency in the final score.")
     half_life_days: float = Field(default=30.0, gt=0, description="Recency half-life on last access, days.")
     candidates: int = Field(default=100, ge=10, le=1000, description="Candidates per channel before fusion.")
-    # Fusion: see memvault/policy/fusion.py and docs/benchmarks.md ("Fusion and languages")
-    # for the options measured and why these are the defaults.
-    fusion: Literal["convex", "rrf"] = Field(
-        default="convex", description="How the dense and keyword channels are combined: convex (normalised scores, "
-        "keyword weighted by query coverage) or rrf (weighted reciprocal rank fusion).",
-    )
     # Dense weight 0.4 (was 0.6), with policy.fusion.CROSS_SCRIPT_FLOOR: LoCoMo dev (1,033 q)
     # turn R@5/R@10 0.557/0.631 -> 0.592/0.671, LongMemEval 16 q session all@5 0.875 -> 0.938,
     # SciFact slice nDCG@10 0.894 -> 0.908, CMRC slice 0.993 -> 0.990, bilingual probe no
@@ -290,14 +275,14 @@ class Settings(BaseModel):
 
     if TYPE_CHECKING:
         # What the constructor really takes: groups by name or flat setting names
-        # (``Settings(rrf_k=5, data_dir=p)``), sorted into groups by ``_route_flat_names``.
+        # (``Settings(candidates=50, data_dir=p)``), sorted into groups by ``_route_flat_names``.
         # Type checkers would otherwise see only the seven group fields.
         def __init__(self, **settings: Any) -> None: ...
 
     @model_validator(mode="before")
     @classmethod
     def _route_flat_names(cls, data: Any) -> Any:
-        """``{"rrf_k": 5}`` -> ``{"ranking": RankingSettings(rrf_k=5)}`` (the rest from the env)."""
+        """``{"candidates": 50}`` -> ``{"ranking": RankingSettings(candidates=50)}`` (the rest from the env)."""
         if not isinstance(data, dict):
             return data
         routed: dict[str, dict[str, Any]] = {}
@@ -361,7 +346,7 @@ def _shown(name: str, value: Any) -> str:
 
 
 def _problems(exc: ValidationError | SettingsError, flags: dict[str, str]) -> list[str]:
-    """One phrase per bad setting: ``MEMVAULT_RRF_K='abc' is not allowed: <what is>; unset it for the default 10``."""
+    """One phrase per bad setting: ``MEMVAULT_CANDIDATES='abc' is not allowed: <what is>; unset it for the default 100``."""
     out: list[str] = []
     if isinstance(exc, SettingsError):
         m = _FIELD_IN_SETTINGS_ERROR.search(str(exc))

@@ -19,7 +19,6 @@ from memvault.policy.fusion import (
     language_shift,
 )
 from memvault.policy.language import CJK, NEUTRAL, OTHER, WORD, judged_terms, language_units, script_class, term_kind
-from memvault.policy.ranking import rrf_fuse
 
 # --- script_class ---------------------------------------------------------------------
 
@@ -88,7 +87,6 @@ def test_dense_winner_beats_a_document_whose_only_keyword_hit_is_incidental():
     # page matches one of three query terms (stem "back") and is dense rank 2
     dense = {"zh": 0.86, "ops": 0.84}
     keyword = {"ops": 3.1}
-    assert list(rrf_fuse([["zh", "ops"], ["ops"]], [1.0, 1.0], k=10))[0] == "ops"  # RRF: the keyword hit wins
     fused = convex_fuse(dense, keyword, dense_weight=0.7, coverage={"ops": 1 / 3})
     assert list(fused) == ["zh", "ops"]
     assert fused["zh"] == pytest.approx(0.7)

@@ -8,80 +8,14 @@ import pytest
 
 from memvault.policy.ranking import (
     final_score,
-    normalise_rrf,
     pick_evictions,
     recency,
     retention_score,
-    rrf_fuse,
 )
 from memvault.policy.units import SECONDS_PER_DAY
 
 DAY = SECONDS_PER_DAY
 NOW = 1_750_000_000.0
-
-
-# --- rrf_fuse ----------------------------------------------------------------------
-
-
-def test_rrf_matches_the_formula_by_hand() -> None:
-    fused = rrf_fuse([["a", "b", "c"], ["c", "a"]], [1.0, 1.0], k=60)
-    assert fused["a"] == pytest.approx(1 / 61 + 1 / 62)
-    assert fused["b"] == pytest.approx(1 / 62)
-    assert fused["c"] == pytest.approx(1 / 63 + 1 / 61)
-    assert list(fused) == ["a", "c", "b"]  # ordered by score, best first
-
-
-def test_rrf_weights_scale_each_channel() -> None:
-    fused = rrf_fuse([["a"], ["b"]], [2.0, 0.5], k=10)
-    assert fused == pytest.approx({"a": 2 / 11, "b": 0.5 / 11})
-    assert list(fused) == ["a", "b"]
-
-
-def test_rrf_zero_weight_channel_contributes_nothing() -> None:
-    fused = rrf_fuse([["a", "b"], ["b"]], [1.0, 0.0])
-    assert fused["b"] == pytest.approx(1 / 62)
-
-
-def test_rrf_duplicate_in_one_channel_counts_once_at_best_rank() -> None:
-    fused = rrf_fuse([["a", "b", "a"]], [1.0], k=0)
-    assert fused == pytest.approx({"a": 1.0, "b": 0.5})
-
-
-def test_rrf_empty_channels() -> None:
-    assert rrf_fuse([[], []], [1.0, 1.0]) == {}
-    assert rrf_fuse([], []) == {}
-
-
-def test_rrf_ties_keep_first_seen_order() -> None:
-    fused = rrf_fuse([["x", "y"], ["y", "x"]], [1.0, 1.0])
-    assert fused["x"] == fused["y"]
-    assert list(fused) == ["x", "y"]
-
-
-@pytest.mark.parametrize(
-    ("channels", "weights", "k"),
-    [([["a"]], [1.0, 1.0], 60), ([["a"]], [-1.0], 60), ([["a"]], [math.nan], 60), ([["a"]], [1.0], -1)],
-)
-def test_rrf_rejects_bad_arguments(channels, weights, k) -> None:
-    with pytest.raises(ValueError):
-        rrf_fuse(channels, weights, k)
-
-
-# --- normalise_rrf -----------------------------------------------------------------
-
-
-def test_normalise_top_in_every_channel_is_one() -> None:
-    weights = [1.0, 0.7]
-    fused = rrf_fuse([["a", "b"], ["a", "c"]], weights, k=60)
-    assert normalise_rrf(fused["a"], weights, 60) == pytest.approx(1.0)
-    assert 0 < normalise_rrf(fused["b"], weights, 60) < normalise_rrf(fused["a"], weights, 60)
-    assert normalise_rrf(fused["b"], weights, 60) == pytest.approx((1.0 / 62) / (1.7 / 61))
-
-
-def test_normalise_bounds() -> None:
-    assert normalise_rrf(0.0, [1.0, 1.0], 60) == 0.0
-    assert normalise_rrf(10.0, [1.0, 1.0], 60) == 1.0  # clamped
-    assert normalise_rrf(0.5, [0.0, 0.0], 60) == 0.0
 
 
 # --- recency -----------------------------------------------------------------------

@@ -7,15 +7,13 @@ from memvault.config import RankingSettings
 from memvault.service.fusion import Channels, score_candidates
 
 
-def test_rrf_ranks_the_keyword_channel_by_its_own_scores() -> None:
-    """With RRF, a memory the keyword channel ranks first counts as first there, whatever
-    its dense rank: the keyword order is the keyword scores', not the candidates' order."""
-    texts = {"a": "deploy notes for the staging cluster", "b": "the database backup runs at 3am",
-             "c": "lunch on fridays"}
-    ch = Channels(query="when does the database backup run", dense={"a": 0.82, "c": 0.81, "b": 0.80},
-                  keyword={"c": 0.5, "b": 9.0}, query_dots={})
-    r = RankingSettings(fusion="rrf", weight_dense=1.0, weight_keyword=1.0)
-    scored = score_candidates(ch, texts, r)
-    best = max(scored, key=lambda i: scored[i].score)
-    assert best == "b", {i: round(s.score, 4) for i, s in scored.items()}
-    assert scored["c"].score < scored["b"].score
+def test_a_borrowed_word_does_not_give_an_english_memory_full_keyword_credit() -> None:
+    """A Chinese question carrying one English word ("DAG"): the English memory holding it is
+    judged on that word alone, in proportion to its share of the question, so the Chinese
+    memory that answers (same word plus the question's Chinese terms) ranks first at the same
+    cosine."""
+    texts = {"zh": "数据管道里的 DAG 都由周航评审。", "en": "Zhou Hang is strict in DAG reviews."}
+    ch = Channels(query="DAG 谁来评审？", dense={"en": 0.85, "zh": 0.85}, keyword={"en": 3.0, "zh": 5.0},
+                  query_dots={})
+    scored = score_candidates(ch, texts, RankingSettings())
+    assert list(scored) == ["zh", "en"], {i: round(s.score, 4) for i, s in scored.items()}

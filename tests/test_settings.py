@@ -120,16 +120,16 @@ def test_each_variable_sets_its_grouped_field(name: str, tmp_path: Path, monkeyp
 
 def test_flat_keywords_override_the_environment_and_keep_the_rest_of_the_group(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEMVAULT_RRF_K", "7")
-    monkeypatch.setenv("MEMVAULT_WEIGHT_DENSE", "0.5")
+    monkeypatch.setenv("MEMVAULT_CANDIDATES", "70")
+    monkeypatch.setenv("MEMVAULT_FUSION_DENSE_WEIGHT", "0.5")
     monkeypatch.setenv("MEMVAULT_DATA_DIR", str(tmp_path / "env"))
-    s = Settings(rrf_k=3, user_id="bob")
-    assert (s.ranking.rrf_k, s.ranking.weight_dense, s.server.user_id) == (3, 0.5, "bob")
+    s = Settings(candidates=30, user_id="bob")
+    assert (s.ranking.candidates, s.ranking.fusion_dense_weight, s.server.user_id) == (30, 0.5, "bob")
     assert s.storage.data_dir == tmp_path / "env" and s.db_path == tmp_path / "env" / "memvault.db"
     assert s.models_dir == tmp_path / "env" / "models"
     s = Settings(data_dir=tmp_path / "kw", model_cache_dir=tmp_path / "m")
     assert (s.storage.data_dir, s.models_dir, s.vectors_dir) == (tmp_path / "kw", tmp_path / "m", tmp_path / "kw" / "vectors")
-    assert s.ranking.rrf_k == 7
+    assert s.ranking.candidates == 70
 
 
 def test_groups_may_be_given_whole() -> None:
@@ -139,10 +139,10 @@ def test_groups_may_be_given_whole() -> None:
 
 
 def test_unknown_names_and_bad_values_are_refused_with_what_is_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(TypeError, match=r"'rrfk' is not a memvault setting; known: agent_id, candidates, "):
-        Settings(rrfk=5)
-    with pytest.raises(ValidationError, match=r"rrf_k\n +Input should be greater than or equal to 1"):
-        Settings(rrf_k=0)
+    with pytest.raises(TypeError, match=r"'candidate' is not a memvault setting; known: agent_id, candidates, "):
+        Settings(candidate=5)
+    with pytest.raises(ValidationError, match=r"candidates\n +Input should be greater than or equal to 10"):
+        Settings(candidates=0)
     monkeypatch.setenv("MEMVAULT_IMPORTANCE_THRESHOLD", "1.5")
     with pytest.raises(ValidationError, match=r"importance_threshold\n +Input should be less than or equal to 1"):
         Settings()

@@ -2,7 +2,7 @@
 
 Pure functions over per-candidate channel scores.
 
-Why not equal-weight RRF (``memvault.policy.ranking.rrf_fuse``) alone: RRF sees ranks
+Why not equal-weight Reciprocal Rank Fusion (Cormack, Clarke & Büttcher, SIGIR 2009): RRF sees ranks
 only, so a document whose one incidental word matches the query ("backed" meets
 "roll back") is keyword rank 1 and beats the dense winner (dense rank 1, no keyword
 match) whenever it is dense rank 2. :func:`convex_fuse` combines the scores instead

@@ -1,11 +1,7 @@
-"""Ranking policy: fuse retrieval channels, weigh relevance/importance/recency, evict.
+"""Ranking policy: weigh relevance, importance and recency; pick evictions.
 
-Pure functions. Times are unix seconds (float); half-lives are in days.
-
-Sources: weighted Reciprocal Rank Fusion after Cormack, Clarke & Büttcher, "Reciprocal
-Rank Fusion outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009
-(score(d) = sum over channels of 1 / (k + rank), k = 60, rank 1-based); the weights
-multiply each channel's term.
+Pure functions. Times are unix seconds (float); half-lives are in days. How the retrieval
+channels are fused is ``memvault.policy.fusion``.
 """
 
 from __future__ import annotations
@@ -18,8 +14,6 @@ from typing import TypeVar
 from memvault.policy.units import SECONDS_PER_DAY
 
 __all__ = [
-    "rrf_fuse",
-    "normalise_rrf",
     "recency",
     "final_score",
     "retention_score",
@@ -40,52 +34,6 @@ def _check_weights(weights: Sequence[float], what: str) -> list[float]:
             raise ValueError(f"{what} must be finite and >= 0, got {w}")
         out.append(w)
     return out
-
-
-def _check_k(k: int) -> None:
-    if k < 0:
-        raise ValueError(f"RRF constant k must be >= 0, got {k}")
-
-
-def rrf_fuse(channels: Sequence[Sequence[Id]], weights: Sequence[float], k: int = 60) -> dict[Id, float]:
-    """Weighted Reciprocal Rank Fusion of ranked id lists.
-
-    ``channels[c]`` is channel c's ids, best first (rank 1 = index 0); ``weights[c]`` its
-    weight (>= 0). Returns ``{id: sum_c weights[c] / (k + rank_c(id))}`` over every id in
-    any channel, ordered by score descending (ties keep first-seen order). An id listed
-    twice in one channel counts once, at its best rank.
-
-    Raises ValueError if ``len(channels) != len(weights)``, a weight is negative or not
-    finite, or ``k < 0``.
-    """
-    if len(channels) != len(weights):
-        raise ValueError(f"got {len(channels)} channels but {len(weights)} weights")
-    ws = _check_weights(weights, "channel weights")
-    _check_k(k)
-    scores: dict[Id, float] = {}
-    for ids, w in zip(channels, ws, strict=True):
-        seen: set[Id] = set()
-        for rank, id_ in enumerate(ids, start=1):
-            if id_ in seen:
-                continue
-            seen.add(id_)
-            scores[id_] = scores.get(id_, 0.0) + w / (k + rank)
-    order = sorted(scores, key=lambda i: -scores[i])  # sorted() is stable
-    return {i: scores[i] for i in order}
-
-
-def normalise_rrf(score: float, weights: Sequence[float], k: int = 60) -> float:
-    """RRF score divided by the best possible one (rank 1 in every channel), in [0, 1].
-
-    Best possible = ``sum(weights) / (k + 1)``. Returns 0.0 when all weights are 0.
-    Raises ValueError on negative/non-finite weights or ``k < 0``.
-    """
-    ws = _check_weights(weights, "channel weights")
-    _check_k(k)
-    best = sum(ws) / (k + 1)
-    if best <= 0:
-        return 0.0
-    return min(1.0, max(0.0, score / best))
 
 
 def recency(last_access: float, now: float, half_life_days: float) -> float:

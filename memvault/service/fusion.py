@@ -23,7 +23,6 @@ from memvault.policy.fusion import (
 )
 from memvault.policy.keywords import keyword_term_set
 from memvault.policy.language import cjk_weight, judged_terms, script_class, terms_weight
-from memvault.policy.ranking import normalise_rrf, rrf_fuse
 from memvault.service.centroids import language_centroids
 from memvault.service.indexing import embed_query, keyword_vector
 from memvault.service.runtime import Runtime
@@ -122,31 +121,24 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str]) -> FusionInputs:
     return FusionInputs(ids, dense, keyword, coverage, unjudged, qterms, qlang)
 
 
-def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings, *, coverage_weighted: bool = True,
-                     dense_gate: bool = False, cross_script: bool = True) -> dict[str, Scored]:
-    """Fused and calibrated scores of the candidates of ``ch`` that have a text in ``texts``
-    (the others, e.g. rows gone since, are left out), best first by ``score``.
+def scored(f: FusionInputs, fused: Mapping[str, float], ch: Channels) -> dict[str, Scored]:
+    """``Scored`` of each candidate of ``fused`` (its fused score, best first as given), with
+    the calibrated relevance of ``policy.fusion.calibrated_relevance`` from ``f``."""
+    background = dense_background(f.dense.values(), f.query_script)
+    return {i: Scored(score=s, relevance=calibrated_relevance(f.dense[i] - background if i in f.dense else None,
+                                                              f.coverage.get(i, 0.0), f.unjudged.get(i, 0.0)),
+                      similarity=ch.dense.get(i)) for i, s in fused.items()}
 
-    Blocking (keyword analysis of the keyword hits' texts): call from a worker thread.
-    ``r.fusion`` picks convex fusion (``policy.fusion.convex_fuse`` with keyword coverage)
-    or weighted RRF; the relevance is ``policy.fusion.calibrated_relevance`` either way.
-    ``coverage_weighted`` / ``dense_gate`` / ``cross_script`` (the part of the query a
-    candidate cannot be judged by is ``unjudged``): the convex options of ``convex_fuse`` (the
-    defaults are the measured best; the others are kept for ``bench.bilingual``).
+
+def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings) -> dict[str, Scored]:
+    """Fused and calibrated scores of the candidates of ``ch`` that have a text in ``texts``
+    (the others, e.g. rows gone since, are left out), best first by ``score``: convex fusion
+    (``policy.fusion.convex_fuse``) with keyword coverage over the terms each candidate can
+    be judged by and the cross-language stand-in for the rest.
+
+    Blocking (keyword analysis of the candidates' texts): call from a worker thread.
     """
     f = fusion_inputs(ch, texts)
-    dense, keyword, coverage, unjudged = f.dense, f.keyword, f.coverage, f.unjudged
-    if r.fusion == "convex":
-        fused = convex_fuse(dense, keyword, dense_weight=r.fusion_dense_weight,
-                            coverage=coverage if coverage_weighted else None, gate=dense_gate,
-                            unjudged=unjudged if cross_script else None)
-    else:
-        weights = [r.weight_dense, r.weight_keyword]
-        dense_order = sorted(dense, key=lambda i: -dense[i])
-        keyword_order = sorted(keyword, key=lambda i: -keyword[i])  # its own ranking, not the candidates' order
-        raw = rrf_fuse([dense_order, keyword_order], weights, r.rrf_k)
-        fused = {i: normalise_rrf(v, weights, r.rrf_k) for i, v in raw.items()}
-    background = dense_background(dense.values(), f.query_script)
-    return {i: Scored(score=s, relevance=calibrated_relevance(dense[i] - background if i in dense else None,
-                                                              coverage.get(i, 0.0), unjudged.get(i, 0.0)),
-                      similarity=ch.dense.get(i)) for i, s in fused.items()}
+    fused = convex_fuse(f.dense, f.keyword, dense_weight=r.fusion_dense_weight, coverage=f.coverage,
+                        unjudged=f.unjudged)
+    return scored(f, fused, ch)
