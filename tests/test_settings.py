@@ -1,4 +1,4 @@
-"""Settings (memvault.config): groups, environment names, flat keywords, and the README table."""
+"""Settings (memvault.config): groups, environment names, flat keywords, and the table of docs/settings.md."""
 
 from __future__ import annotations
 
@@ -24,21 +24,20 @@ from memvault.config import (
 
 ROOT = Path(memvault.__file__).parent
 README = ROOT.parent / "README.md"
+SETTINGS_PAGE = ROOT.parent / "docs" / "settings.md"
 
-# Defaults the README describes in words instead of a value: field -> (README text, its factory).
+# Defaults the settings table describes in words instead of a value: field -> (its text in the table, its factory).
 DESCRIBED_DEFAULTS = {"data_dir": ("platform user data dir", default_data_dir)}
 
 _ROW = re.compile(r"^\| `MEMVAULT_(\w+)` \| `(\w+)\.(\w+)` \| (.*?) \| .+ \|$")
 
 
 def readme_rows() -> list[tuple[str, str, str, str]]:
-    """(env name without prefix, group, field, default cell) of the README's Settings table."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("\n## Settings\n"):]
-    section = section[: section.index("\n## ", 1)]
-    rows = [m.groups() for line in section.splitlines() if (m := _ROW.match(line))]
-    table_lines = [line for line in section.splitlines() if line.startswith("| `")]
-    assert len(rows) == len(table_lines), "a README settings row is not `| `MEMVAULT_X` | `group.x` | default | meaning |`"
+    """(env name without prefix, group, field, default cell) of the table in docs/settings.md."""
+    lines = SETTINGS_PAGE.read_text(encoding="utf-8").splitlines()
+    rows = [m.groups() for line in lines if (m := _ROW.match(line))]
+    table_lines = [line for line in lines if line.startswith("| `")]
+    assert len(rows) == len(table_lines), "a docs/settings.md row is not `| `MEMVAULT_X` | `group.x` | default | meaning |`"
     return rows
 
 
@@ -62,7 +61,7 @@ def test_settings_have_unique_names_across_groups() -> None:
 def test_every_readme_row_names_a_setting_in_its_group_with_its_default() -> None:
     for env, group, name, cell in readme_rows():
         assert env.lower() == name, f"MEMVAULT_{env} is documented as {group}.{name}"
-        assert GROUP_OF.get(name) == group, f"{name} is in group {GROUP_OF.get(name)!r}, README says {group!r}"
+        assert GROUP_OF.get(name) == group, f"{name} is in group {GROUP_OF.get(name)!r}, docs/settings.md says {group!r}"
         field = GROUPS[group].model_fields[name]
         if name in DESCRIBED_DEFAULTS:
             text, factory = DESCRIBED_DEFAULTS[name]
@@ -70,19 +69,20 @@ def test_every_readme_row_names_a_setting_in_its_group_with_its_default() -> Non
             continue
         documented = parse_default(cell)
         actual = field.default_factory() if field.default_factory is not None else field.default
-        assert documented == actual, f"README says MEMVAULT_{env} defaults to {cell}; the code says {actual!r}"
+        assert documented == actual, f"docs/settings.md says MEMVAULT_{env} defaults to {cell}; the code says {actual!r}"
 
 
-def test_every_setting_is_documented_once_in_the_readme() -> None:
+def test_every_setting_is_documented_once_in_the_settings_page() -> None:
     documented = [name for _, _, name, _ in readme_rows()]
-    assert len(documented) == len(set(documented)), "a setting has two README rows"
+    assert len(documented) == len(set(documented)), "a setting has two rows in docs/settings.md"
     missing = sorted(set(GROUP_OF) - set(documented))
-    assert not missing, f"add README Settings rows for: {', '.join(f'MEMVAULT_{m.upper()}' for m in missing)}"
+    assert not missing, f"add docs/settings.md rows for: {', '.join(f'MEMVAULT_{m.upper()}' for m in missing)}"
 
 
 def test_every_memvault_variable_the_package_mentions_is_a_setting() -> None:
     mentioned = {m for p in ROOT.rglob("*.py") for m in re.findall(r"MEMVAULT_([A-Z][A-Z0-9_]*)", p.read_text("utf-8"))}
-    mentioned |= set(re.findall(r"MEMVAULT_([A-Z][A-Z0-9_]*)", README.read_text("utf-8")))
+    for page in (README, *sorted((ROOT.parent / "docs").glob("*.md"))):
+        mentioned |= set(re.findall(r"MEMVAULT_([A-Z][A-Z0-9_]*)", page.read_text("utf-8")))
     assert {m.lower() for m in mentioned} <= set(GROUP_OF), sorted(m for m in mentioned if m.lower() not in GROUP_OF)
 
 

@@ -7,7 +7,7 @@ person does: sees a memory remembered over MCP, searches and reads why each hit 
 edits one memory and forgets another, applies a proposed merge and undoes it, each seen
 by the next MCP ``recall``; a secret in an edit is refused. Without the secret, from another host name (DNS rebinding) or from
 another origin, the page refuses (403). The main views are saved as PNGs in the test's
-temporary folder, or in ``docs/images`` (the README's "See your memory") when
+temporary folder, or in ``docs/images`` (shown by docs/web-ui.md and the README) when
 ``SCREENSHOTS_DIR=docs/images`` is set, so an ordinary run leaves the tree clean.
 
 The browser is ``/usr/bin/chromium`` (``apt-get install chromium``); without it (or
