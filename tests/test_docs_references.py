@@ -1,9 +1,9 @@
 """Code and docs stand alone: no issue numbers, no documents the repository does not hold.
 
 A reader of memvault/, docs/, README.md or CHANGELOG.md has only the repository. A pointer
-to an issue tracker entry ("issue 27", "issue #27", a bare "#27") or to a document kept
-elsewhere (a "DESIGN" document, a file under ``../shared``) sends them somewhere they
-cannot follow. Allowed: a public reference into another project (``owner/repo#123``), a
+to an issue tracker entry ("issue 27", "issue #27", a bare "#27", "as the issue asks") or
+to a document kept elsewhere (a "DESIGN" document, a file under ``../shared``) sends them
+somewhere they cannot follow. Allowed: a public reference into another project (``owner/repo#123``), a
 standard's number (``PKCS #12``, ``Unicode TS #39``), and naming the benchmark data
 directory ``../shared/bench`` itself (the ``--data`` default of ``bench/``; bench/ and
 tests/ read data from it by path and are not scanned).
@@ -20,6 +20,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # "issue 27", "Issues #3"; not "issue-42" (an example task id).
 ISSUE_WORD = re.compile(r"\bissues?\s+#?\d+", re.IGNORECASE)
+# A tracker entry named without its number: "spelled out by the issues", "the issue asks for".
+ISSUE_CITED = re.compile(
+    r"\b(?:by|in|per|see|from) the issues?\b|\bthe issues? (?:asks?|says|names|spells?|wants|requires)\b",
+    re.IGNORECASE,
+)
 # A bare "#27": not inside a word or a path ("PKCS#8", "owner/repo#123", "&#39;").
 BARE_NUMBER = re.compile(r"(?<![\w&/])#\d+\b")
 # Standards cited by number: "PKCS #12", "Unicode TS #39", "UTS #46", "RFC #..." .
@@ -34,6 +39,7 @@ def problems(text: str) -> list[str]:
     found = []
     for number, line in enumerate(text.splitlines(), start=1):
         hits = [m.group(0) for m in ISSUE_WORD.finditer(line)]
+        hits += [m.group(0) for m in ISSUE_CITED.finditer(line)]
         hits += [
             m.group(0)
             for m in BARE_NUMBER.finditer(line)
@@ -74,6 +80,8 @@ def test_no_issue_numbers_or_outside_documents() -> None:
         "Field names spelled out by issue 27 are fixed.",
         "see Issue #4 for the rules",
         "fixed in #27",
+        "Field names spelled out by the issues are fixed.",
+        "under the hour the issue asks for",
         "(#112)",
         'see DESIGN "Policies"',
         "as DESIGN.md says",
@@ -96,6 +104,7 @@ def test_checker_flags(text: str) -> None:
         "data from `../shared/bench` (`--data DIR` to override)",
         "[docs/benchmarks.md](docs/benchmarks.md#consolidation)",
         "issues are reported on stderr",
+        "the issue with long lines is their width",
     ],
 )
 def test_checker_allows(text: str) -> None:
