@@ -103,7 +103,7 @@ class LeanEngine:
         # (with it, the peak stays resident); per-query cost is unchanged.
         so.enable_cpu_mem_arena = False
         # Threads waiting for work sleep instead of spinning: the same vectors, ~40% less CPU
-        # a query, and the cores free for the event loop and other processes (docs/benchmarks.md).
+        # a query, and the cores free for the event loop and other processes (CHANGELOG.md).
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(model_file), so, providers=["CPUExecutionProvider"])
         inputs = {i.name for i in self._session.get_inputs()}

@@ -1,6 +1,6 @@
 """Pydantic result models of the memory tools: the public contract clients read.
 
-Field names spelled out by the issues are fixed; new fields may be added. Times are
+Field names are a public contract: they stay fixed; new fields may be added. Times are
 ISO 8601 UTC strings; scores are floats in [0, 1].
 """
 

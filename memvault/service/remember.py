@@ -1,6 +1,6 @@
 """The ``remember`` handler: validate -> policy -> embed -> SQLite (pending) -> index -> indexed.
 
-Policies applied here (DESIGN "Policies"): secrets refused, importance scored and
+Policies applied here: secrets refused, importance scored and
 low-value writes declined unless forced, TTL resolved, exact and near duplicates
 reinforced (taking the write's key, tags, explicit TTL and supersessions), same ``key``
 or explicit ``supersedes`` superseded, per-scope capacity enforced by evicting the

@@ -1,6 +1,6 @@
 """Pydantic result models of get_profile, set_task_state and get_task_state.
 
-Times are ISO 8601 UTC strings. Field names spelled out by the issue are fixed.
+Times are ISO 8601 UTC strings. Field names are a public contract: they stay fixed.
 """
 
 from __future__ import annotations

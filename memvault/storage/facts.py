@@ -50,7 +50,7 @@ MEMORY_COLUMNS = (
 
 @dataclass
 class MemoryRow:
-    """One memory record as stored (see DESIGN "Memory record"). Times in unix seconds."""
+    """One memory record as stored: one row of ``memories``. Times in unix seconds."""
 
     id: str
     user_id: str
