@@ -20,7 +20,7 @@ and adding back ``q . c_{lang(q)}`` leaves same-language scores unchanged.
 :func:`calibrated_relevance` maps how far a candidate's corrected cosine stands above the
 query's background (:func:`dense_background`), its keyword coverage and whether it is in
 another script to an estimated probability that it answers the query (logistic;
-parameters fitted by ``bench.bilingual``, see docs/benchmarks.md).
+parameters fitted by ``bench.calibration``).
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ def calibrated_relevance(gap: float | None, coverage: float, cross_script: float
     query's terms it cannot be judged by, in [0, 1] (1 for a memory in the other language
     sharing no identifier with the query; the term stands in for the keyword evidence it
     cannot have). Fitted by logistic regression on labelled English and Chinese
-    questions, same-language and cross-lingual (``bench.bilingual``), so 0.5 means "as
+    questions, same-language and cross-lingual (``bench.calibration``), so 0.5 means "as
     likely relevant as not", in either language. The absolute cosine was a feature too and
     added nothing once the gap was in (e5 cosines sit in a narrow band that moves with the
     query: the gap is what separates an answer from the rest).
