@@ -12,11 +12,13 @@ from memvault.policy.fusion import (
     DENSE_BACKGROUND_CJK,
     LANGUAGE_SHIFT_SCALE,
     LANGUAGE_SHIFT_SCALE_CJK,
+    STORE_GAP_SHARE,
     calibrated_relevance,
     convex_fuse,
     dense_background,
     keyword_coverage,
     language_shift,
+    store_language_gap,
 )
 from memvault.policy.language import CJK, NEUTRAL, OTHER, WORD, judged_terms, language_units, script_class, term_kind
 
@@ -178,3 +180,15 @@ def test_dense_background_averages_ranks_2_to_11_padded():
     assert dense_background([0.95], "cjk") == pytest.approx(DENSE_BACKGROUND_CJK)
     assert DENSE_BACKGROUND_CJK > DENSE_BACKGROUND
     assert dense_background([0.9] + [0.8] * 10, "cjk") == pytest.approx(0.8)  # a full store needs no padding
+
+
+def test_the_store_measures_the_language_gap_of_a_query_on_its_unrelated_memories():
+    # ranks 6-30 of each language: the best five (possibly about the query) do not count
+    cjk = [0.99] * 5 + [0.90] * 10
+    other = [0.95] * 5 + [0.80] * 10
+    assert store_language_gap(cjk, other) == pytest.approx(0.10)
+    assert store_language_gap(cjk, [0.8] * 5) is None  # too few in one language to tell
+    dots = {CJK: 0.70, OTHER: 0.82}
+    # a Chinese query and an English passage: half from the store, half from the parallel sentences
+    got = language_shift(dots, 1.0, 0.0, store_gap=0.10)
+    assert got == pytest.approx(STORE_GAP_SHARE * -0.10 + (1 - STORE_GAP_SHARE) * 0.12 * LANGUAGE_SHIFT_SCALE_CJK)

@@ -20,9 +20,10 @@ from memvault.policy.fusion import (
     dense_background,
     keyword_coverage,
     language_shift,
+    store_language_gap,
 )
 from memvault.policy.keywords import keyword_term_set
-from memvault.policy.language import cjk_weight, judged_terms, script_class, terms_weight
+from memvault.policy.language import CJK, OTHER, cjk_weight, judged_terms, script_class, terms_weight
 from memvault.service.centroids import language_centroids
 from memvault.service.indexing import embed_query, keyword_vector
 from memvault.service.runtime import Runtime
@@ -103,13 +104,18 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str]) -> FusionInputs:
     qlang = script_class(ch.query)
     qmix = cjk_weight(ch.query)
     qterms = keyword_term_set(ch.query)
+    by_lang: dict[str, list[float]] = {CJK: [], OTHER: []}
+    for i, cos in ch.dense.items():
+        if i in texts:
+            by_lang[script_class(texts[i])].append(cos)
+    gap = store_language_gap(by_lang[CJK], by_lang[OTHER])
     dense: dict[str, float] = {}
     coverage: dict[str, float] = {}
     unjudged: dict[str, float] = {}
     for i in ids:
         plang = script_class(texts[i])
         if i in ch.dense:
-            dense[i] = ch.dense[i] - language_shift(ch.query_dots, qmix, cjk_weight(texts[i]))
+            dense[i] = ch.dense[i] - language_shift(ch.query_dots, qmix, cjk_weight(texts[i]), gap)
         if not qterms:
             continue
         dterms = keyword_term_set(texts[i])
