@@ -21,7 +21,9 @@ store size N:
   connected; one direct client joins; every client's first recall checks the fill. The
   direct client and the first forwarded client then make the same calls
   (``bench.speed.timed_calls``: 4 warm-up recalls, ``--recalls`` recalls,
-  ``--remembers`` remembers with force=true), alternating call by call, so both modes see
+  ``--remembers`` remembers with force=true), alternating call by call, each question new
+  to both server processes (``bench.synth.Questions``: a repeat would be answered from
+  the query-vector cache without a model run), so both modes see
   the same machine load; besides the p50s, the median of the paired differences
   (forwarded minus direct, call i against call i). Before them, ``--pings`` MCP pings
   the same way: the round trip without any server work, so what forwarding adds alone;
@@ -391,10 +393,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     fills: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="memvault-owner-") as tmp:
+        questions = synth.Questions(seed=1)  # one stream: no question is asked twice in this run
         for n in args.sizes:
             texts = synth.sentences(n + args.remembers, seed=args.seed)
             filled, new = texts[:n], texts[n:]  # new: continue the same stream, all unseen
-            qs = synth.queries(args.recalls + 5, seed=n + 1)
+            qs = questions.take(args.recalls + 5)
             base, stores = Path(tmp) / f"filled-n{n}", {m: Path(tmp) / f"{m}-n{n}" for m in ("direct", "forwarded")}
             print(f"# owner: {n} memories: fill", file=sys.stderr)
             if n:
