@@ -123,6 +123,9 @@ CAPACITY_PER_SCOPE = 1_000_000
 def server_env(data_dir: Path, model_cache: Path) -> dict[str, str]:
     """Environment of the spawned memvault server (as tests/conftest.py builds it)."""
     env = {k: os.environ[k] for k in _BASE_ENV if k in os.environ}
+    # PYTHONPATH: the server runs the checkout this bench is run from (a worktree on it),
+    # not whatever the venv's install points at.
+    env.update({k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ})
     # the in-process fill reads these from os.environ too: the server must embed alike
     env.update({k: os.environ[k] for k in ("MEMVAULT_EMBEDDING_MODEL", "MEMVAULT_MODEL_PATH") if k in os.environ})
     env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
