@@ -5,9 +5,9 @@ dir, through the MCP SDK's stdio client, and measures the owner (pid from ``owne
 
 - fresh: after the first recall (model loaded), ``--idle-s`` seconds idle;
 - after use: ``--remembers`` remembers of new ``bench.synth`` sentences (force=true),
-  then ``--recalls`` recalls of questions new to the process, then ``--idle-s`` seconds idle;
-- with ``--gdb-trim``: then glibc's ``malloc_trim(0)`` called in the owner through gdb
-  (how much of the heap is memory freed but kept by the C allocator).
+  then ``--recalls`` recalls of questions new to the process, then ``--idle-s`` seconds
+  idle (housekeeping trims the heap after a burst within two timer periods: 4 s by
+  default).
 
 Each time, ``/proc/PID/smaps`` is read mapping by mapping and its resident size (Rss) is
 summed by class: heap (``[heap]`` and anonymous mappings: the C heap, Python's objects,
@@ -99,10 +99,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await anyio.sleep(args.idle_s)
                 after = f"after {args.remembers} remembers + {args.recalls} recalls, idle"
                 rows[after] = smaps_by_class(opid, store, args.model_cache)
-                if args.gdb_trim:
-                    await anyio.run_process(["gdb", "-p", str(opid), "-batch", "-ex", "call (int) malloc_trim(0)"],
-                                            check=True)
-                    rows[after + ", then malloc_trim(0) from gdb"] = smaps_by_class(opid, store, args.model_cache)
+
         finally:
             if opid is not None:
                 await stop_owner(opid)
@@ -121,11 +118,8 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.resident", description=__doc__.splitlines()[0])
     p.add_argument("--remembers", type=int, default=2000)
     p.add_argument("--recalls", type=int, default=100)
-    p.add_argument("--idle-s", type=float, default=5.0, help="idle seconds before each measurement")
+    p.add_argument("--idle-s", type=float, default=8.0, help="idle seconds before each measurement")
     p.add_argument("--seed", type=int, default=0, help="seed of the remembered sentences (bench.synth)")
-    p.add_argument("--gdb-trim", action="store_true",
-                   help="then call glibc's malloc_trim(0) in the owner through gdb and measure again: how much of "
-                        "the heap is freed memory the C allocator keeps")
     p.add_argument("--model-cache", type=Path, default=DEFAULT_MODEL_CACHE)
     anyio.run(run, p.parse_args(argv))
 
