@@ -5,9 +5,9 @@ dir, through the MCP SDK's stdio client, and measures the owner (pid from ``owne
 
 - fresh: after the first recall (model loaded), ``--idle-s`` seconds idle;
 - after use: ``--remembers`` remembers of new ``bench.synth`` sentences (force=true),
-  then ``--recalls`` recalls of questions new to the process, then ``--idle-s`` seconds
-  idle (housekeeping trims the heap after a burst within two timer periods: 4 s by
-  default).
+  then ``--recalls`` recalls of questions new to the process; measured 1 s after the last
+  call (before housekeeping can trim the heap: it waits for a whole idle timer period, 2
+  s by default) and again ``--idle-s`` seconds after it (trimmed).
 
 Each time, ``/proc/PID/smaps`` is read mapping by mapping and its resident size (Rss) is
 summed by class: heap (``[heap]`` and anonymous mappings: the C heap, Python's objects,
@@ -96,9 +96,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     if res.is_error:
                         raise RuntimeError(f"recall failed: {res.content}")
                 took = time.perf_counter() - t0
-                await anyio.sleep(args.idle_s)
-                after = f"after {args.remembers} remembers + {args.recalls} recalls, idle"
-                rows[after] = smaps_by_class(opid, store, args.model_cache)
+                after = f"after {args.remembers} remembers + {args.recalls} recalls"
+                await anyio.sleep(1.0)
+                rows[after + ", 1 s idle (before the housekeeping trim)"] = smaps_by_class(
+                    opid, store, args.model_cache)
+                await anyio.sleep(max(0.0, args.idle_s - 1.0))
+                rows[after + f", {args.idle_s:g} s idle"] = smaps_by_class(opid, store, args.model_cache)
 
         finally:
             if opid is not None:
