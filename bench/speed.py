@@ -551,15 +551,16 @@ async def breakdowns(store: Path, model_cache: Path, questions: synth.Questions,
     """One recall and one remember broken into their parts, in-process on ``store`` (the filled store
     of a run, after it): ``bench.recall_breakdown`` over ``calls`` rounds of new questions
     from ``questions``, ``bench.remember_breakdown`` over ``calls`` new sentences;
-    {"recall": {stage: p50 ms}, "remember": {...}}."""
+    {"recall": {stage: p50 ms}, "recall (process CPU)": {stage: p50 CPU ms}, "remember": {...}}."""
     from bench import recall_breakdown, remember_breakdown
     from bench.mv import open_runtime
 
     rt = await open_runtime(store, model_cache, capacity_per_scope=CAPACITY_PER_SCOPE)
     try:
         await rt.started()
-        return {"recall": await recall_breakdown.breakdown(rt, questions, calls),
-                "remember": await remember_breakdown.breakdown(rt, calls)}
+        cpu: dict[str, float] = {}
+        wall = await recall_breakdown.breakdown(rt, questions, calls, cpu=cpu)
+        return {"recall": wall, "recall (process CPU)": cpu, "remember": await remember_breakdown.breakdown(rt, calls)}
     finally:
         await rt.close()
 
@@ -567,9 +568,11 @@ async def breakdowns(store: Path, model_cache: Path, questions: synth.Questions,
 def print_breakdowns(rows: list[dict[str, Any]]) -> None:
     """The recall and remember breakdowns of every size, one table each (p50 ms per stage)."""
     got = [(r["memories"], r["breakdown"]) for r in rows if r.get("breakdown")]
-    for what in ("recall", "remember"):
+    for what in ("recall", "recall (process CPU)", "remember"):
         if not got:
             return
+        if not all(what in b for _, b in got):
+            continue
         stages = list(dict.fromkeys(k for _, b in got for k in b[what]))
         print(f"\nmemvault {what}, in-process breakdown (p50 ms per stage, on the filled store):\n")
         print(md_table(["stage", *[f"{n:,} memories" for n, _ in got]],
