@@ -21,10 +21,15 @@ store size N:
   connected; one direct client joins; every client's first recall checks the fill. The
   direct client and the first forwarded client then make the same calls
   (``bench.speed.timed_calls``: 4 warm-up recalls, ``--recalls`` recalls,
-  ``--remembers`` remembers with force=true), alternating call by call, so both modes see
+  ``--remembers`` remembers with force=true), alternating call by call, each question new
+  to both server processes (``bench.synth.Questions``: a repeat would be answered from
+  the query-vector cache without a model run), so both modes see
   the same machine load; besides the p50s, the median of the paired differences
   (forwarded minus direct, call i against call i). Before them, ``--pings`` MCP pings
-  the same way: the round trip without any server work, so what forwarding adds alone;
+  the same way: the round trip without any server work, so what forwarding adds alone.
+  Beside the wall times, the CPU time (user + system, /proc/PID/stat) the measured
+  client's server processes used per ping and per call (direct: the server; forwarded:
+  the owner plus that client's forwarder), which the machine's load distorts far less;
 - RSS (VmRSS, MiB) of (a) the one direct server, (b) the owner (pid from its
   ``owner.json``) plus the three forwarders (pids among this process's children): idle
   (2 s after the first recalls), peak while the latency loops run (the sum sampled every
@@ -60,7 +65,7 @@ import anyio
 
 from bench import synth
 from bench.common import DEFAULT_MODEL_CACHE, md_table, percentile, write_result
-from bench.proc import PeakRss, child_pids, rss_mb, rss_total_mb
+from bench.proc import PeakRss, child_pids, cpu_s, rss_mb, rss_total_mb
 from bench.speed import (
     CAPACITY_PER_SCOPE,
     Lane,
@@ -272,9 +277,18 @@ async def measure_pair(direct: System, forwarded: System, direct_store: Path, fo
 
             print(f"# owner: {n} memories: latency loops, direct and forwarded alternating", file=sys.stderr)
             lanes = [Lane(dc, direct), Lane(fwd_a, forwarded)]
+            # CPU of the measured client's own processes: the direct server; the owner and the
+            # forwarder of the forwarded client (the other two forwarders are idle).
+            cpu_pids = {"direct": [dpid] if dpid else [], "owner": [opid], "forwarder": [pid_a] if pid_a else []}
             with PeakRss(dpid or -1) as peak_d, PeakRss(fpids if complete else [-1]) as peak_f:
+                c0 = {m: cpu_s(p) for m, p in cpu_pids.items()}
                 ping = dict(zip(("direct", "forwarded"), await pings_ms([dc, fwd_a], pings), strict=True))
+                c1 = {m: cpu_s(p) for m, p in cpu_pids.items()}
                 await timed_calls(lanes, queries, new)
+                c2 = {m: cpu_s(p) for m, p in cpu_pids.items()}
+            n_calls = len(queries[1:]) + len(new)
+            cpu = {m: {"ping": (c1[m] - c0[m]) * 1000 / max(1, pings), "call": (c2[m] - c1[m]) * 1000 / n_calls}
+                   for m in cpu_pids}
             after = {"direct": rss_mb(dpid) if dpid else math.nan,
                      "forwarded": rss_total_mb(fpids) if complete else math.nan}
             load = os.getloadavg()
@@ -294,6 +308,11 @@ async def measure_pair(direct: System, forwarded: System, direct_store: Path, fo
                      "rss_idle_mb": idle[mode], "rss_peak_load_mb": peak.peak if peak.peak else math.nan,
                      "rss_after_load_mb": after[mode], "loadavg_before": load_before, "loadavg": load})
     rows[1]["first_recall_cold_ms"] = direct_cold * 1000
+    rows[1]["cpu_ms_per_ping"], rows[1]["cpu_ms_per_call"] = cpu["direct"]["ping"], cpu["direct"]["call"]
+    for who in ("owner", "forwarder"):
+        rows[2][f"cpu_ms_per_ping_{who}"], rows[2][f"cpu_ms_per_call_{who}"] = cpu[who]["ping"], cpu[who]["call"]
+    rows[2]["cpu_ms_per_ping"] = cpu["owner"]["ping"] + cpu["forwarder"]["ping"]
+    rows[2]["cpu_ms_per_call"] = cpu["owner"]["call"] + cpu["forwarder"]["call"]
     rows[2]["rss_idle_by_process_mb"] = by_process
     rows[2]["owner_pid"] = opid
     rows[2]["start_floor_ms"] = {k: {"wall": statistics.median(w for w, _ in v) * 1000,
@@ -344,7 +363,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         return "" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
 
     heads = ["mode", "memories", "handshake ms: median (min-max)", "ping p50 / p95 ms", "recall p50 / p95 ms",
-             "remember p50 / p95 ms",
+             "remember p50 / p95 ms", "CPU ms per ping / per call",
              "RSS of", "RSS idle / peak MiB", "load 1-min"]
     body = []
     for r in rows:
@@ -352,7 +371,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         if len(r["handshakes_ms"]) > 1:
             hs += f" ({r['handshake_min_ms']:.0f}-{r['handshake_max_ms']:.0f})"
         if r["mode"] == "forwarded cold":
-            body.append([r["mode"], r["memories"], hs + " (starts the owner)", "", "", "", "", "",
+            body.append([r["mode"], r["memories"], hs + " (starts the owner)", "", "", "", "", "", "",
                          f"{r['loadavg'][0]:.2f}"])
             continue
         procs = r["processes"]
@@ -360,7 +379,8 @@ def table(rows: list[dict[str, Any]]) -> str:
             procs += f" ({by['owner']:.0f} + " + " + ".join(f"{v:.0f}" for v in by["forwarders"]) + ")"
         body.append([r["mode"], r["memories"], hs, f"{num(r, 'ping_p50_ms', '.2f')} / {num(r, 'ping_p95_ms', '.2f')}",
                      f"{num(r, 'recall_p50_ms')} / {num(r, 'recall_p95_ms')}",
-                     f"{num(r, 'remember_p50_ms')} / {num(r, 'remember_p95_ms')}", procs,
+                     f"{num(r, 'remember_p50_ms')} / {num(r, 'remember_p95_ms')}",
+                     f"{num(r, 'cpu_ms_per_ping', '.2f')} / {num(r, 'cpu_ms_per_call', '.2f')}", procs,
                      f"{num(r, 'rss_idle_mb', '.0f')} / {num(r, 'rss_peak_load_mb', '.0f')}",
                      f"{r['loadavg'][0]:.2f}"])
     return md_table(heads, body)
@@ -391,10 +411,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     fills: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="memvault-owner-") as tmp:
+        questions = synth.Questions(seed=1)  # one stream: no question is asked twice in this run
         for n in args.sizes:
             texts = synth.sentences(n + args.remembers, seed=args.seed)
             filled, new = texts[:n], texts[n:]  # new: continue the same stream, all unseen
-            qs = synth.queries(args.recalls + 5, seed=n + 1)
+            qs = questions.take(args.recalls + 5)
             base, stores = Path(tmp) / f"filled-n{n}", {m: Path(tmp) / f"{m}-n{n}" for m in ("direct", "forwarded")}
             print(f"# owner: {n} memories: fill", file=sys.stderr)
             if n:

@@ -1,4 +1,4 @@
-"""Process facts read from /proc (Linux): child pids and resident memory, with a peak sampler."""
+"""Process facts read from /proc (Linux): child pids, CPU time and resident memory, with a peak sampler."""
 
 from __future__ import annotations
 
@@ -35,6 +35,21 @@ def rss_mb(pid: int) -> float:
     except OSError:
         pass
     return float("nan")
+
+
+def cpu_s(pids: Sequence[int]) -> float:
+    """User + system CPU seconds the processes ``pids`` have used so far (every thread; from
+    /proc/PID/stat); NaN if any is gone. Differences of it are what a stretch of work cost the
+    machine, which its load distorts far less than wall time."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return float("nan")
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total if pids else float("nan")
 
 
 def rss_total_mb(pids: Sequence[int]) -> float:

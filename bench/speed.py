@@ -16,21 +16,27 @@ names and arguments. For each store size N and each system:
   for every run (the run writes to it), so repeat runs do not refill;
 - memvault runs as ``memvault serve --no-owner`` (one process, as mcp-server-qdrant; the
   default, forwarded to a shared owner process, is measured against it by ``bench.owner``);
-- handshake: spawn -> ``initialize`` answered (client connected, ``mode="legacy"``: the
-  initialize handshake for both). mcp-server-qdrant loads
+- both servers are up at once: handshake (spawn -> ``initialize`` answered; client
+  connected, ``mode="legacy"``: the initialize handshake for both) and first recall of
+  one, then of the other (the order alternates between sizes). mcp-server-qdrant loads
   its model and all points (local mode) before it answers; memvault loads the model in
   the background after it answers;
 - first recall cold: the first search call (memvault ``recall(k=5)``, the peer
   ``qdrant-find`` with ``QDRANT_SEARCH_LIMIT=5``), memvault's waiting for its model load;
   spawn to 1st recall = the two summed (what an assistant waits for its first answer);
-- recall p50/p95 over ``--recalls`` calls (same queries) after 4 more warm-up calls;
-- remember p50/p95 over ``--remembers`` new sentences (same ones; memvault
-  ``remember(force=true)``, the peer ``qdrant-store(information)``: every call stores);
-- RSS of the server process (VmRSS; its pid found among this process's children by
-  command line): after the handshake, idle (2 s after the first recall), peak while the
-  latency loops run (sampled every 20 ms).
+- recall p50/p95 over ``--recalls`` calls after 4 more warm-up calls, remember p50/p95
+  over ``--remembers`` new sentences (memvault ``remember(force=true)``, the peer
+  ``qdrant-store(information)``: every call stores); the two systems are called
+  alternately, call by call (``timed_calls``), on the same question or sentence, so both
+  see the same machine load. Every question is asked once in the whole run
+  (``bench.synth.Questions``): memvault keeps a query-vector cache, and a repeated
+  question would time the cache, not a model run, while the peer embeds every query;
+- RSS of each server process (VmRSS; its pid found among this process's children by
+  command line): after the handshake, idle (2 s after both first recalls), peak while
+  the latency loops run (sampled every 20 ms).
 
-Ratios: memvault / mcp-server-qdrant per metric at each N, from the same run. After the
+Ratios: memvault / mcp-server-qdrant per metric at each N, from the same run, and the
+median of the per-call ratios (each memvault call against the peer's next to it). After the
 tables, one recall and one remember of memvault broken into their parts, in-process on
 the filled store of each size (``bench.recall_breakdown``, ``bench.remember_breakdown``;
 ``--no-breakdown`` skips them). The machine
@@ -50,6 +56,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,6 +123,9 @@ CAPACITY_PER_SCOPE = 1_000_000
 def server_env(data_dir: Path, model_cache: Path) -> dict[str, str]:
     """Environment of the spawned memvault server (as tests/conftest.py builds it)."""
     env = {k: os.environ[k] for k in _BASE_ENV if k in os.environ}
+    # PYTHONPATH: the server runs the checkout this bench is run from (a worktree on it),
+    # not whatever the venv's install points at.
+    env.update({k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ})
     # the in-process fill reads these from os.environ too: the server must embed alike
     env.update({k: os.environ[k] for k in ("MEMVAULT_EMBEDDING_MODEL", "MEMVAULT_MODEL_PATH") if k in os.environ})
     env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
@@ -355,39 +365,78 @@ async def timed_calls(lanes: list[Lane], queries: list[str], new: list[str]) -> 
             lane.statuses[st] = lane.statuses.get(st, 0) + 1
 
 
-async def measure(system: System, store: Path, n: int, texts: set[str], queries: list[str],
-                  new: list[str]) -> dict[str, Any]:
-    """Spawn ``system`` on the filled ``store`` (``n`` entries, the set ``texts``) and measure; one row (ms, MiB).
+async def measure(systems: list[System], stores: dict[str, Path], n: int, texts: set[str], queries: list[str],
+                  new: list[str]) -> list[dict[str, Any]]:
+    """Spawn every system in ``systems`` on its filled store (``stores[name]``, ``n`` entries,
+    the set ``texts``), all at once, and measure them side by side; one row per system (ms, MiB).
 
-    queries: 5 warm-up (the first is the cold one) then the timed ones; new: sentences to store.
-    Raises RuntimeError when a tool call fails or the first search returns no filled sentence.
+    Handshake and first (cold) recall: each system in turn (the order alternates with
+    ``n``); then, with every server up and idle, each one's idle RSS; then the latency
+    loops of ``timed_calls`` on all of them, call by call in turn, so that their ratio does
+    not carry the machine's load swings. queries: 5 warm-up (the first is the cold one)
+    then the timed ones, each new to every server process; new: sentences to store.
+    Raises RuntimeError when a tool call fails or a first search returns no filled sentence.
     """
-    t0 = time.perf_counter()
-    async with client(system, store) as c:
-        handshake = time.perf_counter() - t0
-        pids = child_pids(must_contain=system.pid_marker)
-        pid = pids[0] if len(pids) == 1 else None
-        if pid is None:
-            print(f"# speed: {system.name}: server pid not found ({pids}); RSS not measured", file=sys.stderr)
-        rss_hs = rss_mb(pid) if pid else math.nan
-        first, cold = await first_recall(c, system, queries[0], n, texts)
+    order = systems if (n // 1000) % 2 == 0 else systems[::-1]
+    rows: dict[str, dict[str, Any]] = {}
+    lanes: list[Lane] = []
+    pids: dict[str, int | None] = {}
+    async with AsyncExitStack() as stack:
+        for system in order:
+            before = set(child_pids(must_contain=system.pid_marker))
+            t0 = time.perf_counter()
+            c = await stack.enter_async_context(client(system, stores[system.name]))
+            handshake = time.perf_counter() - t0
+            found = [p for p in child_pids(must_contain=system.pid_marker) if p not in before]
+            pid = found[0] if len(found) == 1 else None
+            if pid is None:
+                print(f"# speed: {system.name}: server pid not found ({found}); RSS not measured", file=sys.stderr)
+            pids[system.name] = pid
+            rss_hs = rss_mb(pid) if pid else math.nan
+            first, cold = await first_recall(c, system, queries[0], n, texts)
+            rows[system.name] = {"system": system.name, "memories": n, "handshake_ms": handshake * 1000,
+                                 "first_recall_cold_ms": cold * 1000, "first_answer_ms": (handshake + cold) * 1000,
+                                 "first_recall_hits": len(first), "rss_after_handshake_mb": rss_hs}
+            lanes.append(Lane(c, system))
         await anyio.sleep(2.0)
-        rss_idle = rss_mb(pid) if pid else math.nan
-        lane = Lane(c, system)
-        with PeakRss(pid or -1) as peak:
-            await timed_calls([lane], queries, new)
-        rss_after = rss_mb(pid) if pid else math.nan
-    rec, rem = lane.recalls_ms, lane.remembers_ms
-    return {
-        "system": system.name, "memories": n, "handshake_ms": handshake * 1000, "first_recall_cold_ms": cold * 1000,
-        "first_answer_ms": (handshake + cold) * 1000, "first_recall_hits": len(first),
-        "recall_p50_ms": percentile(rec, 50), "recall_p95_ms": percentile(rec, 95),
-        "remember_p50_ms": percentile(rem, 50), "remember_p95_ms": percentile(rem, 95),
-        "remember_statuses": lane.statuses,
-        "rss_after_handshake_mb": rss_hs, "rss_idle_mb": rss_idle, "rss_peak_load_mb": peak.peak if pid else math.nan,
-        "rss_after_load_mb": rss_after, "recalls": len(rec), "remembers": len(rem),
-        "loadavg_after": os.getloadavg(),
-    }
+        for name, pid in pids.items():
+            rows[name]["rss_idle_mb"] = rss_mb(pid) if pid else math.nan
+        with ExitStack() as peaks:
+            peak = {name: peaks.enter_context(PeakRss(pid or -1)) for name, pid in pids.items()}
+            await timed_calls(lanes, queries, new)
+        for name, pid in pids.items():
+            rows[name]["rss_after_load_mb"] = rss_mb(pid) if pid else math.nan
+    load = os.getloadavg()
+    for lane in lanes:
+        rec, rem = lane.recalls_ms, lane.remembers_ms
+        name = lane.system.name
+        rows[name].update({
+            "recall_p50_ms": percentile(rec, 50), "recall_p95_ms": percentile(rec, 95),
+            "remember_p50_ms": percentile(rem, 50), "remember_p95_ms": percentile(rem, 95),
+            "remember_statuses": lane.statuses, "rss_peak_load_mb": peak[name].peak if pids[name] else math.nan,
+            "recalls": len(rec), "remembers": len(rem), "loadavg_after": load,
+            "recalls_ms": rec, "remembers_ms": rem, "interleaved_with": [s.name for s in systems if s.name != name]})
+    return [rows[s.name] for s in systems]
+
+
+def paired(rows: list[dict[str, Any]], peer: str = PEER) -> list[dict[str, Any]]:
+    """Per size, memvault's calls against the peer's made just before or after them (same
+    question, same moment): the median of the per-call ratios memvault / peer, for recall and
+    remember; empty when the peer was not measured."""
+    import statistics
+
+    by = {(r["system"], r["memories"]): r for r in rows}
+    out = []
+    for (system, n), mv in by.items():
+        other = by.get((peer, n))
+        if system != "memvault" or other is None:
+            continue
+        row: dict[str, Any] = {"memories": n}
+        for what in ("recalls_ms", "remembers_ms"):
+            pairs = [m / o for m, o in zip(mv[what], other[what], strict=True) if o > 0]
+            row[what.replace("s_ms", "_paired_ratio_median")] = statistics.median(pairs) if pairs else math.nan
+        out.append(row)
+    return out
 
 
 # ---------------------------------------------------------------------------- tables
@@ -453,31 +502,43 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             cache = Path(tmp) / "fastembed"
             prepare_minilm(ensure_qdrant_venv(args.peer_venv), cache)
             systems.append(peer_system(args.peer_venv, cache))
+        questions = synth.Questions(seed=1)  # one stream: no question is asked twice in this process
         for n in args.sizes:
             texts = synth.sentences(n + args.remembers, seed=args.seed)
             filled, new = texts[:n], texts[n:]  # new: continue the same stream, all unseen
-            qs = synth.queries(args.recalls + 5, seed=n + 1)
+            qs = questions.take(args.recalls + 5)
+            stores, fills = {}, {}
             for system in systems:
-                store = Path(tmp) / f"{_slug(system.name)}-n{n}"
+                stores[system.name] = Path(tmp) / f"{_slug(system.name)}-n{n}"
                 print(f"# speed: {system.name}, {n} memories: fill", file=sys.stderr)
-                fill = await filled_store(system, filled, args.seed, store, args.fill_cache) if n else {}
-                print(f"# speed: {system.name}, {n} memories: measure", file=sys.stderr)
-                row = await measure(system, store, n, set(filled), qs, new)
+                fills[system.name] = (await filled_store(system, filled, args.seed, stores[system.name],
+                                                         args.fill_cache) if n else {})
+            print(f"# speed: {n} memories: measure " + " and ".join(s.name for s in systems)
+                  + (", interleaved call by call" if len(systems) > 1 else ""), file=sys.stderr)
+            measured = await measure(systems, stores, n, set(filled), qs, new)
+            for system, row in zip(systems, measured, strict=True):
                 if system.name == "memvault" and n and not args.no_breakdown:
                     print(f"# speed: memvault, {n} memories: breakdowns (in-process)", file=sys.stderr)
-                    row["breakdown"] = await breakdowns(store, args.model_cache, qs[:args.breakdown_calls],
+                    row["breakdown"] = await breakdowns(stores[system.name], args.model_cache, questions,
                                                         args.breakdown_calls)
-                rows.append({**row, "fill": fill})
+                rows.append({**row, "fill": fills[system.name]})
+            for store in stores.values():
                 shutil.rmtree(store, ignore_errors=True)
     rs = ratios(rows)
+    ps = paired(rows)
     payload = {"protocol": __doc__.strip(), "driver": "MCP stdio, mcp SDK Client, one measure() for every system",
                "systems": {s.name: {"command": " ".join([Path(s.command).name, *s.args]), **s.info} for s in systems},
-               "peer_skipped": skipped, "seed": args.seed, "results": rows, "ratios_memvault_over_peer": rs}
+               "peer_skipped": skipped, "seed": args.seed, "results": rows, "ratios_memvault_over_peer": rs, "paired_ratios": ps}
     path = write_result("speed", payload)
     print(table(rows))
     if rs:
         print(f"\nRatios memvault / {PEER} (< 1: memvault faster / smaller):\n")
         print(ratio_table(rs))
+        print("\nMedian of per-call ratios memvault / peer (each memvault call against the peer's call on the same "
+              "question made next to it):\n")
+        print(md_table(["memories", "recall", "remember"],
+                       [[p["memories"], f"{p['recall_paired_ratio_median']:.2f}",
+                         f"{p['remember_paired_ratio_median']:.2f}"] for p in ps]))
     elif skipped:
         print(f"\n{PEER} skipped: {skipped}")
     print_breakdowns(rows)
@@ -485,18 +546,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return payload
 
 
-async def breakdowns(store: Path, model_cache: Path, queries: list[str], writes: int) -> dict[str, dict[str, float]]:
+async def breakdowns(store: Path, model_cache: Path, questions: synth.Questions, calls: int
+                     ) -> dict[str, dict[str, float]]:
     """One recall and one remember broken into their parts, in-process on ``store`` (the filled store
-    of a run, after it): ``bench.recall_breakdown`` over ``queries``, ``bench.remember_breakdown``
-    over ``writes`` new sentences; {"recall": {stage: p50 ms}, "remember": {...}}."""
+    of a run, after it): ``bench.recall_breakdown`` over ``calls`` rounds of new questions
+    from ``questions``, ``bench.remember_breakdown`` over ``calls`` new sentences;
+    {"recall": {stage: p50 ms}, "recall (process CPU)": {stage: p50 CPU ms}, "remember": {...}}."""
     from bench import recall_breakdown, remember_breakdown
     from bench.mv import open_runtime
 
     rt = await open_runtime(store, model_cache, capacity_per_scope=CAPACITY_PER_SCOPE)
     try:
         await rt.started()
-        return {"recall": await recall_breakdown.breakdown(rt, queries),
-                "remember": await remember_breakdown.breakdown(rt, writes)}
+        cpu: dict[str, float] = {}
+        wall = await recall_breakdown.breakdown(rt, questions, calls, cpu=cpu)
+        return {"recall": wall, "recall (process CPU)": cpu, "remember": await remember_breakdown.breakdown(rt, calls)}
     finally:
         await rt.close()
 
@@ -504,9 +568,11 @@ async def breakdowns(store: Path, model_cache: Path, queries: list[str], writes:
 def print_breakdowns(rows: list[dict[str, Any]]) -> None:
     """The recall and remember breakdowns of every size, one table each (p50 ms per stage)."""
     got = [(r["memories"], r["breakdown"]) for r in rows if r.get("breakdown")]
-    for what in ("recall", "remember"):
+    for what in ("recall", "recall (process CPU)", "remember"):
         if not got:
             return
+        if not all(what in b for _, b in got):
+            continue
         stages = list(dict.fromkeys(k for _, b in got for k in b[what]))
         print(f"\nmemvault {what}, in-process breakdown (p50 ms per stage, on the filled store):\n")
         print(md_table(["stage", *[f"{n:,} memories" for n, _ in got]],

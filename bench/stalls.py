@@ -68,9 +68,12 @@ async def fill(rt: Runtime, n: int, *, expiring: int, pool: int, expire_in_s: fl
         await index_rows(rt, rows, dense=list(dense))
 
 
-async def phase(rt: Runtime, queries: list[str], action: Callable[[], Awaitable[object]] | None,
+async def phase(rt: Runtime, questions: synth.Questions, action: Callable[[], Awaitable[object]] | None,
                 min_calls: int) -> tuple[list[float], float]:
-    """Recall latencies (ms) while ``action`` runs (at least ``min_calls`` calls), and its seconds."""
+    """Recall latencies (ms) while ``action`` runs (at least ``min_calls`` calls), and its seconds.
+
+    Each call asks a question new to the process (``questions``), so each runs the model
+    as a fresh recall does (a repeat would be served by the query-vector cache)."""
     lat: list[float] = []
     done = anyio.Event()
     took = 0.0
@@ -90,7 +93,7 @@ async def phase(rt: Runtime, queries: list[str], action: Callable[[], Awaitable[
         i = 0
         while not done.is_set() or len(lat) < min_calls:
             t0 = time.perf_counter()
-            await recall(rt, SCOPE, RecallArgs(query=queries[i % len(queries)], k=5))
+            await recall(rt, SCOPE, RecallArgs(query=questions.take(1)[0], k=5))
             lat.append((time.perf_counter() - t0) * 1000)
             i += 1
     return lat, took
@@ -119,8 +122,8 @@ async def run(args: argparse.Namespace) -> list[list]:
             expire_at = time.time() + args.expire_in_s
             await rt.run_sync(vec.flush)
             print(f"fill: {time.perf_counter() - t0:.0f} s, points {await rt.run_sync(vec.count, MEMORY_COLLECTION)}")
-            qs = synth.queries(200, seed=7)
-            for q in qs[:10]:  # warm-up
+            qs = synth.Questions(seed=7)  # every recall of the run asks a new question
+            for q in qs.take(10):  # warm-up
                 await recall(rt, SCOPE, RecallArgs(query=q, k=5))
             out: list[list] = []
 

@@ -4,7 +4,10 @@ Sentences come from ~30 templates of the kinds an assistant stores (preferences,
 decisions, project facts, episodes, procedures, personal facts) filled from slot lists
 (people, services, tools, places, numbers, dates) with ``random.Random(seed)``; every
 sentence is distinct. Queries are questions over the same slots, so they hit some memories
-and miss others, as real recalls do.
+and miss others, as real recalls do; ``queries`` never repeats one within a call or
+within a ``Questions`` stream, because memvault keeps a query-vector cache: a repeated
+question is answered without a model run, and a latency bench that repeats questions
+measures the cache, not recall.
 """
 
 from __future__ import annotations
@@ -72,6 +75,21 @@ QUESTIONS = [
     "When is the {s} migration planned?",
     "What should I check after deploying the {s}?",
     "Which team owns the {s}?",
+    "Did {p} say anything about {t} in the {s}?",
+    "What happened to the {s} in {month}?",
+    "Who on the {team} team knows {t}?",
+    "Is {p} working with {p2} on the {s}?",
+    "What did {p} decide about {t} versus {t2}?",
+    "When does {p} usually work from {place}?",
+    "Which {t} setting did {p} change for the {s}?",
+    "What was the root cause of {issue} in the {s}?",
+    "Does {p} still do {hobby}?",
+    "Where is the runbook for the {s} kept by the {team} team?",
+    "How long does the {s} keep its logs in {t}?",
+    "What is the latency alert threshold of the {s}?",
+    "Who approves deploys of the {s} in {month}?",
+    "What did {p} recommend to {p2}?",
+    "Why is {p} off in {month}?",
 ]
 
 
@@ -97,7 +115,41 @@ def sentences(n: int, seed: int = 0) -> list[str]:
     return out
 
 
+class Questions:
+    """A stream of recall queries that never repeats: every question drawn from one stream
+    differs from all drawn before it (so a bench process that draws all its questions from
+    one stream asks each at most once, whatever its sizes and phases).
+
+    ``take(n)``: the next ``n`` questions, the same sequence for the same seed. Raises
+    ValueError when the templates cannot give that many more distinct questions (tens of
+    thousands are available).
+    """
+
+    MAX_TRIES = 200
+    """Draws in a row that may all repeat earlier questions before the stream is taken as used up."""
+
+    def __init__(self, seed: int = 1) -> None:
+        self._rng = random.Random(seed)
+        self.asked: set[str] = set()
+
+    def take(self, n: int) -> list[str]:
+        out: list[str] = []
+        misses = 0
+        while len(out) < n:
+            q = _fill(self._rng, self._rng.choice(QUESTIONS))
+            if q in self.asked:
+                misses += 1
+                if misses > self.MAX_TRIES:
+                    raise ValueError(f"only {len(self.asked)} distinct questions could be drawn; asked for "
+                                     f"{n - len(out)} more")
+                continue
+            misses = 0
+            self.asked.add(q)
+            out.append(q)
+        return out
+
+
 def queries(n: int, seed: int = 1) -> list[str]:
-    """``n`` recall queries over the same slots (may repeat for large n)."""
-    rng = random.Random(seed)
-    return [_fill(rng, rng.choice(QUESTIONS)) for _ in range(n)]
+    """``n`` distinct recall queries over the same slots, the same for the same seed
+    (``Questions(seed).take(n)``); raises ValueError beyond the distinct questions available."""
+    return Questions(seed).take(n)

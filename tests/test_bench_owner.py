@@ -39,6 +39,11 @@ async def test_owner_bench_measures_both_modes_and_stops_the_owner(model_cache, 
         assert (r["pings"], r["recalls"], r["remembers"]) == (3, RECALLS, REMEMBERS), r
         assert r["remember_statuses"] == {"stored": REMEMBERS}, r
         assert not math.isnan(r["rss_idle_mb"]) and not math.isnan(r["rss_peak_load_mb"]), r
+    # CPU per ping and per call of each mode's processes; the owner does a recall's work, its
+    # forwarder only relays
+    assert d["cpu_ms_per_call"] > 0 and f["cpu_ms_per_call"] > 0, (d, f)
+    assert f["cpu_ms_per_call"] == pytest.approx(f["cpu_ms_per_call_owner"] + f["cpu_ms_per_call_forwarder"])
+    assert f["cpu_ms_per_call_owner"] > f["cpu_ms_per_call_forwarder"], f
     by = f["rss_idle_by_process_mb"]
     assert len(by["forwarders"]) == FORWARDERS
     assert all(by["owner"] > v for v in by["forwarders"]), f"the owner holds the model: {by}"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import memvault.policy.keywords as kw
 from memvault.policy.keywords import (
     AVG_CHUNK_TERMS,
     AVG_DOC_TERMS,
@@ -207,8 +208,6 @@ def test_chunks_are_normalised_against_chunk_length() -> None:
 
 
 def test_collisions_are_merged(monkeypatch: pytest.MonkeyPatch) -> None:
-    import memvault.policy.keywords as kw
-
     monkeypatch.setattr(kw, "term_id", lambda term: 7)
     idx, vals = kw.sparse_from_terms({"a": 1, "b": 2}, query=False)
     assert idx == [7] and len(vals) == 1
@@ -228,3 +227,42 @@ def test_indices_sorted_unique_and_zero_counts_ignored() -> None:
 def test_term_set_is_the_terms_distinct(text: str) -> None:
     assert keyword_term_set(text) == frozenset(keyword_terms(text))
     assert keyword_term_set(text) == frozenset(keyword_terms(text))  # the memoised answer too
+
+
+def _uncached_terms(text: str) -> dict[str, int]:
+    """The analysis without any memo: every chunk analysed afresh (the reference)."""
+    import unicodedata
+    from collections import Counter
+
+    counts: Counter[str] = Counter()
+    norm = unicodedata.normalize("NFKC", text).translate(kw._INVISIBLE).translate(kw._APOSTROPHES)
+    for m in kw._TOKEN.finditer(norm):
+        cjk = m.group("cjk")
+        counts.update(kw._cjk_terms(cjk) if cjk is not None else kw._chunk_terms(m.group("chunk")))
+    return dict(counts)
+
+
+CHUNK_CASES = ["The billing service's config lives in Postgres 16; Bob's on-call.",
+               "We're moving src/net/retryPolicy.ts to v1.2.3-beta.1 (see ERR_CONN_RESET)",
+               "Ｆｕｌｌ－width ＡＢＣ and zero\u200bwidth, “curly” don’t it’s",
+               "用户喜欢深色主题 but prefers pnpm over npm; 上周 deployed 3.11 at 12,000 rps",
+               "https://example.com/a_b/c-d?x=1#frag user@example.com c++ c# f# ~/.bashrc",
+               "a " * 50 + "x" * 300 + " useEffect useEffect useEffect"]
+
+
+@pytest.mark.parametrize("text", CHUNK_CASES)
+def test_memoised_chunks_give_the_same_terms_and_counts(text: str) -> None:
+    # Twice: the second analysis is answered from the chunk memo, and must not differ.
+    for _ in range(2):
+        assert keyword_terms(text) == _uncached_terms(text)
+        assert keyword_term_set(text + " ") == frozenset(_uncached_terms(text + " "))
+
+
+def test_a_new_text_of_known_words_is_analysed_from_the_chunk_memo() -> None:
+    # Recall analyses the text of up to 100 keyword hits it has not seen before: words it
+    # has seen (in other texts) are not analysed again.
+    keyword_terms("Grace prefers Terraform over Helm for the invoice exporter.")
+    before = kw._cached_chunk_terms.cache_info()
+    keyword_term_set("Grace prefers Helm over Terraform for the invoice qwzxvbnmexporter")
+    after = kw._cached_chunk_terms.cache_info()
+    assert (after.hits - before.hits, after.misses - before.misses) == (8, 1)  # only the last word is new

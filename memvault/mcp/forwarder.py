@@ -33,7 +33,7 @@ from memvault.config import Settings
 from memvault.mcp.handshake import HandshakeError, Hello
 from memvault.mcp.lines import LineReader
 from memvault.mcp.owner_files import OwnerFiles, owner_files
-from memvault.mcp.stdio import cancel_on_signals, serve_stdio, stdin_lines
+from memvault.mcp.stdio import FdWriter, cancel_on_signals, serve_stdio, stdin_lines
 from memvault.service.datadir import prepare_data_dir
 from memvault.service.errors import StoreUnavailable
 
@@ -224,7 +224,8 @@ class Forwarder:
         self.replays = 0
         self._init_candidate: bytes | None = None
         self.refused: str | None = None
-        self._stdout = anyio.wrap_file(sys.stdout.buffer)
+        sys.stdout.flush()
+        self._stdout = FdWriter(sys.stdout.fileno())  # the loop writes a pipe itself: no thread hand-off
 
     async def run(self) -> int:
         """Relay until the client closes stdin (or SIGINT / SIGTERM); 0, or 1 when no owner could be used.
@@ -260,7 +261,6 @@ class Forwarder:
     async def _write_out(self, data: bytes) -> None:
         async with self.out_lock:
             await self._stdout.write(data)
-            await self._stdout.flush()
 
     async def _pump_client(self) -> None:
         async for line in stdin_lines(sys.stdin.fileno()):

@@ -6,9 +6,13 @@ its client here; the forwarder reads its client's lines through ``stdin_lines`` 
 - While serving, fd 1 points at stderr and fd 0 at the null device, so that stray output
   of a library (or a child process) never corrupts the protocol; the wire is a private
   duplicate of each (the SDK's stdio transport does the same).
-- stdin is read by a daemon thread: a read blocked on a client that keeps its end open
-  never keeps the process alive after a signal asked it to stop (a worker thread of the
-  event loop would, until stdin closed).
+- Where stdin and stdout are pipes or sockets (as an MCP client spawns a server), they are
+  read and written by the event loop itself, non-blocking: a message costs no thread
+  hand-off (each is a wake-up of another thread, milliseconds on a loaded machine), and
+  nothing is left blocked in a read when a signal asks the process to stop. Anything
+  else (a file, a terminal) is read by a daemon thread, which never keeps the process
+  alive after a signal either (a worker thread of the event loop would, until stdin
+  closed), and written by a worker thread.
 - SIGINT and SIGTERM end serving at once: the server's lifespan closes the stores (the
   vector index is flushed) and the process exits.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import stat
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -67,13 +72,58 @@ def claimed_stdio() -> Iterator[tuple[int, BinaryIO]]:
         # wire_in stays open: the reader thread may still block on it.
 
 
-async def stdin_lines(fd: int) -> AsyncIterator[bytes]:
-    """Lines (bytes, newline kept) read from ``fd`` until its end, by a daemon thread.
+def pollable(fd: int) -> bool:
+    """True when ``fd`` is a pipe or a socket on a POSIX system: the event loop can wait for it
+    (epoll / kqueue; a regular file or a Windows pipe cannot be waited for that way)."""
+    if os.name != "posix":
+        return False
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
-    The thread reads the descriptor itself (``os.read``), not through a Python file
-    object: a daemon thread blocked inside a buffered reader's lock makes the
+
+def _split_lines(buf: bytearray, start: int) -> list[bytes]:
+    """Whole lines (newline kept) taken off the front of ``buf``; ``start``: where new bytes begin."""
+    out: list[bytes] = []
+    nl = buf.find(b"\n", start)
+    while nl >= 0:
+        out.append(bytes(buf[:nl + 1]))
+        del buf[:nl + 1]
+        nl = buf.find(b"\n")
+    return out
+
+
+async def stdin_lines(fd: int) -> AsyncIterator[bytes]:
+    """Lines (bytes, newline kept) read from ``fd`` until its end; the last may lack the newline.
+
+    A pipe or socket (``pollable``) is made non-blocking and read by the event loop; anything
+    else by a daemon thread, which reads the descriptor itself (``os.read``), not through a
+    Python file object: a daemon thread blocked inside a buffered reader's lock makes the
     interpreter abort at exit.
     """
+    if pollable(fd):
+        os.set_blocking(fd, False)
+        buf = bytearray()
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                await anyio.wait_readable(fd)
+                continue
+            except OSError:  # the client's end failed: as the end of input
+                break
+            if not chunk:
+                break
+            start = len(buf)
+            buf += chunk
+            for line in _split_lines(buf, start):
+                yield line
+        if buf:
+            yield bytes(buf)
+        return
+
     send, receive = anyio.create_memory_object_stream[bytes](1)
     token = anyio.lowlevel.current_token()
 
@@ -83,12 +133,8 @@ async def stdin_lines(fd: int) -> AsyncIterator[bytes]:
             while chunk := os.read(fd, 1 << 16):
                 start = len(buf)
                 buf += chunk
-                nl = buf.find(b"\n", start)
-                while nl >= 0:
-                    line = bytes(buf[:nl + 1])
-                    del buf[:nl + 1]
+                for line in _split_lines(buf, start):
                     anyio.from_thread.run(send.send, line, token=token)
-                    nl = buf.find(b"\n")
             if buf:
                 anyio.from_thread.run(send.send, bytes(buf), token=token)
         except Exception:  # the loop is gone (serving ended) or stdin failed: stop reading
@@ -103,6 +149,34 @@ async def stdin_lines(fd: int) -> AsyncIterator[bytes]:
     async with receive:
         async for line in receive:
             yield line
+
+
+class FdWriter:
+    """Bytes written whole to ``fd``, one ``write`` at a time: by the event loop itself,
+    non-blocking, where ``fd`` is a pipe or socket (``pollable``: it waits for room when the
+    reader is slow), else by a worker thread. Raises OSError (BrokenPipeError: the reader
+    went away) as ``os.write`` does."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.polled = pollable(fd)
+        if self.polled:
+            os.set_blocking(fd, False)
+        self._lock = anyio.Lock()
+
+    async def write(self, data: bytes) -> None:
+        async with self._lock:
+            view = memoryview(data)
+            while view:
+                if self.polled:
+                    try:
+                        n = os.write(self.fd, view)
+                    except BlockingIOError:
+                        await anyio.wait_writable(self.fd)
+                        continue
+                else:
+                    n = await anyio.to_thread.run_sync(os.write, self.fd, view)
+                view = view[n:]
 
 
 async def cancel_on_signals(scope: anyio.CancelScope, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
@@ -136,11 +210,11 @@ async def serve_stdio(server: Any) -> None:
 
     low = server._lowlevel_server
     with claimed_stdio() as (wire_in, wire_out):
-        out = anyio.wrap_file(wire_out)
+        wire_out.flush()
+        out = FdWriter(wire_out.fileno())
 
         async def write(text: str) -> None:
             await out.write(text.encode("utf-8", "replace"))
-            await out.flush()
 
         async def lines() -> AsyncIterator[str]:
             async for raw in stdin_lines(wire_in):

@@ -40,7 +40,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import snowballstemmer
 
@@ -227,20 +227,37 @@ def _cjk_terms(run: str) -> list[str]:
     return terms
 
 
+CHUNK_CACHE_SIZE = 32_768
+"""Chunks (words, identifiers) whose terms ``_cached_chunk_terms`` keeps: a store's texts
+share most of their words, so a text not analysed before is mostly cache hits (recall
+analyses the text of up to 100 keyword hits per call; at 10,000 memories most are new
+to ``keyword_term_set``'s cache). A few MiB at most."""
+
+
+@functools.lru_cache(maxsize=CHUNK_CACHE_SIZE)
+def _cached_chunk_terms(chunk: str) -> tuple[str, ...]:
+    return tuple(_chunk_terms(chunk))
+
+
+def _term_runs(text: str) -> list[Sequence[str]]:
+    """The terms of ``text`` in order, one sequence per CJK run or chunk (see ``keyword_terms``)."""
+    norm = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_APOSTROPHES)
+    out: list[Sequence[str]] = []
+    for m in _TOKEN.finditer(norm):
+        cjk = m.group("cjk")
+        out.append(_cjk_terms(cjk) if cjk is not None else _cached_chunk_terms(m.group("chunk")))
+    return out
+
+
 def keyword_terms(text: str) -> dict[str, int]:
     """Terms of ``text`` for the keyword channel, with their counts.
 
     Returns ``{term: count}`` (terms casefolded; see the module docstring for the rules).
     Empty or punctuation-only text gives ``{}``. Deterministic and pure.
     """
-    norm = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_APOSTROPHES)
     counts: Counter[str] = Counter()
-    for m in _TOKEN.finditer(norm):
-        cjk = m.group("cjk")
-        if cjk is not None:
-            counts.update(_cjk_terms(cjk))
-        else:
-            counts.update(_chunk_terms(m.group("chunk")))
+    for terms in _term_runs(text):
+        counts.update(terms)
     return dict(counts)
 
 
@@ -253,7 +270,10 @@ TERM_SET_CACHE_SIZE = 4096
 def keyword_term_set(text: str) -> frozenset[str]:
     """The distinct terms of ``text``: ``frozenset(keyword_terms(text))``, memoised for the
     last ``TERM_SET_CACHE_SIZE`` texts (pure, so a cached answer is always right; thread-safe)."""
-    return frozenset(keyword_terms(text))
+    terms: set[str] = set()
+    for run in _term_runs(text):
+        terms.update(run)
+    return frozenset(terms)
 
 
 def term_id(term: str) -> int:

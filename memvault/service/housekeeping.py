@@ -9,7 +9,12 @@ index write (a full disk) every ``SETTLE_INTERVAL_S``, sweep expired records eve
 ``SWEEP_INTERVAL_S``, build the embedded index's HNSW graph in a child process when
 enough points are searched exactly (``index_build``; checked every ``CHECK_INTERVAL_S``,
 the build runs beside this loop) and, when ``policies.consolidate_every_hours`` is set
-(off by default), apply ``consolidate`` to every scope that often.
+(off by default), apply ``consolidate`` to every scope that often. Once a burst of work
+is over (a whole timer period without a blocking call, ``Runtime.work_done``), the C
+heap's freed pages are given back to the OS (``give_back_heap``): the model's and the
+engine's buffers of a burst of calls are freed into glibc's arenas (one per worker
+thread), which otherwise keep them resident for good; trimming only when idle spares
+the calls the page faults of taking them back.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import logging
 import anyio
 import anyio.abc
 
+from memvault.embedding.lean_engine import give_back_heap
 from memvault.service.consolidate import consolidate_all
 from memvault.service.docs_index import reweigh_documents
 from memvault.service.index_build import CHECK_INTERVAL_S, build_if_due
@@ -65,6 +71,7 @@ async def _timers(rt: Runtime, tg: anyio.abc.TaskGroup) -> None:
     interval = rt.settings.storage.flush_interval_s
     every_h = rt.settings.policies.consolidate_every_hours
     building = False
+    seen_work, heap_dirty = rt.work_done, False
 
     async def build() -> None:
         nonlocal building
@@ -75,6 +82,7 @@ async def _timers(rt: Runtime, tg: anyio.abc.TaskGroup) -> None:
 
     while True:
         await anyio.sleep(interval)
+        heap_dirty = await _trim_when_idle(rt.work_done - seen_work, heap_dirty)
         since_sweep += interval
         since_consolidate += interval
         since_index += interval
@@ -108,3 +116,16 @@ async def _timers(rt: Runtime, tg: anyio.abc.TaskGroup) -> None:
                 await sweep_tasks(rt)
             except Exception:
                 log.exception("expiry sweep failed")
+        seen_work = rt.work_done  # the timer's own calls above are not the clients' work
+
+
+async def _trim_when_idle(work: int, heap_dirty: bool) -> bool:
+    """One timer period's look at the heap; ``work``: blocking calls made by others during the
+    period (``Runtime.work_done``). Some: a trim is owed (True). None, with a trim owed: trim
+    now (in a worker thread: ``malloc_trim`` walks every arena) and False. Returns whether
+    a trim is still owed."""
+    if work > 0:
+        return True
+    if heap_dirty:
+        await anyio.to_thread.run_sync(give_back_heap)
+    return False

@@ -110,6 +110,9 @@ class Runtime:
     _background: anyio.abc.TaskGroup | None = None
     # Limits concurrent engine calls in worker threads (the model already uses both cores).
     _engine_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(2))
+    #: Blocking calls run so far (``run_sync``): every tool call that touches the model or the
+    #: stores makes some, so housekeeping reads "no change since last look" as idle.
+    work_done: int = 0
 
     @classmethod
     async def open(cls, settings: Settings, *, load_embedder: EmbedderLoader | None = None,
@@ -328,6 +331,7 @@ class Runtime:
     async def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking call in a worker thread: engine calls, and CPU-heavy policy work (secret and
         importance scans, keyword vectors) so that a slow input delays only its own call."""
+        self.work_done += 1
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._engine_limiter)
 
     async def close(self) -> None:

@@ -125,9 +125,54 @@ CONSOLIDATED_FROM = "consolidated_from"
 INDEX_STATES = ("pending", "indexed")
 
 
+_KIND_SET, _STATUS_SET = frozenset(KINDS), frozenset(MEMORY_STATUSES)
+_INDEX_STATE_SET, _VISIBILITY_SET = frozenset(INDEX_STATES), frozenset(VISIBILITIES)
+_finite = math.isfinite
+
+
+def _num(v: Any) -> bool:
+    """``v`` is what ``rows.number`` accepts as it is: a finite float, or an int (not a bool)."""
+    t = type(v)
+    return (t is float and _finite(v)) or t is int
+
+
+def _opt_text(v: Any) -> bool:
+    return v is None or type(v) is str
+
+
 def row_from_sql(r: sqlite3.Row | tuple) -> MemoryRow:
     """A ``SELECT MEMORY_COLUMNS`` result tuple -> MemoryRow (tags decoded from JSON, every
-    value checked against its column's type). Raises BadValue on a value memvault never writes."""
+    value checked against its column's type). Raises BadValue on a value memvault never writes.
+
+    A row whose every value is of the exact type memvault writes (the rule, checked in one
+    expression) is built directly; any other goes through the column-by-column checks of
+    ``storage.rows``, which accept or refuse it and say why. Both give the same row: recall
+    decodes up to ~200 candidate rows a call, where the checks cost more than the query."""
+    (id_, user_id, project, kind, key, content, tags, importance, confidence, source, created_at,
+     updated_at, last_accessed_at, access_count, expires_at, status, superseded_by, content_hash,
+     embedding_model, index_state, visibility, agent) = tuple(r)
+    if (type(id_) is str and type(user_id) is str and type(project) is str and type(kind) is str
+            and kind in _KIND_SET and _opt_text(key) and type(content) is str and tags == "[]"
+            and _num(importance) and _num(confidence) and _opt_text(source) and _num(created_at)
+            and _num(updated_at) and _num(last_accessed_at) and type(access_count) is int
+            and (expires_at is None or _num(expires_at)) and type(status) is str and status in _STATUS_SET
+            and _opt_text(superseded_by) and type(content_hash) is str and type(embedding_model) is str
+            and type(index_state) is str and index_state in _INDEX_STATE_SET and type(visibility) is str
+            and visibility in _VISIBILITY_SET and _opt_text(agent)):
+        return MemoryRow(
+            id=id_, user_id=user_id, project=project, kind=kind, key=key, content=content, tags=[],
+            importance=float(importance), confidence=float(confidence), source=source,
+            created_at=float(created_at), updated_at=float(updated_at), last_accessed_at=float(last_accessed_at),
+            access_count=access_count, expires_at=None if expires_at is None else float(expires_at),
+            status=status, superseded_by=superseded_by, content_hash=content_hash, embedding_model=embedding_model,
+            index_state=index_state, visibility=visibility, agent=agent,
+        )
+    return checked_row(r)
+
+
+def checked_row(r: sqlite3.Row | tuple) -> MemoryRow:
+    """``row_from_sql`` with every column checked by ``storage.rows`` (BadValue names the first
+    that is wrong)."""
     (id_, user_id, project, kind, key, content, tags, importance, confidence, source, created_at,
      updated_at, last_accessed_at, access_count, expires_at, status, superseded_by, content_hash,
      embedding_model, index_state, visibility, agent) = tuple(r)
