@@ -24,7 +24,7 @@ from memvault.service.explain import Explained
 from memvault.service.health import Check
 from memvault.service.task_models import ProfileResult
 from memvault.vocabulary import KINDS
-from memvault.web.html import Html, field, h, join, post_button, select, table, tag, url
+from memvault.web.html import Html, bidi_controls, bidi_note, field, h, join, post_button, select, table, tag, url
 
 PREVIEW_CHARS = 160
 
@@ -63,7 +63,8 @@ def filter_form(base: str, f: Filters, q: str, per_page: int, projects: Sequence
         select("project", project_opts, f.project, "Project"),
         select("kind", [("", "all kinds"), *[(k, k) for k in KINDS]], f.kind, "Kind"),
         field("Tag", name="tag", value=f.tag, list="tags", size=12),
-        tag("datalist", join(tag("option", value=t) for t in tags), id="tags"),
+        tag("datalist", join(tag("option", value=t, label=t if bidi_controls(t) else None) for t in tags),
+            id="tags"),
         select("status", [(s, s) for s in (*LIFE_STATES, "all")], f.status, "Status"),
         select("visibility", [("", "shared and private"), ("shared", "shared"), ("private", "private")], f.visibility,
                "Read by"),
@@ -71,6 +72,7 @@ def filter_form(base: str, f: Filters, q: str, per_page: int, projects: Sequence
         field("To", type="date", name="until", value=f.until),
         select("per_page", [(str(n), str(n)) for n in PAGE_SIZES], str(per_page), "Per page"),
         tag("button", "Show", type="submit"),
+        bidi_note(q, f.tag),
     ]), method="get", action=f"{base}/", class_="filters")
 
 
@@ -155,6 +157,7 @@ def detail(base: str, d: MemoryDetail) -> Html:
             field("TTL days (blank: the kind's default)", name="ttl_days",
                   value="" if m.ttl_days_left is None else f"{m.ttl_days_left:g}", size=8),
             tag("button", "Save as a new version", type="submit"),
+            bidi_note(m.content, m.key, ", ".join(m.tags)),
         ]), method="post", action=f"{base}/m/{m.id}/edit", class_="edit")
     hist_rows = [(_short(e.at), e.action, e.actor or "", e.reason or "", e.status or "", e.key or "",
                   tag("a", e.memory_id[:8], href=f"{base}/m/{e.memory_id}"),
