@@ -202,7 +202,8 @@ async def reweigh_stale(rt: Runtime, store: DocStore) -> int:
 
     Only the keyword (sparse) vectors change with the weighting, and they are computed from
     what the registry stores (path, heading, symbol, text): each stale file's points get
-    new sparse vectors (no embedding), then its row records the scheme. A crash between the
+    new sparse vectors and the registry's project (a project id respelt by a schema
+    migration; no embedding), then its row records the scheme. A crash between the
     two redoes that file next time. A file whose update fails (e.g. a point is missing)
     stays stale, and ``index_docs`` re-embeds it. Files of another model are left to the
     re-embedding. Call with the docs collection open and ``rt.docs_lock`` held. Returns the
@@ -217,6 +218,7 @@ async def reweigh_stale(rt: Runtime, store: DocStore) -> int:
         sparse = await rt.run_sync(_sparse_by_id, f.path, rows)
         try:
             await rt.run_sync(vectors.update_sparse, DOCS_COLLECTION, sparse)
+            await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, [r.id for r in rows], {"project": f.project})
         except Exception as exc:  # the engine's error for a missing point; re-embedding repairs it
             log.warning("could not re-weigh %s (project %r, collection %r) in place (%s); the next index_docs "
                         "on it re-indexes it", f.path, f.project, f.collection, exc)
