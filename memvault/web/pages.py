@@ -20,6 +20,7 @@ from memvault.service.browse import (
     TaskLine,
     TaskVersion,
 )
+from memvault.service.docs_owner import split_key
 from memvault.service.explain import Explained
 from memvault.service.health import Check
 from memvault.service.task_models import ProfileResult
@@ -280,9 +281,12 @@ def docs(items: Sequence[DocCollection], project_names: Mapping[str, str]) -> Ht
     """Indexed document collections with file and chunk counts and last index time."""
     if not items:
         return tag("p", "No document is indexed (memvault index <folder> adds some).", class_="empty")
+    def where(key: str) -> str:
+        project, owner = split_key(key)
+        name = project_names.get(project, project) if project else "global"
+        return name if owner is None else f"{name} (only {owner})"
     return table(["Project", "Collection", "Files", "Chunks", "Last indexed (UTC)"],
-                 [(project_names.get(c.project, c.project) if c.project else "global", c.collection, c.files,
-                   c.chunks, _iso(c.last_indexed_at)) for c in items])
+                 [(where(c.project), c.collection, c.files, c.chunks, _iso(c.last_indexed_at)) for c in items])
 
 
 def health(owner: Mapping[str, Any], checks: Sequence[Check], problem: str | None) -> Html:
