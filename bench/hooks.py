@@ -18,8 +18,9 @@ load, wall time from spawn to exit of:
 then the owner is stopped (SIGTERM to the pid in its ``owner.json``) and
 ``hook session-start`` and ``hook prompt-submit`` run again with the owner down (the
 session hook then reads SQLite itself, after finding no socket). Last, ``--writes`` prompt hooks with a request
-("remember that …"), owner up (restarted by the first one: that cold run is reported
-apart). Wall time p50 / p95 / min in ms; CPU time (user + system of the process and its
+("remember that …"), owner up (restarted by the first one, which hands its request to a
+detached process when the owner takes longer to start than the hook waits: that cold run
+is reported apart, and the next waits until it is stored). Wall time p50 / p95 / min in ms; CPU time (user + system of the process and its
 children, e.g. git: what the machine's load moves least) p50; the 1-minute load average
 with each row. Goal: the session hook <= 300 ms (p50) with the owner up, Python start included.
 """
@@ -55,7 +56,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def _env(data_dir: Path, model_cache: Path) -> dict[str, str]:
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
     env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
                 "MEMVAULT_OWNER_IDLE_S": "600", "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1"})
     return env
@@ -186,8 +187,11 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
         for i in range(a.writes + 1):
             stdin = json.dumps({"cwd": str(repo), "prompt": f"remember that build agent {i} runs Ubuntu {20 + i}.04"})
             ms, cpu_ms, res = _timed([MEMVAULT, "hook", "prompt-submit"], env, stdin, cwd=repo)
-            if not res.stdout.startswith("memvault: remembered"):
+            started = i == 0 and res.stdout.startswith("memvault: handed")  # the owner was still starting
+            if not res.stdout.startswith("memvault: remembered") and not started:
                 raise SystemExit(f"the prompt hook did not store: {res.stdout} {res.stderr[-500:]}")
+            if started:  # the detached process stores it once the owner is up: wait for that
+                _wait_stored(data_dir, "Build agent 0 runs Ubuntu 20.04")
             writes.append(ms)
             write_cpu.append(cpu_ms)
         load_w = os.getloadavg()[0]
@@ -202,6 +206,25 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
     return {"memories": a.memories, "global_memories": a.memories // 4, "runs": a.runs, "fill_s": round(fill_s, 1),
             "context_chars": sizes.get(SESSION), "rows": rows, "table": table,
             "goal_ms": GOAL_MS, "goal_met": session_up[3] <= GOAL_MS}
+
+
+def _wait_stored(data_dir: Path, content: str, timeout_s: float = 300.0) -> None:
+    """Wait until a memory holding ``content`` is in the store (another process writes it)."""
+    import sqlite3
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            con = sqlite3.connect(data_dir / "memvault.db")
+            try:
+                if con.execute("SELECT COUNT(*) FROM memories WHERE content LIKE ?", (content + "%",)).fetchone()[0]:
+                    return
+            finally:
+                con.close()
+        except sqlite3.Error:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"the prompt hook's request was not stored within {timeout_s:g} s")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,10 @@ Claude Code ``SessionStart`` hook (the folder comes as ``cwd`` in the JSON on st
 it prints goes into the session). ``memvault hook prompt-submit`` is the opt-in
 ``UserPromptSubmit`` hook: an explicit request in the prompt ("remember that …", "from
 now on …", "记住…", "以后…": ``memvault.policy.memory_request``) is stored with
-``remember`` through the data dir's owner process, and the hook says so in one line.
+``remember`` through the data dir's owner process, and the hook says in one line whether
+it was stored, not stored, or handed over without an answer yet; it returns within
+``PROMPT_BUDGET_S`` whatever the owner does (paused, busy, not running), and never hands
+one request over twice (``_handed``).
 
 These commands run on every session start (and, opted in, every prompt), so they:
 
@@ -52,9 +55,15 @@ CONTEXT_DEADLINE_S = 3.0
 OWNER_TIMEOUT_S = 1.0
 """Longest a context hook waits for the owner's answer before it reads the store itself, seconds
 (an owner still opening its store has not started answering)."""
-PROMPT_DEADLINE_S = 45.0
-"""Longest the prompt hook waits for the owner to store a prompt's requests, all together, seconds
-(it may start the owner: the model loads); under ``PROMPT_HOOK_TIMEOUT_S``."""
+PROMPT_BUDGET_S = 2.5
+"""Longest the prompt hook waits for the owner to take a prompt's requests, all together, seconds
+(from its start; the interpreter's own start comes before): a prompt is never held longer,
+whatever the owner does (paused, busy with a long call, still starting)."""
+PENDING_SHARE_S = 0.5
+"""Of ``PROMPT_BUDGET_S``, what is kept for requests no owner received (seconds): the detached
+process that stores them may answer in it when an owner is already up."""
+PENDING_DEADLINE_S = 600.0
+"""Longest ``memvault hook remember-pending`` waits for an owner to start and store, seconds."""
 SESSION_HOOK_TIMEOUT_S = 10
 """``timeout`` written into the SessionStart hook entry, seconds (Claude Code kills the hook past it)."""
 PROMPT_HOOK_TIMEOUT_S = 60
@@ -66,8 +75,6 @@ DEFAULT_MAX_TOKENS = 2000
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 HOOK_CLIENT_NAME = "memvault-hook"
 REMEMBER_SOURCE = "prompt hook"
-FAST_REMEMBER_S = 3.0
-"""How long the prompt hook waits for a running owner to store one request over its socket (seconds)."""
 """The ``source`` of a memory stored by the prompt hook."""
 BACKUP_SUFFIX = ".memvault-backup"
 
@@ -210,6 +217,11 @@ def cmd_context(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- hooks
 def cmd_hook(args: argparse.Namespace) -> int:
     """``memvault hook session-start|prompt-submit``: a Claude Code hook reading its JSON on stdin; always 0."""
+    if args.hook == "remember-pending":
+        try:
+            return cmd_remember_pending(args)
+        except BaseException as exc:  # noqa: B036 - detached: nothing to fail, one line on stderr
+            return _quiet_failure("hook remember-pending", exc)
     if args.hook == "session-start":
         try:
             with _deadline(CONTEXT_DEADLINE_S):
@@ -225,8 +237,11 @@ def cmd_hook(args: argparse.Namespace) -> int:
 
 
 def _prompt_submit(args: argparse.Namespace) -> int:
+    """Hand the prompt's requests to the owner and say in one line each what became of them, within
+    ``PROMPT_BUDGET_S`` whatever the owner does (see ``_handed``)."""
     from memvault.policy.memory_request import find_memory_requests
 
+    start = time.monotonic()
     with _deadline(CONTEXT_DEADLINE_S):
         data = _hook_input()
     prompt, cwd = data.get("prompt"), data.get("cwd")
@@ -234,49 +249,132 @@ def _prompt_submit(args: argparse.Namespace) -> int:
     if not requests:
         return 0
     folder = Path(cwd) if isinstance(cwd, str) and cwd else Path(os.getcwd())
-    fast = _remember_fast(args, folder, requests)
-    if fast is not None:
-        sys.stdout.write("\n".join(fast) + "\n")
-        sys.stdout.flush()
+    lines = _handed(args, folder, [(r.content, r.kind) for r in requests], start + PROMPT_BUDGET_S)
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def _handed(args: argparse.Namespace, folder: Path, requests: list[tuple[str, str]], deadline: float) -> list[str]:
+    """One line per request (content, kind), by ``deadline`` (``time.monotonic()``).
+
+    A running owner gets each request over its socket (``context_client.hand_over``): its
+    answer gives the line; a request it received but did not answer in time (paused, or
+    busy with a long call) is said to be handed over without an answer yet, and is never
+    sent again (the owner stores it when it goes on). Requests no owner received (none
+    runs, or it refused them) go to a detached ``memvault hook remember-pending`` process,
+    which starts an owner if needed and stores them through an MCP session; its lines are
+    shown when they come before the deadline, else the request is said to be handed over.
+    """
+    from memvault.mcp.context_client import ANSWERED, SENT, hand_over
+
+    try:
+        hs = HookSettings.read(args)
+    except ValueError as exc:
+        sys.stderr.write(f"memvault hook prompt-submit: {exc}\n")
+        return ["memvault: could not remember that: memvault's settings are invalid (see stderr)"] * len(requests)
+    hellos = [{"memvault": "remember", "user_id": hs.user_id, "cwd": str(folder), "project": hs.project,
+               "content": content, "kind": kind, "agent_id": HOOK_CLIENT_NAME, "source": REMEMBER_SOURCE}
+              for content, kind in requests]
+    outcomes = hand_over(hs.data_dir, hellos, deadline - PENDING_SHARE_S)
+    lines: list[str | None] = [None] * len(requests)
+    pending = []
+    for i, ((content, kind), (state, reply)) in enumerate(zip(requests, outcomes, strict=True)):
+        if state == ANSWERED and reply is not None and isinstance(reply.get("status"), str):
+            lines[i] = _said(content, kind, reply)
+        elif state == SENT:
+            lines[i] = (f"memvault: handed “{content}” to memvault, which has not answered yet (it is busy or "
+                        "paused); it stores it once, when it goes on")
+        else:
+            pending.append(i)
+    if pending:
+        got = _remember_pending(args, folder, [requests[i] for i in pending], deadline)
+        for i, line in zip(pending, got, strict=True):
+            lines[i] = line or (f"memvault: handed “{requests[i][0]}” to memvault, which is starting; no answer "
+                                "yet (it stores it once started)")
+    return [line or "" for line in lines]
+
+
+def _remember_pending(args: argparse.Namespace, folder: Path, requests: list[tuple[str, str]],
+                      deadline: float) -> list[str | None]:
+    """Start ``memvault hook remember-pending`` detached (its own session, not the hook's stdout: the
+    client waits for nothing of it) with ``requests``; its lines that came by ``deadline``, None
+    for the others (still being stored), or one failure line each when it could not start."""
+    import select
+    import subprocess
+
+    flags = [f for name in ("data_dir", "user", "project") if getattr(args, name, None) is not None
+             for f in (f"--{name.replace('_', '-')}", getattr(args, name))]
+    try:
+        child = subprocess.Popen([*memvault_executable(), "hook", "remember-pending", *flags],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 start_new_session=True, close_fds=True)
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(json.dumps({"cwd": str(folder), "requests": [list(r) for r in requests]}).encode())
+        child.stdin.close()
+    except OSError as exc:
+        sys.stderr.write(f"memvault hook prompt-submit: could not start memvault: {exc}\n")
+        return ["memvault: could not remember that: memvault could not be started (see `memvault doctor`)"] \
+            * len(requests)
+    out: list[str | None] = [None] * len(requests)
+    buf = b""
+    fd = child.stdout.fileno()
+    done = 0
+    while done < len(requests):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        buf += chunk
+        *complete, buf = buf.split(b"\n")
+        for line in complete:
+            if done < len(requests):
+                out[done] = line.decode("utf-8", "replace")
+                done += 1
+    return out
+
+
+def cmd_remember_pending(args: argparse.Namespace) -> int:
+    """``memvault hook remember-pending`` (started by the prompt hook, detached): store the requests
+    of the JSON on stdin (``{"cwd": ..., "requests": [[content, kind], ...]}``) through the owner,
+    starting it if needed, waiting up to ``PENDING_DEADLINE_S``; one line per request on stdout
+    (the hook shows those that come in its time). Always 0."""
+    import signal as _signal
+
+    _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)  # the hook may be gone: the stores still happen
+    try:
+        data = json.loads(sys.stdin.buffer.read(MAX_STDIN_BYTES) or b"{}")
+        folder = Path(data["cwd"])
+        requests = [(str(c), str(k)) for c, k in data["requests"]]
+    except (ValueError, KeyError, TypeError, OSError) as exc:
+        sys.stderr.write(f"memvault hook remember-pending: bad input: {exc}\n")
         return 0
     from memvault.config import ConfigError
 
     try:
         settings = _full_settings(args)
     except ConfigError as exc:
-        sys.stdout.write("memvault: could not remember that: memvault's settings are invalid (see stderr)\n")
-        sys.stderr.write(f"memvault hook prompt-submit: {exc}\n")
+        sys.stderr.write(f"memvault hook remember-pending: {exc}\n")
+        _say(["memvault: could not remember that: memvault's settings are invalid (see `memvault doctor`)"]
+             * len(requests))
         return 0
-    end = time.monotonic() + PROMPT_DEADLINE_S  # for all the requests of the prompt together
-    lines = []
-    for r in requests:
+    end = time.monotonic() + PENDING_DEADLINE_S  # for all the requests together
+    for content, kind in requests:
         left = end - time.monotonic()
-        lines.append(_remember(settings, folder, r.content, r.kind, left) if left > 1 else
-                     "memvault: could not remember that: out of time for this prompt")
-    sys.stdout.write("\n".join(lines) + "\n")
-    sys.stdout.flush()
+        _say([_remember(settings, folder, content, kind, left) if left > 1 else
+              "memvault: could not remember that: memvault did not start in time"])
     return 0
 
 
-def _remember_fast(args: argparse.Namespace, folder: Path, requests: list[Any]) -> list[str] | None:
-    """The hook's lines when a running owner took every request over its socket (no pydantic,
-    no MCP session); None when there is no owner or it did not take them all (the caller
-    then goes through an MCP session, which starts an owner and repeats nothing: a request
-    already stored is reinforced, not stored twice)."""
-    from memvault.mcp.context_client import remember_via_owner
-
+def _say(lines: list[str]) -> None:
+    """Lines on stdout, flushed; a closed stdout (the hook gave up waiting) is not an error."""
     try:
-        hs = HookSettings.read(args)
-    except ValueError:
-        return None
-    lines = []
-    for r in requests:
-        res = remember_via_owner(hs.data_dir, hs.user_id, folder, hs.project, r.content, r.kind,
-                                 agent_id=HOOK_CLIENT_NAME, source=REMEMBER_SOURCE, timeout_s=FAST_REMEMBER_S)
-        if res is None:
-            return None
-        lines.append(_said(r.content, r.kind, res))
-    return lines
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError):
+        pass
 
 
 def _said(content: str, kind: str, res: dict[str, Any]) -> str:
@@ -496,8 +594,9 @@ def add_parser(sub: Any) -> None:
     sp.set_defaults(func=cmd_context)
 
     sp = sub.add_parser("hook", help="run as a Claude Code hook (reads the hook's JSON on stdin)")
-    sp.add_argument("hook", choices=("session-start", "prompt-submit"),
-                    help="session-start: print the context; prompt-submit: store explicit memory requests")
+    sp.add_argument("hook", choices=("session-start", "prompt-submit", "remember-pending"),
+                    help="session-start: print the context; prompt-submit: store explicit memory requests; "
+                         "remember-pending: (started by prompt-submit) store requests no owner took")
     store_flags(sp)
     sp.add_argument("--max-tokens", type=_tokens, default=DEFAULT_MAX_TOKENS,
                     help=f"session-start: longest block, estimated tokens (default {DEFAULT_MAX_TOKENS})")

@@ -1,7 +1,7 @@
 """Consolidation on the labelled set, with the real embedding model and a real store.
 
 ``tests/data/consolidation_set.jsonl`` (see ``bench.consolidation``): 44 clusters of
-restatements (30 English, 14 Chinese) and 70 distinct-but-similar pairs. Every text is
+restatements (30 English, 14 Chinese) and 78 distinct-but-similar pairs. Every text is
 remembered in one scope, then the real ``consolidate`` handler proposes merges. No
 distinct pair and no two texts of different clusters may ever end in one proposal;
 the share of restatement pairs merged is floored.
@@ -27,7 +27,7 @@ def test_the_set_is_big_enough_and_well_formed():
     assert data.langs.count("zh") >= 10 and all(len(c) >= 2 for c in data.clusters)
     assert len({(a, b) for a, b, _ in data.distinct}) == len(data.distinct), "a pair is listed twice"
     kinds = {k for _, _, k in data.distinct}
-    assert {"number", "name", "version", "negation", "date", "chinese", "value"} <= kinds
+    assert {"number", "name", "version", "negation", "date", "chinese", "value", "unit", "time"} <= kinds
 
 
 async def test_no_distinct_pair_is_merged_and_restatements_are(tmp_path, shared_embedder, model_cache):

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -31,7 +32,7 @@ TOKEN = "ghp_" + "Zq8Xw2Vb7Nm4Lk9Jh3Gf6Dd1Ss5Aa0Pp7Oo3"
 
 
 def prompt_hook(prompt: str, cwd: Path, data_dir: Path, model_cache: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
     env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
                 "MEMVAULT_OWNER_IDLE_S": "120", "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1"})
     hook_input = {"session_id": "s1", "transcript_path": "/nowhere.jsonl", "cwd": str(cwd),
@@ -41,12 +42,30 @@ def prompt_hook(prompt: str, cwd: Path, data_dir: Path, model_cache: Path) -> su
 
 
 def session_hook(stdin: str, data_dir: Path) -> str:
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
     env["MEMVAULT_DATA_DIR"] = str(data_dir)
     res = subprocess.run([MEMVAULT, "hook", "session-start"], input=stdin, capture_output=True, text=True, env=env,
                          timeout=60)
     assert res.returncode == 0 and res.stderr == "", res.stderr
     return res.stdout
+
+
+def stored(data_dir: Path, content: str) -> int:
+    """How many memories hold exactly ``content`` (0 before the starting owner has made its database)."""
+    if not (data_dir / "memvault.db").is_file():
+        return 0
+    try:
+        return db_rows(data_dir, "SELECT COUNT(*) FROM memories WHERE content = ?", (content,))[0][0]
+    except sqlite3.OperationalError:  # the table is not there yet
+        return 0
+
+
+def wait_until(done, timeout_s: float = 180.0) -> None:
+    """Poll ``done()`` until it holds (another process is doing the work), failing after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, "gave up waiting"
+        time.sleep(0.1)
 
 
 def owner_status(data_dir: Path) -> dict | None:
@@ -83,7 +102,11 @@ async def test_requests_are_stored_through_the_owner_and_secrets_never(mcp_clien
 
     res = prompt_hook("请记住：发布前必须先跑集成测试。然后帮我看看这个报错", repo, data_dir, model_cache)
     assert res.returncode == 0, res.stderr
-    assert res.stdout == "memvault: remembered “发布前必须先跑集成测试。” (fact, project shop)\n"
+    # no owner ran: a detached process starts one and stores it; the line says so if it takes longer than the hook
+    assert res.stdout in ("memvault: remembered “发布前必须先跑集成测试。” (fact, project shop)\n",
+                          "memvault: handed “发布前必须先跑集成测试。” to memvault, which is starting; no answer yet "
+                          "(it stores it once started)\n"), res.stdout
+    wait_until(lambda: stored(data_dir, "发布前必须先跑集成测试。") == 1)
 
     assert owner_status(data_dir)["served"] == 1  # the first request opened an MCP session (and started the owner)
 
@@ -141,3 +164,40 @@ def test_without_a_usable_data_dir_the_hook_says_so_in_one_line_and_exits_0(tmp_
     res = prompt_hook("remember that the build takes 20 minutes", tmp_path, blocked, model_cache)
     assert res.returncode == 0
     assert res.stdout.startswith("memvault: could not ") and res.stdout.count("\n") == 1
+
+
+def test_a_paused_owner_never_holds_the_prompt_and_nothing_is_stored_twice(shared_embedder, model_cache, data_dir,
+                                                                          tmp_path):
+    """With the owner stopped (SIGSTOP), every hook returns within 3 s: the prompt hook says its requests
+    were handed over without an answer yet, the session hook reads the store itself; once the owner
+    goes on (SIGCONT) each request is stored exactly once."""
+    repo = git_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
+    first = "The staging database is refreshed every Sunday"
+    prompt_hook("Remember that the staging database is refreshed every Sunday", repo, data_dir, model_cache)
+    wait_until(lambda: stored(data_dir, first) == 1 and owner_status(data_dir) is not None)
+    pid = owner_pid(data_dir)
+    assert pid is not None
+    later = ["Deploys need two approvals.", "The billing service owns the invoices table."]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        res = prompt_hook("Remember that deploys need two approvals. Also, remember that the billing service owns "
+                          "the invoices table.", repo, data_dir, model_cache)
+        took = time.monotonic() - t0
+        assert res.returncode == 0 and took < 3.0, (took, res.stdout, res.stderr)
+        lines = res.stdout.splitlines()
+        assert len(lines) == 2, res.stdout
+        for line, content in zip(lines, later, strict=True):
+            assert line.startswith(f"memvault: handed “{content}” to memvault") and "not answered yet" in line, line
+        t0 = time.monotonic()
+        session = session_hook(json.dumps({"session_id": "s3", "cwd": str(repo), "source": "startup"}), data_dir)
+        assert time.monotonic() - t0 < 3.0
+        assert first in session  # read from the store itself
+        assert [stored(data_dir, c) for c in later] == [0, 0]  # nothing yet: paused
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_until(lambda: all(stored(data_dir, c) == 1 for c in later))
+    time.sleep(2)  # anything that would store them again has had its chance
+    assert [stored(data_dir, c) for c in later] == [1, 1]
+    assert owner_pid(data_dir) == pid  # the same owner, still serving
+    stop_owner(data_dir)

@@ -34,7 +34,7 @@ def _free_port() -> int:
 
 
 def _env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, str]:
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
     env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
                 "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1"})
     env.update({f"MEMVAULT_{k.upper()}": str(v) for k, v in settings.items()})
@@ -50,15 +50,18 @@ def _tokens_file(tmp_path: Path, mapping: dict[str, str], mode: int = 0o600) -> 
 
 @pytest.fixture
 def http_server(tmp_path: Path, model_cache: Path) -> Iterator[tuple[str, Path]]:
-    """A `memvault serve --http` on 127.0.0.1 with two users' tokens; yields (url, data dir)."""
+    """A `memvault serve --http` on 127.0.0.1 with two users' tokens, allowed to index ``tmp_path/docs``;
+    yields (url, data dir)."""
     import hashlib
 
     tokens = _tokens_file(tmp_path, {"alice-secret-token": "alice",
                                      "sha256:" + hashlib.sha256(b"bob-secret-token").hexdigest(): "bob"})
     port = _free_port()
     data = tmp_path / "d"
+    (tmp_path / "docs").mkdir()
     proc = subprocess.Popen([MEMVAULT, "serve", "--http", "--port", str(port), "--log-level", "WARNING"],
-                            env=_env(data, model_cache, http_tokens_file=tokens), cwd=tmp_path,
+                            env=_env(data, model_cache, http_tokens_file=tokens,
+                                     docs_allowed_dirs=json.dumps([str(tmp_path / "docs")])), cwd=tmp_path,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/mcp"
     deadline = time.monotonic() + 120
@@ -117,6 +120,54 @@ async def test_a_missing_or_wrong_token_gets_401_and_nothing_else(http_server):
             assert r.status_code == 401
             assert r.headers["www-authenticate"] == "Bearer"
             assert "memvault" not in r.text and "remember" not in r.text and "alice" not in r.text
+
+
+async def test_more_than_one_authorization_header_is_refused_with_400(http_server):
+    """A proxy that checks the first header and a server that reads the last would disagree on the user."""
+    url, _ = http_server
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}
+    accept = ("Accept", "application/json, text/event-stream")
+    async with httpx2.AsyncClient(timeout=30) as http:
+        for pair in (["Bearer alice-secret-token", "Bearer bob-secret-token"],
+                     ["Bearer wrong", "Bearer alice-secret-token"], ["Bearer alice-secret-token"] * 2):
+            r = await http.post(url, json=hello, headers=[accept, *[("Authorization", a) for a in pair]])
+            assert r.status_code == 400, (pair, r.status_code)
+            assert "more than one Authorization header" in r.json()["error"]
+            assert "alice" not in r.text and "memvault" not in r.text
+        r = await http.post(url, json=hello, headers=[accept, ("Authorization", "Bearer alice-secret-token")])
+        assert r.status_code == 200 and "memvault" in r.text, (r.status_code, r.text)
+
+
+async def test_documents_indexed_over_http_belong_to_the_user_who_indexed_them(http_server, tmp_path, model_cache):
+    """Global documents indexed by alice over HTTP are found by alice alone (path included); a
+    collection indexed on the server's machine (`memvault index`) is shared by every user."""
+    url, data = http_server
+    own = tmp_path / "docs" / "alice"
+    own.mkdir()
+    (own / "review.md").write_text("# Review\n\nAlice's salary review with her manager is on 3 March.\n")
+    shared = tmp_path / "docs" / "handbook"
+    shared.mkdir()
+    (shared / "wifi.md").write_text("# Office\n\nThe office wifi network is called kiln-guest.\n")
+    review, wifi = "when is the salary review", "what is the office wifi network called"
+    async with _client(url, "alice-secret-token") as alice:
+        done = await _call(alice, "index_docs", paths=[str(own)], project="")
+        assert done["added"] == 1 and done["scope"]["project"] == ""
+        found = await _call(alice, "search_docs", query=review, project="")
+        assert [r["path"] for r in found["results"]][:1] == [str(own / "review.md")]
+        assert found["results"][0]["project"] == ""
+    cli = await anyio.run_process([MEMVAULT, "index", str(shared), "--project", ""], check=False, cwd=tmp_path,
+                                  env=_env(data, model_cache))
+    assert cli.returncode == 0, cli.stderr.decode()
+    async with _client(url, "bob-secret-token") as bob:
+        theirs = await _call(bob, "search_docs", query=review, project="")
+        assert not any("review" in r["path"] or "salary" in r["text"] for r in theirs["results"]), theirs
+        assert str(own) not in json.dumps(theirs)
+        everyone = await _call(bob, "search_docs", query=wifi, project="")
+        assert [r["path"] for r in everyone["results"]][:1] == ["docs/handbook/wifi.md"], everyone
+    async with _client(url, "alice-secret-token") as alice:
+        assert [r["path"] for r in (await _call(alice, "search_docs", query=wifi, project=""))["results"]][:1] == \
+            ["docs/handbook/wifi.md"]
 
 
 async def test_a_foreign_origin_is_refused(http_server):

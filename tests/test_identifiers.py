@@ -201,3 +201,36 @@ async def test_stored_keys_tags_and_task_ids_are_folded_on_upgrade(tmp_path, mcp
         task = await call(c, "get_task_state", task_id="migrate-billing", include_history=True)
         assert task["task"]["version"] == 1 and len(task["history"]) == 1
     assert db_rows(d, "SELECT key, tags FROM memories") == [("pref.language", '["ops"]')]
+
+
+@pytest.mark.anyio
+async def test_a_store_holding_a_mixed_case_repository_id_is_brought_to_one_spelling(tmp_path, mcp_client):
+    """A store written when ``gitlab.com/Platform/Billing`` and ``gitlab.com/platform/billing`` were
+    two projects: migration 8 gives its memories, history, tasks and documents the one spelling,
+    the index follows, and either spelling of the argument reads them."""
+    d, docs = tmp_path / "d", tmp_path / "handbook"
+    docs.mkdir()
+    (docs / "deploy.md").write_text("# Deploys\n\nBilling deploys go out on Tuesdays after the standup.\n")
+    one = "gitlab.com/platform/billing"
+    async with mcp_client(d, roots=[docs.as_uri()]) as c:
+        m = await call(c, "remember", content="The billing service caches invoices for five minutes", project=one)
+        await call(c, "set_task_state", task_id="migrate-billing", title="Migrate billing", state={"step": 1},
+                   project=one)
+        assert (await call(c, "index_docs", paths=["."], project=one))["added"] == 1
+    con = sqlite3.connect(d / "memvault.db")
+    for table in ("memories", "memory_history", "tasks", "task_history", "doc_files"):
+        con.execute(f"UPDATE {table} SET project = 'gitlab.com/Platform/Billing'")  # noqa: S608 - fixed names
+    con.execute("PRAGMA user_version = 7")
+    con.commit()
+    con.close()
+    async with mcp_client(d, roots=[docs.as_uri()]) as c:
+        for spelt in (one, "gitlab.com/Platform/Billing", "GitLab.com/PLATFORM/billing"):
+            got = await call(c, "recall", query="how long are invoices cached", project=spelt)
+            assert [x["id"] for x in got["memories"]][:1] == [m["id"]], (spelt, got)
+            assert got["scope"]["project"] == one
+            task = await call(c, "get_task_state", task_id="migrate-billing", project=spelt, include_history=True)
+            assert task["task"]["version"] == 1 and len(task["history"]) == 1, (spelt, task)
+            found = await call(c, "search_docs", query="when do billing deploys go out", project=spelt)
+            assert [r["path"] for r in found["results"]][:1] == ["deploy.md"], (spelt, found)
+    for table in ("memories", "memory_history", "tasks", "task_history", "doc_files"):
+        assert db_rows(d, f"SELECT DISTINCT project FROM {table}") == [(one,)], table  # noqa: S608

@@ -25,8 +25,10 @@ from mcp_types import ListRootsResult, Root
 
 from memvault.config import Settings
 from memvault.mcp.app import build_server
+from memvault.service.gitrepo import read_repo_files
 from memvault.service.project import (
     make_scope,
+    normalise_remote,
     project_of_folder,
     project_of_start_dir,
     readable_name,
@@ -151,6 +153,30 @@ def test_a_clone_from_a_relative_path_is_its_upstream(tmp_path):
     git(tmp_path, "clone", "-q", "up", "clone")
     git(clone, "remote", "set-url", "origin", "../up")
     assert project_of_folder(clone).id == "gitlab.example.com/team/up"
+
+
+@pytest.mark.parametrize("host", ["github.com", "gitlab.com", "bitbucket.org"])
+def test_one_repository_spelt_two_ways_on_a_case_insensitive_host_is_one_project(tmp_path, host):
+    """Clones of ``git@host:Platform/Billing.git`` and ``https://host/platform/billing`` (and the
+    host itself in capitals) are one project, read with git and from the files."""
+    spellings = [f"git@{host}:Platform/Billing.git", f"https://{host}/platform/billing",
+                 f"ssh://git@{host.upper()}/PLATFORM/Billing.git", f"https://user@{host}/Platform/BILLING/"]
+    folders = [new_repo(tmp_path / f"clone{n}", url) for n, url in enumerate(spellings)]
+    want = f"{host}/platform/billing"
+    assert [project_of_folder(f).id for f in folders] == [want] * len(spellings)
+    assert {read_repo_files(f) is not None and normalise_remote(read_repo_files(f).remote_url or "")
+            for f in folders} == {want}
+    assert make_scope("u", f"{host}/Platform/Billing", "argument").project == want  # an argument or a setting
+    assert project_of_folder(folders[0]).name == "billing"
+
+
+def test_other_hosts_keep_the_case_of_their_paths():
+    """A self-hosted server may tell ``Team/App`` from ``team/app``: their ids stay apart."""
+    assert normalise_remote("git@git.example.com:Team/App.git") == "git.example.com/Team/App"
+    assert normalise_remote("https://git.example.com/team/app") == "git.example.com/team/app"
+    assert normalise_remote("https://GitHub.example.com/Team/App") == "github.example.com/Team/App"
+    assert make_scope("u", "blog/Drafts", "argument").project == "blog/Drafts"
+    assert make_scope("u", "local:Api-0123456789ab", "cwd").project == "local:Api-0123456789ab"
 
 
 def test_start_dir_counts_only_inside_a_work_tree_other_than_home(layouts, tmp_path):

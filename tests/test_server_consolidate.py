@@ -173,3 +173,39 @@ async def test_undo_of_a_merge_into_an_existing_memory_keeps_that_memory(tmp_pat
         assert "none of them is still superseded by it" in again
     assert _rows(d, ids) == before
     assert db_rows(d, "SELECT status FROM memories WHERE id=?", (kept,)) == [("active",)]
+
+
+# Facts that differ in one unit, a unit's case or a time of day: one pair per kind.
+APART_PAIRS = [
+    ("The cache limit of the billing service is 5 ms", "The cache limit of the billing service is 5 s"),
+    ("The upload limit of the billing service is 100 Mb", "The upload limit of the billing service is 100 MB"),
+    ("billing项目的会议安排在上午十点", "billing项目的会议安排在下午十点"),
+    ("The billing standup is at 10 a.m. every day", "The billing standup is at 10 p.m. every day"),
+    ("The billing freezer is kept at -18 °C", "The billing freezer is kept at -18 °F"),
+]
+
+
+async def test_facts_that_differ_in_a_unit_or_a_time_of_day_are_never_merged(tmp_path, mcp_client):
+    """Both are stored (write-time dedup), neither consolidate proposes nor the periodic job applies
+    a merge of them, while restatements in the same store are merged."""
+    d = tmp_path / "d"
+    async with mcp_client(d, project="shop") as c:
+        ids = await _store(c, PNPM)
+        pairs = [await _store(c, [(a, [], 0.6), (b, [], 0.6)]) for a, b in APART_PAIRS]
+        res = await call(c, "consolidate")
+        grouped = [set(p["member_ids"]) for p in res["proposals"]]
+        assert set(ids) in grouped, res
+        for (a, b), pair in zip(APART_PAIRS, pairs, strict=True):
+            assert not any(set(pair) <= g for g in grouped), (a, b, res["proposals"])
+    async with mcp_client(d, project="shop", flush_interval_s=0.1, consolidate_every_hours=0.0001):
+        for _ in range(300):  # the job runs every 0.36 s; give it up to 30 s on a loaded machine
+            if {s for (s,) in db_rows(d, "SELECT status FROM memories WHERE id IN (?,?,?)", tuple(ids))} == \
+                    {"superseded"}:
+                break
+            await anyio.sleep(0.1)
+        assert {s for (s,) in db_rows(d, "SELECT status FROM memories WHERE id IN (?,?,?)", tuple(ids))} == \
+            {"superseded"}
+        kept = [i for pair in pairs for i in pair]
+        marks = ",".join("?" * len(kept))
+        assert {s for (s,) in db_rows(d, f"SELECT status FROM memories WHERE id IN ({marks})", tuple(kept))} == \
+            {"active"}

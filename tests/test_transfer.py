@@ -297,3 +297,21 @@ async def test_export_to_stdout_is_the_same_as_to_a_file(source, tmp_path, capsy
     assert err.startswith("memvault export: ") and " memory" in err
     await export(capsys, source.data_dir, tmp_path / "f.jsonl")
     assert out.splitlines()[1:] == body(tmp_path / "f.jsonl")
+
+
+async def test_an_export_spelling_a_repository_with_capitals_imports_under_its_one_spelling(source, tmp_path, capsys):
+    """An export of a store written when ``github.com/Acme/Billing`` and ``github.com/acme/billing``
+    were two projects: every record lands in the lower-case project; other ids keep their case."""
+    exported = [json.loads(line) for line in lines(await _export_path(capsys, source, tmp_path))]
+    renamed = [exported[0], *({**r, "project": "github.com/Acme/Billing"} if r.get("project") == "acme" else r
+                              for r in exported[1:])]
+    moved = sum(r.get("project") == "github.com/Acme/Billing" for r in renamed)
+    assert moved >= 5  # memories, their history, the task and its versions
+    (tmp_path / "mixed.jsonl").write_text("\n".join(json.dumps(r) for r in renamed) + "\n", encoding="utf-8")
+    dest = tmp_path / "dest"
+    code, _, err = await cli(capsys, "import", "--data-dir", str(dest), str(tmp_path / "mixed.jsonl"))
+    assert code == 0, err
+    for table in ("memories", "memory_history", "tasks", "task_history"):
+        projects = {p for (p,) in db_rows(dest, f"SELECT DISTINCT project FROM {table}")}  # noqa: S608
+        assert "github.com/acme/billing" in projects and "github.com/Acme/Billing" not in projects, (table, projects)
+    assert {p for (p,) in db_rows(dest, "SELECT DISTINCT project FROM doc_files")} == {source.doc_project}

@@ -21,6 +21,7 @@ import http.client
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from tests.conftest import MEMVAULT, alive, call, db_rows, memvault_client, owne
 CHROMIUM = Path(os.environ.get("MEMVAULT_CHROMIUM", "/usr/bin/chromium"))
 REPO = Path(__file__).resolve().parent.parent
 DARK = ["The user prefers dark mode in the editor", "The user likes the editor in dark mode"]
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 GITHUB_PAT = "gh" + "p_" + "Zq7Hk2Lm9Np4Rs6Tv8Wx1Yb3Cd5Fg0Jh" + "AbCd"  # a fake token of the real shape
 
 pytestmark = pytest.mark.anyio
@@ -243,9 +245,80 @@ def test_memvault_ui_without_an_owner_that_can_start_says_why(tmp_path: Path) ->
     """A data dir that is a file: no owner can start; ``memvault ui`` exits 1 with one line naming the problem."""
     bad = tmp_path / "not-a-dir"
     bad.write_text("x")
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
     env["MEMVAULT_DATA_DIR"] = str(bad)
     done = subprocess.run([MEMVAULT, "ui", "--no-browser"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert done.stdout == ""
     assert "memvault ui:" in done.stderr and str(bad) in done.stderr, done.stderr
+
+
+WORD_BOXES = """(args) => {
+    const [selector, words] = args;
+    const root = document.querySelector(selector);
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const out = {};
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (const w of words) {
+            const at = node.data.indexOf(w);
+            if (at >= 0 && !(w in out)) {
+                const r = document.createRange();
+                r.setStart(node, at);
+                r.setEnd(node, at + 1);
+                out[w] = r.getBoundingClientRect().left;
+            }
+        }
+    }
+    return out;
+}"""
+
+
+async def test_the_page_draws_bidi_controls_as_marks_in_a_real_browser(tmp_path: Path, model_cache: Path,
+                                                                        shared_embedder: Any) -> None:
+    """A memory holding U+202E (and a key, tags, source written with controls by an older store or
+    an import) is drawn in its own order, each control a visible mark; the edit form says so."""
+    _browser_or_skip()
+    from playwright.async_api import async_playwright
+
+    data_dir = tmp_path / "data"
+    settings = {"owner": "true", "owner_idle_s": 5}
+    try:
+        async with memvault_client(data_dir, model_cache, **settings) as client:
+            done = await call(client, "remember", content="The cache limit is \u202ealpha omega\u202c for billing",
+                              tags=["ops"])
+            assert done["status"] == "stored", done
+            con = sqlite3.connect(data_dir / "memvault.db")
+            with con:
+                con.execute("UPDATE memories SET key = ?, tags = ?, source = ? WHERE id = ?",
+                            ("pref.\u2067cache", '["o\u202dps"]', "cur\u200fsor", done["id"]))
+            con.close()
+            ui = await anyio.run_process([MEMVAULT, "ui", "--no-browser"], check=False,
+                                         env=server_env(data_dir, model_cache, **settings))
+            assert ui.returncode == 0, ui.stderr.decode()
+            url = ui.stdout.decode().strip()
+            async with async_playwright() as pw:
+                browser = await pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                                   args=["--no-sandbox", "--disable-gpu"])
+                try:
+                    page = await browser.new_page()
+                    await page.goto(url)
+                    listed = await page.locator("table.memories").inner_text()
+                    assert "⟨RLO⟩" in listed and "⟨RLI⟩" in listed and "⟨LRO⟩" in listed and "⟨RLM⟩" in listed, listed
+                    assert not any(c in listed for c in BIDI_CONTROLS), listed
+
+                    await page.goto(f"{url}m/{done['id']}")
+                    shown = await page.locator("pre.content").inner_text()
+                    assert "⟨RLO⟩alpha omega⟨PDF⟩" in shown, shown
+                    boxes = await page.evaluate(WORD_BOXES, ["pre.content", ["alpha", "omega"]])
+                    assert boxes["alpha"] < boxes["omega"], f"drawn reversed: {boxes}"
+                    fields = await page.locator("table.fields").inner_text()
+                    for mark in ("pref.⟨RLI⟩cache", "o⟨LRO⟩ps", "cur⟨RLM⟩sor"):
+                        assert mark in fields, fields
+                    assert not any(c in fields for c in BIDI_CONTROLS), fields
+                    warning = await page.locator("form.edit [role=note]").inner_text()
+                    assert "direction controls (RLO, PDF, RLI, LRO)" in warning, warning
+                    assert "\u202e" in await page.locator("textarea[name=content]").input_value()
+                finally:
+                    await browser.close()
+    finally:
+        _stop_owner(data_dir)

@@ -7,7 +7,9 @@ one line back, closed. The owner answers from its open store (the context block:
 ``memvault.service.glance``, the same code ``memvault context`` runs itself; a remember:
 the ``remember`` service with all its policies). When no owner listens, or it does not
 answer within the timeout (e.g. it is still starting), the caller reads the store itself
-(context) or opens an MCP session, which starts an owner (remember).
+(context); a remember request is sent once (``hand_over`` says whether it reached the
+owner, which then stores it even when it answers too late) and one no owner received
+goes to a process that starts one (``memvault hook remember-pending``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,18 @@ from memvault import __version__
 
 _SHORT_SOCKET_PATH = 100  # owner_files._MAX_SOCKET_PATH; tests/test_hooks_context.py checks they agree
 
-__all__ = ["context_from_owner", "remember_via_owner", "socket_path", "MAX_ANSWER_BYTES"]
+__all__ = ["context_from_owner", "hand_over", "socket_path", "MAX_ANSWER_BYTES",
+           "ANSWERED", "REFUSED", "SENT", "UNSENT"]
+
+ANSWERED = "answered"
+"""``hand_over``: the owner did the request and said how (its answer comes with it)."""
+REFUSED = "refused"
+"""``hand_over``: the owner read the request and did not do it (``ok: false``: e.g. its store is not open)."""
+SENT = "sent"
+"""``hand_over``: the request reached the owner's socket, no answer came in time: the owner does it
+when it goes on (a paused or busy owner); asking again could do it twice."""
+UNSENT = "unsent"
+"""``hand_over``: the request never reached an owner (none runs, or it did not accept in time)."""
 
 MAX_ANSWER_BYTES = 1024 * 1024
 """Longest answer read (bytes); a block is bounded far below this by its token budget."""
@@ -63,6 +76,71 @@ def _ask(data_dir: Path, hello: dict[str, Any], timeout_s: float) -> dict[str, A
     return reply if isinstance(reply, dict) and reply.get("ok") is True else None
 
 
+def _line(hello: dict[str, Any]) -> bytes:
+    return json.dumps({**hello, "version": __version__, "pid": os.getpid()}).encode("utf-8") + b"\n"
+
+
+def hand_over(data_dir: Path, hellos: list[dict[str, Any]], deadline: float) -> list[tuple[str, dict[str, Any] | None]]:
+    """Send each request line of ``hellos`` to the owner of ``data_dir`` on its own connection, all
+    first, then wait for their answers until ``deadline`` (``time.monotonic()``).
+
+    For each, in order: ``(ANSWERED, answer)``, ``(REFUSED, answer)``, ``(SENT, None)`` or
+    ``(UNSENT, None)`` (see those names). A request counts as sent once its whole line was
+    written to the socket: the owner reads it even after this side has closed. Never raises;
+    never waits past ``deadline``.
+    """
+    import time
+
+    out: list[tuple[str, dict[str, Any] | None]] = [(UNSENT, None)] * len(hellos)
+    socks: list[socket.socket | None] = [None] * len(hellos)
+    try:
+        path = socket_path(data_dir)
+        if not path.exists():
+            return out
+        for i, hello in enumerate(hellos):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.settimeout(left)
+                s.connect(str(path))
+                s.sendall(_line(hello))
+            except OSError:
+                s.close()
+                break  # an owner that does not accept now will not accept the next one either
+            socks[i], out[i] = s, (SENT, None)
+        for i, conn in enumerate(socks):
+            if conn is None:
+                continue
+            buf = b""
+            try:
+                while not buf.endswith(b"\n") and len(buf) < MAX_ANSWER_BYTES:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    conn.settimeout(left)
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+            except OSError:
+                continue
+            try:
+                reply = json.loads(buf) if buf.endswith(b"\n") else None
+            except ValueError:
+                reply = None
+            if isinstance(reply, dict):
+                out[i] = (ANSWERED if reply.get("ok") is True else REFUSED, reply)
+    except OSError:
+        pass  # the socket's folder unreadable: what was sent stays sent
+    finally:
+        for conn in socks:
+            if conn is not None:
+                conn.close()
+    return out
+
+
 def context_from_owner(data_dir: Path, user_id: str, cwd: Path, project: str | None, max_tokens: int, *,
                        timeout_s: float) -> str | None:
     """The owner's context block for ``user_id`` working in ``cwd`` (``""``: nothing to show), or None when
@@ -71,15 +149,3 @@ def context_from_owner(data_dir: Path, user_id: str, cwd: Path, project: str | N
     reply = _ask(data_dir, {"memvault": "context", "user_id": user_id, "cwd": str(cwd), "project": project,
                             "max_tokens": max_tokens}, timeout_s)
     return reply["text"] if reply is not None and isinstance(reply.get("text"), str) else None
-
-
-def remember_via_owner(data_dir: Path, user_id: str, cwd: Path, project: str | None, content: str, kind: str, *,
-                       agent_id: str, source: str, timeout_s: float) -> dict[str, Any] | None:
-    """``remember`` of ``content`` (``kind``) by the running owner of ``data_dir``, for ``user_id``
-    in the project of ``cwd``, written by agent ``agent_id`` with ``source``: the owner's
-    answer (``status``, ``reason``, ``project``, ``project_name``), or None when no owner
-    answered within ``timeout_s`` seconds or it could not (the caller then opens an MCP
-    session, which starts an owner and reports any failure). Never raises."""
-    reply = _ask(data_dir, {"memvault": "remember", "user_id": user_id, "cwd": str(cwd), "project": project,
-                            "content": content, "kind": kind, "agent_id": agent_id, "source": source}, timeout_s)
-    return reply if reply is not None and isinstance(reply.get("status"), str) else None

@@ -21,6 +21,7 @@ from pydantic import Field
 
 from memvault.mcp.ctx import Ctx, runtime
 from memvault.mcp.errors import reported
+from memvault.mcp.http import request_user
 from memvault.mcp.scope import Roots, resolve_scope
 from memvault.service.docs_index import index_docs as index_handler
 from memvault.service.docs_models import IndexDocsResult, SearchDocsResult
@@ -86,7 +87,10 @@ def register_doc_tools(mcp: MCPServer) -> None:
         if not allowed:
             raise ToolError("index_docs has no folder it may read: this client offers no workspace roots and "
                             "MEMVAULT_DOCS_ALLOWED_DIRS is empty. Run `memvault index PATH` in a terminal instead.")
-        return await index_handler(rt, scope, paths, collection, allowed, cite_bases=folders)
+        # Over HTTP with tokens (several people), what a user indexes is theirs alone (docs_owner).
+        owner = scope.user_id if rt.settings.server.http_tokens_file is not None \
+            and request_user(ctx.request_context.request) is not None else None
+        return await index_handler(rt, scope, paths, collection, allowed, cite_bases=folders, owner=owner)
 
     @mcp.tool(
         title="Search documents",

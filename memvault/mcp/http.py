@@ -6,8 +6,10 @@ else it refuses to start without a tokens file. The tokens file (``MEMVAULT_HTTP
 mode 0600) is a JSON object whose keys are tokens, or ``sha256:<hex>`` of a token, and
 whose values are user ids: one server serves several people who never see each other,
 since the user of every request comes from its own token. A missing or wrong token gets
-401 with nothing about the store in the body. Host and Origin headers are checked
-against the bound address (the SDK's DNS-rebinding protection).
+401 with nothing about the store in the body. A request with more than one
+``Authorization`` header gets 400: a proxy that checks the first and a server that reads
+the last would disagree on who is asking. Host and Origin headers are checked against
+the bound address (the SDK's DNS-rebinding protection).
 """
 
 from __future__ import annotations
@@ -111,13 +113,14 @@ class BearerAuth:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if sum(1 for name, _ in scope.get("headers") or [] if name.lower() == b"authorization") > 1:
+            await _refuse(send, 400, b'{"error": "bad request: more than one Authorization header; send exactly '
+                                     b'one (Authorization: Bearer <token>)"}')
+            return
         user = self.default_user if self.tokens is None else self._user(scope)
         if user is None:
-            body = b'{"error": "unauthorized: send Authorization: Bearer <token>"}'
-            await send({"type": "http.response.start", "status": 401,
-                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
-                                    (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            await _refuse(send, 401, b'{"error": "unauthorized: send Authorization: Bearer <token>"}',
+                          [(b"www-authenticate", b"Bearer")])
             return
         scope.setdefault("state", {})[USER_STATE] = user
         await self.app(scope, receive, send)
@@ -133,6 +136,14 @@ class BearerAuth:
             if hmac.compare_digest(known, digest):
                 return user
         return None
+
+
+async def _refuse(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """Answer ``status`` with the JSON ``body`` (the request goes no further)."""
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), *(headers or []),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def request_user(request: Any) -> str | None:

@@ -58,6 +58,15 @@ UNAVAILABLE_IDLE_S = 1.0
 then exits as soon as they leave, so that a client started after the fix gets a new owner."""
 
 
+
+async def _reply(stream: SocketStream, data: bytes) -> None:
+    """Send a one-line answer; a client that has gone (a hook that stopped waiting: what it asked is
+    done all the same) is no error and never ends the owner."""
+    try:
+        await stream.send(data)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        log.info("a one-line request's client left before its answer")
+
 class OwnerRunning(Exception):
     """Another owner holds this data dir's lock (the caller exits quietly: that owner serves)."""
 
@@ -211,6 +220,8 @@ class Owner:
                 return
 
     async def _serve_one(self, stream: SocketStream) -> None:
+        """Serve one connection: a one-line request (status, ui, context, remember: answered even when
+        its client has gone, the work done all the same) or an MCP session."""
         async with stream:
             reader = LineReader(stream)
             with anyio.move_on_after(HANDSHAKE_TIMEOUT_S):
@@ -220,28 +231,31 @@ class Owner:
             try:
                 hello = parse_hello(first)
             except HandshakeError as exc:
-                await stream.send(answer(False, error=str(exc)))
+                await _reply(stream, answer(False, error=str(exc)))
                 return
             if hello.get("version") != __version__:
-                await stream.send(answer(False, error=version_mismatch(str(hello.get("version")), __version__,
+                await _reply(stream, answer(False, error=version_mismatch(str(hello.get("version")), __version__,
                                                                          os.getpid())))
                 return
             if hello["memvault"] == "status":
-                await stream.send(answer(True, **self.status()))
+                await _reply(stream, answer(True, **self.status()))
                 return
             if hello["memvault"] == "ui":
-                await stream.send(answer(True, version=__version__, pid=os.getpid()))
-                await stream.send(await self._page_url())
+                await _reply(stream, answer(True, version=__version__, pid=os.getpid()))
+                await _reply(stream, await self._page_url())
                 return
             if hello["memvault"] == "context":
-                await stream.send(await hook_requests.context(self._runtime_or_none(), self.settings, hello))
+                await _reply(stream, await hook_requests.context(self._runtime_or_none(), self.settings, hello))
                 return
             if hello["memvault"] == "remember":
                 if self.connections == 0:
                     self.idle_since = time.monotonic()  # a write is activity: the idle time starts again
-                await stream.send(await hook_requests.remember(self._runtime_or_none(), self.settings, hello))
+                await _reply(stream, await hook_requests.remember(self._runtime_or_none(), self.settings, hello))
                 return
-            await stream.send(answer(True, version=__version__, pid=os.getpid()))
+            try:
+                await stream.send(answer(True, version=__version__, pid=os.getpid()))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return  # the forwarder went away before its session began
             cwd = hello.get("cwd")
             conn = Connection(user_id=hook_requests.user_of(hello, self.settings),
                               workspace=Workspace(Path(cwd) if cwd else Path("/")),

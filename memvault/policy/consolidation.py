@@ -25,7 +25,11 @@ distinct-but-similar pairs ("port 8080" / "port 8081", "深色" / "浅色", "use
 6. at least ``MIN_SHARED`` folded words in common;
 7. the same script: a Chinese memory and an English one are not merged (either would
    replace the other's language);
-8. compatible kinds (``KIND_GROUPS``) and keys (at most one distinct key in a cluster).
+8. compatible kinds (``KIND_GROUPS``) and keys (at most one distinct key in a cluster);
+9. the same meaning marks: quantities with their units in the case written, times of day,
+   negation (:func:`memvault.policy.meaning.same_meaning`, the guard write-time dedup uses
+   too): "5 ms" / "5 s", "100 Mb" / "100 MB", 上午十点 / 下午十点 stay apart even when one
+   memory's words hold the other's.
 
 Clusters are grown by complete linkage: a memory joins a cluster only when it passes
 with every member, pairs taken by decreasing cosine. Linear in nothing: quadratic in
@@ -45,6 +49,7 @@ import snowballstemmer
 
 from memvault.policy.cjk import CJK_CLASS
 from memvault.policy.dedup import content_words
+from memvault.policy.meaning import Marks, marks, same_meaning
 
 __all__ = ["KIND_GROUPS", "MIN_SHARED", "Folded", "fold", "restates", "compatible_kinds", "find_clusters",
            "most_specific"]
@@ -127,7 +132,8 @@ class Folded:
     whether the text says not / no / never ...; past: stems this text uses only in a past
     form (``-ed`` not after a form of *be*); present: stems it uses only in another form;
     before / after: folded words before and after its first comparison word (``≈cmp``),
-    None when it has none; cjk: whether it is written in a CJK script.
+    None when it has none; cjk: whether it is written in a CJK script; marks: its meaning
+    marks (``meaning.marks``).
     """
 
     words: Counter[str]
@@ -137,6 +143,7 @@ class Folded:
     before: frozenset[str] | None
     after: frozenset[str] | None
     cjk: bool = False
+    marks: Marks | None = None
 
     @property
     def size(self) -> int:
@@ -190,7 +197,7 @@ def fold(text: str) -> Folded:
     if CMP in order:
         i = order.index(CMP)
         before, after = frozenset(order[:i]), frozenset(order[i + 1:])
-    return Folded(words, negated, past, present, before, after, _CJK_RE.search(text) is not None)
+    return Folded(words, negated, past, present, before, after, _CJK_RE.search(text) is not None, marks(text))
 
 
 def _symbolic(word: str) -> bool:
@@ -198,11 +205,13 @@ def _symbolic(word: str) -> bool:
 
 
 def restates(a: Folded, b: Folded, cosine: float, min_cosine: float) -> bool:
-    """Whether two memories say the same thing (tests 1-7 of the module docstring).
+    """Whether two memories say the same thing (tests 1-7 and 9 of the module docstring).
 
     ``cosine``: of their passage embeddings; ``min_cosine``: the band's floor. Symmetric.
     """
     if cosine < min_cosine or a.negated != b.negated or a.cjk != b.cjk:
+        return False
+    if a.marks is not None and b.marks is not None and not same_meaning(a.marks, b.marks):
         return False
     only_a, only_b = a.words - b.words, b.words - a.words
     if only_a and only_b:

@@ -5,9 +5,11 @@ only in case, punctuation, spacing or an article score 0.96-0.998; but so do dif
 facts: "prefers pnpm over npm" / "npm over pnpm" 0.999, "requires Python >= 3.10" /
 "<= 3.10" 0.997, "accepts JSON and YAML" / "JSON or YAML" 0.992, "深色主题" / "浅色主题"
 0.981, "tabs in C" / "tabs in C++" 0.980, "offset -5" / "offset 5" 0.978. Cosine alone
-cannot tell them apart, so a near duplicate must pass both gates: cosine at or above
-the calibrated threshold (setting ``dedup_threshold``, 0.97) AND the same content
-words in the same order (:func:`content_words`).
+cannot tell them apart, so a near duplicate must pass every gate: cosine at or above
+the calibrated threshold (setting ``dedup_threshold``, 0.97), the same content words in
+the same order (:func:`content_words`), and the same meaning marks (quantities with their
+units, times of day, negation: :func:`memvault.policy.meaning.same_meaning`, the guard
+consolidation uses too).
 
 The word gate is built so that equal words mean the same statement. It ignores only
 what never changes a fact: letter case (but not of a unit after a number, "Mb" / "MB",
@@ -34,6 +36,7 @@ import re
 import unicodedata
 
 from memvault.policy.cjk import CJK_CLASS as _CJK_CLASS
+from memvault.policy.meaning import marks, same_meaning
 
 FUNCTION_WORDS = frozenset("a an the please just really also".split())
 """Words whose presence or absence never changes what a memory says (see the module docstring)."""
@@ -147,6 +150,13 @@ def content_words(text: str) -> list[str]:
     return out
 
 
+def restates_exactly(new_text: str, old_text: str) -> bool:
+    """True when the two texts have the same content words and the same meaning marks (the
+    word gate, without cosine)."""
+    return content_words(new_text) == content_words(old_text) and same_meaning(marks(new_text), marks(old_text))
+
+
 def is_near_duplicate(new_text: str, old_text: str, cosine: float, threshold: float) -> bool:
-    """True when ``new_text`` restates ``old_text``: cosine >= threshold and equal content words."""
-    return cosine >= threshold and content_words(new_text) == content_words(old_text)
+    """True when ``new_text`` restates ``old_text``: cosine >= threshold, equal content words and
+    equal meaning marks."""
+    return cosine >= threshold and restates_exactly(new_text, old_text)

@@ -20,8 +20,10 @@ next run and by the start-up check (``index_health``); no file is read for that.
 
 Vectors: one vector collection ``docs`` (beside ``memories``) holds every document
 collection of every project; payload ``{project, collection, path, kind: "doc"}``.
-Documents belong to a project (shared by that project's users on this server, never by
-another project); ``project == ""`` is global and read by every project.
+Documents belong to a project (never read by another project); ``project == ""`` is global
+and read by every project. Within a project they are shared by its users on this server,
+except those indexed for one user alone (``owner``: ``docs_owner``), whose registry key
+names that user.
 
 Searching lives in ``docs_search``; the tools' result models in ``docs_models``.
 """
@@ -49,6 +51,7 @@ import anyio.to_thread
 from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
 from memvault.service import validation as v
 from memvault.service.docs_models import IndexDocsResult
+from memvault.service.docs_owner import owned_key
 from memvault.service.errors import Conflict, InvalidArgument
 from memvault.service.indexing import embed_passages, keyword_vector
 from memvault.service.models import Scope
@@ -202,7 +205,8 @@ async def reweigh_stale(rt: Runtime, store: DocStore) -> int:
 
     Only the keyword (sparse) vectors change with the weighting, and they are computed from
     what the registry stores (path, heading, symbol, text): each stale file's points get
-    new sparse vectors (no embedding), then its row records the scheme. A crash between the
+    new sparse vectors and the registry's project (a project id respelt by a schema
+    migration; no embedding), then its row records the scheme. A crash between the
     two redoes that file next time. A file whose update fails (e.g. a point is missing)
     stays stale, and ``index_docs`` re-embeds it. Files of another model are left to the
     re-embedding. Call with the docs collection open and ``rt.docs_lock`` held. Returns the
@@ -217,6 +221,7 @@ async def reweigh_stale(rt: Runtime, store: DocStore) -> int:
         sparse = await rt.run_sync(_sparse_by_id, f.path, rows)
         try:
             await rt.run_sync(vectors.update_sparse, DOCS_COLLECTION, sparse)
+            await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, [r.id for r in rows], {"project": f.project})
         except Exception as exc:  # the engine's error for a missing point; re-embedding repairs it
             log.warning("could not re-weigh %s (project %r, collection %r) in place (%s); the next index_docs "
                         "on it re-indexes it", f.path, f.project, f.collection, exc)
@@ -480,9 +485,12 @@ async def index_docs(
     *,
     cite_bases: Sequence[Path] = (),
     progress: Progress | None = None,
+    owner: str | None = None,
 ) -> IndexDocsResult:
     """Index ``paths`` (folders or files) into ``collection`` of ``scope.project``, incrementally.
 
+    owner: the user the documents belong to alone (``docs_owner.owned_key``); None: shared
+        by every user of the project.
     allowed_roots: every path must resolve inside one of them (symlinks followed, ``..``
         collapsed), else InvalidArgument before anything is read. Relative paths are taken
         relative to the first allowed root.
@@ -514,7 +522,7 @@ async def index_docs(
     roots, bases = await anyio.to_thread.run_sync(_resolve_paths, paths, allowed_roots, cite_bases)
     emb, _ = await rt.started()  # after start-up's check and rebuild of the index
     budget = max(16, emb.max_tokens - HEADING_RESERVE_TOKENS)
-    project = scope.project
+    project = scope.project if owner is None else owned_key(scope.project, owner)
     run = _Run()
     async with rt.docs_lock:
         await ensure_docs_collection(rt, rebuild_on_mismatch=True)
@@ -594,7 +602,7 @@ async def index_docs(
             await flush()
             _, total = await store.count(project, name)
     seconds = time.perf_counter() - t0
-    log.info("index_docs %s/%s: +%d ~%d =%d -%d, %d chunks embedded in %.1fs", project or "(global)", name,
+    log.info("index_docs %s/%s: +%d ~%d =%d -%d, %d chunks embedded in %.1fs", scope.project or "(global)", name,
              run.added, run.changed, run.unchanged, run.removed, run.embedded, seconds)
     return IndexDocsResult(scope=scope, collection=name, added=run.added, changed=run.changed,
                            unchanged=run.unchanged, removed=run.removed, chunks_embedded=run.embedded,

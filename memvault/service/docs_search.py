@@ -13,6 +13,7 @@ from memvault.policy.budget import cut_to_budget
 from memvault.service import validation as v
 from memvault.service.docs_index import DOCS_COLLECTION, check_path_prefix, ensure_docs_collection
 from memvault.service.docs_models import DocHit, SearchDocsResult
+from memvault.service.docs_owner import read_keys, split_key
 from memvault.service.fusion import Scored, score_candidates, search_channels
 from memvault.service.models import Scope
 from memvault.service.runtime import Runtime
@@ -67,7 +68,7 @@ def _hit(row: ChunkRow, sc: Scored, text: str, was_cut: bool) -> DocHit:
     return DocHit(path=f.path, heading=row.heading, symbol=row.symbol, start_line=row.start_line,
                   end_line=row.end_line, page=row.page, text=text, text_truncated=was_cut, shown_end_line=shown,
                   score=round(sc.score, 4), relevance=round(sc.relevance, 4), collection=f.collection,
-                  project=f.project)
+                  project=split_key(f.project)[0])
 
 
 async def search_docs(
@@ -79,7 +80,8 @@ async def search_docs(
     path_prefix: str | None = None,
     min_relevance: float = 0.0,
 ) -> SearchDocsResult:
-    """Chunks of indexed documents matching ``query`` over ``scope.projects_read``, best first.
+    """Chunks of indexed documents matching ``query`` over ``scope.projects_read``, best first:
+    the documents shared in those projects and the user's own (``docs_owner.read_keys``).
 
     Each result's text is cut to ``settings.documents.docs_result_chars`` and the whole reply to
     ``settings.replies.reply_budget_chars``; a cut text keeps its line range (``start_line`` ..
@@ -92,7 +94,7 @@ async def search_docs(
     name = v.check_collection(collection)
     prefix = check_path_prefix(path_prefix)
     floor = v.check_min_relevance(min_relevance)
-    ranked = await rank_chunks(rt, scope.projects_read, q, limit=k if floor <= 0 else max(k, s.ranking.candidates),
+    ranked = await rank_chunks(rt, read_keys(scope.projects_read, scope.user_id), q, limit=k if floor <= 0 else max(k, s.ranking.candidates),
                                collection=name, path_prefix=prefix)
     below = sum(1 for _, sc in ranked[:k] if sc.relevance < floor)
     ranked = [hit for hit in ranked if hit[1].relevance >= floor][:k]

@@ -7,6 +7,11 @@ a folder outside any repository, is named by where it is: ``local:<name>-<hash>`
 hash of the resolved path of the repository's shared git folder (or of the folder), so
 two unrelated folders called ``api`` are two projects. ``make_scope`` builds the Scope
 every reply carries.
+
+On hosts whose repository paths ignore case (``CASE_INSENSITIVE_HOSTS``: GitHub, GitLab,
+Bitbucket), ``Platform/Billing`` and ``platform/billing`` are one repository, so the id
+holds the path in lower case (``canonical_project``) however a remote, an argument or a
+setting spells it; stores written before are brought to it by schema migration 8.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ _SCP_REMOTE = re.compile(r"^(?:[\w.-]+@)?([\w.-]+):(?!//)(.+)$")  # scp-like: gi
 _NOT_NAME = re.compile(r"[^\w.-]+")
 _LOCAL_ID = re.compile(rf"^{LOCAL_PREFIX}(.+)-[0-9a-f]{{{HASH_CHARS}}}$")
 
+CASE_INSENSITIVE_HOSTS = ("github.com", "gitlab.com", "bitbucket.org")
+"""Hosts that resolve ``Owner/Repo`` whatever its case (schema migration 8 lists the same)."""
+
 
 @dataclass(frozen=True)
 class Project:
@@ -52,8 +60,10 @@ class Project:
 def normalise_remote(url: str) -> str | None:
     """A git remote URL -> ``host/owner/repo`` (lowercase host, no scheme, user or ``.git``).
 
-    ``git@github.com:Org/Repo.git`` and ``https://github.com/Org/Repo`` both give
-    ``github.com/Org/Repo``; None when the URL has no recognisable path.
+    ``git@gitlab.com:Org/Repo.git`` and ``https://gitlab.com/org/repo`` both give
+    ``gitlab.com/org/repo`` (``canonical_project``: the path in lower case on
+    ``CASE_INSENSITIVE_HOSTS``; kept as spelt elsewhere); None when the URL has no
+    recognisable path.
     """
     url = url.strip()
     m = _SCP_REMOTE.match(url)
@@ -67,7 +77,17 @@ def normalise_remote(url: str) -> str | None:
         path = path[:-4]
     if not path:
         return None
-    return f"{host.lower()}/{path}" if host else path
+    return canonical_project(f"{host.lower()}/{path}") if host else path
+
+
+def canonical_project(project_id: str) -> str:
+    """The one spelling of a project id: lower case when it names a repository on a host of
+    ``CASE_INSENSITIVE_HOSTS`` (``github.com/Acme/Shop`` -> ``github.com/acme/shop``, the
+    host matched in any case); any other id as is."""
+    host, sep, _ = project_id.partition("/")
+    if sep and host.lower() in CASE_INSENSITIVE_HOSTS:
+        return project_id.lower()
+    return project_id
 
 
 def local_id(name: str, where: Path) -> str:
@@ -168,9 +188,11 @@ def _clean_name(name: str) -> str:
 
 def make_scope(user_id: str, project: str, source: ScopeSource, *, include_global: bool = True,
                agent: str | None = None) -> Scope:
-    """The Scope of a call: writes go to ``project``; reads cover it plus global unless excluded.
+    """The Scope of a call: writes go to ``project`` (its ``canonical_project`` spelling); reads
+    cover it plus global unless excluded.
     ``agent``: the agent the call acts for (None: the user, who reads every memory)."""
     from memvault.service.models import Scope
+    project = canonical_project(project)
     reads = [project] if project == "" or not include_global else [project, ""]
     return Scope(user_id=user_id, project=project, project_name=readable_name(project), projects_read=reads,
                  source=source, agent=agent)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from memvault.clock import to_iso
-from memvault.policy.dedup import content_words, is_near_duplicate
+from memvault.policy.dedup import is_near_duplicate, restates_exactly
 from memvault.policy.importance import ImportanceScore, score_importance
 from memvault.policy.ranking import pick_evictions
 from memvault.policy.text import content_hash, preview, validate_content
@@ -228,9 +228,9 @@ def _pick(rows: list[MemoryRow], key: str | None, named: set[str]) -> MemoryRow 
 
 
 def _restating(content: str, rows: list[MemoryRow]) -> list[MemoryRow]:
-    """Blocking (worker thread): the rows whose content has the content words of ``content``."""
-    words = content_words(content)
-    return [r for r in rows if content_words(r.content) == words]
+    """Blocking (worker thread): the rows whose content has the content words and the meaning
+    marks of ``content`` (``dedup.restates_exactly``)."""
+    return [r for r in rows if restates_exactly(content, r.content)]
 
 
 def _first_near_duplicate(content: str, rows: list[tuple[MemoryRow, float]], threshold: float

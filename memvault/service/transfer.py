@@ -45,8 +45,10 @@ from memvault.config import Settings
 from memvault.policy.keywords import DOC_KEYWORD_SCHEME
 from memvault.policy.secrets import SecretFinding, find_secret
 from memvault.service.datadir import prepare_data_dir
+from memvault.service.docs_owner import owned_key, split_key
 from memvault.service.errors import InvalidArgument, StoreUnavailable
 from memvault.service.failures import open_failure
+from memvault.service.project import canonical_project
 from memvault.storage import portable as p
 from memvault.storage.facts import FactStore
 from memvault.storage.migrations import LATEST_VERSION
@@ -172,6 +174,9 @@ def _record(obj: dict[str, Any], n: int, version: int) -> Record:
         if problem:
             raise InvalidArgument(f"line {n}: {rt.name} field {f.name} {problem}")
     fields = {f.name: obj[f.name] for f in rt.fields}  # unknown fields are ignored (see versioning)
+    if isinstance(fields.get("project"), str):  # an export of a store that spelt one repository two ways
+        project, owner = split_key(fields["project"])
+        fields["project"] = canonical_project(project) if owner is None else owned_key(canonical_project(project), owner)
     if rt is p.MEMORY and not _canonical_uuid(fields["id"]):
         raise InvalidArgument(f"line {n}: memory id {fields['id'][:40]!r} is not a UUID in canonical form")
     return Record(n, rt, fields)

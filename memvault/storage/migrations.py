@@ -180,6 +180,35 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE memories ADD COLUMN agent TEXT;                                 -- writer; NULL = unknown
         """,
     ),
+    (
+        8,
+        # One repository, one id: on hosts whose repository paths ignore case (github.com,
+        # gitlab.com, bitbucket.org: service.project.CASE_INSENSITIVE_HOSTS) a project id is
+        # lower case, so ids stored with another spelling become it. Memories are left
+        # pending, so their index points get the new id; document files are marked for an
+        # in-place update of their points (keyword_scheme 0: service.docs_index.reweigh_stale
+        # rewrites their sparse vectors and project). A task or a document file whose new id
+        # is already taken by the same task id or path keeps its old row (OR IGNORE).
+        """
+        UPDATE memories SET project = lower(project), index_state = 'pending'
+            WHERE project != lower(project) AND (lower(project) LIKE 'github.com/%'
+            OR lower(project) LIKE 'gitlab.com/%' OR lower(project) LIKE 'bitbucket.org/%');
+        UPDATE memory_history SET project = lower(project)
+            WHERE project != lower(project) AND (lower(project) LIKE 'github.com/%'
+            OR lower(project) LIKE 'gitlab.com/%' OR lower(project) LIKE 'bitbucket.org/%');
+        UPDATE OR IGNORE tasks SET project = lower(project)
+            WHERE project != lower(project) AND (lower(project) LIKE 'github.com/%'
+            OR lower(project) LIKE 'gitlab.com/%' OR lower(project) LIKE 'bitbucket.org/%');
+        UPDATE task_history SET project = lower(project)
+            WHERE project != lower(project) AND (lower(project) LIKE 'github.com/%'
+            OR lower(project) LIKE 'gitlab.com/%' OR lower(project) LIKE 'bitbucket.org/%')
+            AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.user_id = task_history.user_id
+                AND t.project = task_history.project AND t.task_id = task_history.task_id);
+        UPDATE OR IGNORE doc_files SET project = lower(project), keyword_scheme = 0
+            WHERE project != lower(project) AND (lower(project) LIKE 'github.com/%'
+            OR lower(project) LIKE 'gitlab.com/%' OR lower(project) LIKE 'bitbucket.org/%');
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

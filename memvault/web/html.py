@@ -3,13 +3,62 @@
 Every value that comes from the store or the request goes through ``h`` (HTML-escaped,
 quotes included); ``Html`` marks text that is already markup, so building blocks compose
 without escaping twice. No script anywhere: the page works with links and forms alone.
+
+Bidirectional controls (embeddings, overrides, isolates, the directional marks: ``BIDI``)
+reorder how text around them is drawn, so a memory holding U+202E would read reversed and
+could pass for another. Wherever the page prints a value, each such control is shown as a
+visible mark instead (``⟨RLO⟩``, its code point and name on hover): in text (``h``), in
+the text-only elements ``<title>`` and ``<option>``, and in the attributes a browser shows
+(``title``, ``placeholder``, ``label``). Form values (``value`` attributes, ``<textarea>``)
+keep the exact text, so saving a form never rewrites what is stored; a form holding such a
+value says so (``bidi_note``).
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from urllib.parse import urlencode
+
+# Every bidirectional formatting character (Unicode's Bidi_Control property) with its short name.
+BIDI = {"\u061c": "ALM", "\u200e": "LRM", "\u200f": "RLM", "\u202a": "LRE", "\u202b": "RLE",
+        "\u202c": "PDF", "\u202d": "LRO", "\u202e": "RLO", "\u2066": "LRI", "\u2067": "RLI",
+        "\u2068": "FSI", "\u2069": "PDI"}
+_BIDI_RE = re.compile("[" + "".join(BIDI) + "]")
+# Elements whose content is text only (markup inside is not drawn as markup).
+_TEXT_ONLY = frozenset({"title", "option"})
+# Elements whose content is a form value: kept exact.
+_FORM_TEXT = frozenset({"textarea"})
+# Attributes a browser draws for the person (the others are data: kept exact).
+_SHOWN_ATTRS = frozenset({"title", "placeholder", "label", "alt", "aria-label"})
+
+
+def _mark(ch: str) -> str:
+    return f"\u27e8{BIDI[ch]}\u27e9"  # ⟨RLO⟩
+
+
+def visible(text: str) -> str:
+    """``text`` with each bidirectional control replaced by its plain-text mark (``⟨RLO⟩``)."""
+    return _BIDI_RE.sub(lambda m: _mark(m.group()), text)
+
+
+def bidi_controls(*texts: str | None) -> list[str]:
+    """The short names of the bidirectional controls in ``texts``, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for t in texts:
+        for ch in _BIDI_RE.findall(t or ""):
+            seen[BIDI[ch]] = None
+    return list(seen)
+
+
+def _marked(escaped: str) -> str:
+    """Escaped text with each control as a styled mark naming its code point (markup)."""
+    def one(m: re.Match[str]) -> str:
+        ch = m.group()
+        return (f'<span class="bidi" title="U+{ord(ch):04X} {unicodedata.name(ch)}">{_mark(ch)}</span>')
+    return _BIDI_RE.sub(one, escaped)
 
 
 class Html(str):
@@ -22,7 +71,18 @@ def h(value: object) -> Html:
     """``value`` as HTML text: markup kept when it is ``Html``, escaped otherwise ('' for None)."""
     if isinstance(value, Html):
         return value
-    return Html("" if value is None else escape(str(value), quote=True))
+    return Html("" if value is None else _marked(escape(str(value), quote=True)))
+
+
+def bidi_note(*texts: str | None) -> Html:
+    """A warning line when ``texts`` (a form's values) hold bidirectional controls ('' otherwise):
+    the form keeps them exact, so the person learns they are there and reorder the text."""
+    names = bidi_controls(*texts)
+    if not names:
+        return Html("")
+    return tag("p", f"This form's text holds direction controls ({', '.join(names)}) that reorder how it is "
+                    "drawn; the copy above shows each as a mark. Saving keeps them unless you delete them.",
+               class_="error", role="note")
 
 
 def join(parts: Iterable[object], sep: str = "") -> Html:
@@ -31,9 +91,17 @@ def join(parts: Iterable[object], sep: str = "") -> Html:
 
 
 def tag(name: str, content: object = "", /, **attrs: object) -> Html:
-    """``<name attrs>content</name>``; attribute names with ``_`` get ``-`` (``data_x`` -> ``data-x``),
-    a trailing ``_`` is dropped (``class_``); True is a bare attribute, None/False leave it out."""
-    return Html(f"<{name}{_attrs(attrs)}>{h(content)}</{name}>")
+    """``<name attrs>content</name>``: ``content`` through ``h``, except in ``<title>`` and
+    ``<option>`` (escaped, controls as plain marks) and ``<textarea>`` (escaped, exact).
+    Attribute names with ``_`` get ``-`` (``data_x`` -> ``data-x``), a trailing ``_`` is
+    dropped (``class_``); True is a bare attribute, None/False leave it out."""
+    if name in _TEXT_ONLY and not isinstance(content, Html):
+        inner = escape(visible("" if content is None else str(content)), quote=True)
+    elif name in _FORM_TEXT and not isinstance(content, Html):
+        inner = escape("" if content is None else str(content), quote=True)
+    else:
+        inner = h(content)
+    return Html(f"<{name}{_attrs(attrs)}>{inner}</{name}>")
 
 
 def void(name: str, /, **attrs: object) -> Html:
@@ -47,7 +115,13 @@ def _attrs(attrs: Mapping[str, object]) -> str:
         if v is None or v is False:
             continue
         name = k.rstrip("_").replace("_", "-")
-        out.append(f" {name}" if v is True else f' {name}="{h(v)}"')
+        if v is True:
+            out.append(f" {name}")
+        elif isinstance(v, Html):
+            out.append(f' {name}="{v}"')
+        else:
+            text = visible(str(v)) if name in _SHOWN_ATTRS else str(v)
+            out.append(f' {name}="{escape(text, quote=True)}"')
     return "".join(out)
 
 

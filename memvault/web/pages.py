@@ -20,11 +20,12 @@ from memvault.service.browse import (
     TaskLine,
     TaskVersion,
 )
+from memvault.service.docs_owner import split_key
 from memvault.service.explain import Explained
 from memvault.service.health import Check
 from memvault.service.task_models import ProfileResult
 from memvault.vocabulary import KINDS
-from memvault.web.html import Html, field, h, join, post_button, select, table, tag, url
+from memvault.web.html import Html, bidi_controls, bidi_note, field, h, join, post_button, select, table, tag, url
 
 PREVIEW_CHARS = 160
 
@@ -63,7 +64,8 @@ def filter_form(base: str, f: Filters, q: str, per_page: int, projects: Sequence
         select("project", project_opts, f.project, "Project"),
         select("kind", [("", "all kinds"), *[(k, k) for k in KINDS]], f.kind, "Kind"),
         field("Tag", name="tag", value=f.tag, list="tags", size=12),
-        tag("datalist", join(tag("option", value=t) for t in tags), id="tags"),
+        tag("datalist", join(tag("option", value=t, label=t if bidi_controls(t) else None) for t in tags),
+            id="tags"),
         select("status", [(s, s) for s in (*LIFE_STATES, "all")], f.status, "Status"),
         select("visibility", [("", "shared and private"), ("shared", "shared"), ("private", "private")], f.visibility,
                "Read by"),
@@ -71,6 +73,7 @@ def filter_form(base: str, f: Filters, q: str, per_page: int, projects: Sequence
         field("To", type="date", name="until", value=f.until),
         select("per_page", [(str(n), str(n)) for n in PAGE_SIZES], str(per_page), "Per page"),
         tag("button", "Show", type="submit"),
+        bidi_note(q, f.tag),
     ]), method="get", action=f"{base}/", class_="filters")
 
 
@@ -155,6 +158,7 @@ def detail(base: str, d: MemoryDetail) -> Html:
             field("TTL days (blank: the kind's default)", name="ttl_days",
                   value="" if m.ttl_days_left is None else f"{m.ttl_days_left:g}", size=8),
             tag("button", "Save as a new version", type="submit"),
+            bidi_note(m.content, m.key, ", ".join(m.tags)),
         ]), method="post", action=f"{base}/m/{m.id}/edit", class_="edit")
     hist_rows = [(_short(e.at), e.action, e.actor or "", e.reason or "", e.status or "", e.key or "",
                   tag("a", e.memory_id[:8], href=f"{base}/m/{e.memory_id}"),
@@ -277,9 +281,12 @@ def docs(items: Sequence[DocCollection], project_names: Mapping[str, str]) -> Ht
     """Indexed document collections with file and chunk counts and last index time."""
     if not items:
         return tag("p", "No document is indexed (memvault index <folder> adds some).", class_="empty")
+    def where(key: str) -> str:
+        project, owner = split_key(key)
+        name = project_names.get(project, project) if project else "global"
+        return name if owner is None else f"{name} (only {owner})"
     return table(["Project", "Collection", "Files", "Chunks", "Last indexed (UTC)"],
-                 [(project_names.get(c.project, c.project) if c.project else "global", c.collection, c.files,
-                   c.chunks, _iso(c.last_indexed_at)) for c in items])
+                 [(where(c.project), c.collection, c.files, c.chunks, _iso(c.last_indexed_at)) for c in items])
 
 
 def health(owner: Mapping[str, Any], checks: Sequence[Check], problem: str | None) -> Html:
