@@ -80,3 +80,14 @@ def test_clusters_are_complete_linkage_and_respect_kinds_and_keys():
     assert find_clusters(texts[:2], kinds[:2], ["k.a", None], {(0, 1): 0.95}, FLOOR) == [[0, 1]]
     # a pair left out of the cosines is never merged
     assert find_clusters(texts[:2], kinds[:2], [None, None], {}, FLOOR) == []
+
+
+def test_the_same_language_guard_judges_by_words_not_by_one_quoted_character():
+    # an English memory quoting a Chinese name is English: it may merge with its English restatement
+    a, b = fold("The user's cat is called Xiaomi (小米)."), fold("The user's cat is called Xiaomi.")
+    assert (a.cjk, b.cjk) == (False, False)
+    assert restates(a, b, cosine=0.97, min_cosine=0.9)
+    # a Chinese sentence full of identifiers is Chinese: never merged with its English twin
+    zh, en = fold("shop-api 生产部署在 AWS 的 ECS 上。"), fold("shop-api is deployed to ECS on AWS in production.")
+    assert zh.cjk and not en.cjk
+    assert not restates(zh, en, cosine=0.97, min_cosine=0.9)

@@ -49,6 +49,7 @@ import snowballstemmer
 
 from memvault.policy.cjk import CJK_CLASS
 from memvault.policy.dedup import content_words
+from memvault.policy.language import CJK, script_class
 from memvault.policy.meaning import Marks, marks, same_meaning
 
 __all__ = ["KIND_GROUPS", "MIN_SHARED", "Folded", "fold", "restates", "compatible_kinds", "find_clusters",
@@ -132,7 +133,9 @@ class Folded:
     whether the text says not / no / never ...; past: stems this text uses only in a past
     form (``-ed`` not after a form of *be*); present: stems it uses only in another form;
     before / after: folded words before and after its first comparison word (``≈cmp``),
-    None when it has none; cjk: whether it is written in a CJK script; marks: its meaning
+    None when it has none; cjk: whether it is written in Chinese, Japanese or Korean
+    (``policy.language.script_class``: an identifier-laden Chinese sentence is Chinese, an
+    English one quoting a Chinese word is not); marks: its meaning
     marks (``meaning.marks``).
     """
 
@@ -197,7 +200,7 @@ def fold(text: str) -> Folded:
     if CMP in order:
         i = order.index(CMP)
         before, after = frozenset(order[:i]), frozenset(order[i + 1:])
-    return Folded(words, negated, past, present, before, after, _CJK_RE.search(text) is not None, marks(text))
+    return Folded(words, negated, past, present, before, after, script_class(text) == CJK, marks(text))
 
 
 def _symbolic(word: str) -> bool:
