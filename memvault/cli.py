@@ -231,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--data-dir", help="data folder (env MEMVAULT_DATA_DIR)")
         sp.add_argument("--user", help="user id / tenant (env MEMVAULT_USER_ID)")
         sp.add_argument("--project", help="project when the client has no roots and the current folder is in no "
-                        "git work tree (env MEMVAULT_PROJECT); for index: the project, '' = shared")
+                        "git work tree; beats the plain folder (env MEMVAULT_PROJECT); for index: the project, '' = shared")
 
     sp = sub.add_parser("serve", help="run the MCP server on stdio")
     common(sp)

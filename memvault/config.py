@@ -59,7 +59,7 @@ class ServerSettings(_Group):
     user_id: str = Field(default="local", min_length=1, max_length=128, description="Tenant id of this server's user.")
     project: str | None = Field(
         default=None, description="Project when the client offers no MCP roots and the server was not started inside a "
-        "git work tree; unset = global scope."
+        "git work tree; unset = the start folder itself (global in /, home and system folders)."
     )
     agent_id: str | None = Field(
         default=None, min_length=1, max_length=128, description="Agent id of this server's client, owner of its "

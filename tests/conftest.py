@@ -106,8 +106,8 @@ async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *
     ``client_name``: the name the client reports. ``mode``: the SDK's connect mode
     ("auto" = the 2026-07-28 protocol, "legacy" = the initialize handshake).
     ``settings``: Settings fields (user_id="bob", clock_offset_s=86400, ...). The server
-    counts as started in the data dir's parent (a temp folder, not a git work tree), so a
-    client without roots writes to the settings' project or the global scope.
+    counts as started in ``/`` (where Claude Desktop starts its servers: no project
+    folder), so a client without roots writes to the settings' project or the global scope.
     """
     from mcp.client.client import Client
     from mcp_types import Implementation
@@ -115,7 +115,7 @@ async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *
     from memvault.mcp.app import build_server
 
     server = build_server(Settings(data_dir=data_dir, model_cache_dir=model_cache, **settings),
-                          load_embedder=lambda _settings: embedder, cwd=data_dir.parent)
+                          load_embedder=lambda _settings: embedder, cwd=Path("/"))
     kwargs: dict[str, Any] = {"client_info": Implementation(name=client_name, version="0"), "mode": mode}
     if roots is not None:
         kwargs["list_roots_callback"] = roots_callback(roots)
@@ -146,7 +146,7 @@ def server_env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, 
     processes are tested for themselves (kill -9, the store lock, the CLI); the owner and
     its forwarders have their own tests.
     """
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
     env.update({
         "MEMVAULT_DATA_DIR": str(data_dir),
         "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
@@ -175,7 +175,7 @@ async def memvault_client(data_dir: Path, model_cache: Path, *, roots: list[str]
     from mcp_types import Implementation
 
     params = StdioServerParameters(command=MEMVAULT, args=["serve", "--log-level", "WARNING"],
-                                   env=server_env(data_dir, model_cache, **settings), cwd=data_dir.parent)
+                                   env=server_env(data_dir, model_cache, **settings), cwd="/")
     kwargs: dict[str, Any] = {"read_timeout_seconds": 180, "mode": mode,
                               "client_info": Implementation(name=client_name, version="0")}
     if roots is not None:
