@@ -95,7 +95,7 @@ def roots_callback(roots: list[str]) -> ListRootsFnT:
 
 @asynccontextmanager
 async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *, roots: list[str] | None = None,
-                        client_name: str = CLIENT_NAME, mode: str = "auto", **settings: Any
+                        client_name: str = CLIENT_NAME, mode: str = "auto", cwd: Path = Path("/"), **settings: Any
                         ) -> AsyncIterator[Client]:
     """A connected MCP client on a fresh in-process memvault server for ``data_dir``.
 
@@ -106,8 +106,9 @@ async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *
     ``client_name``: the name the client reports. ``mode``: the SDK's connect mode
     ("auto" = the 2026-07-28 protocol, "legacy" = the initialize handshake).
     ``settings``: Settings fields (user_id="bob", clock_offset_s=86400, ...). The server
-    counts as started in ``/`` (where Claude Desktop starts its servers: no project
-    folder), so a client without roots writes to the settings' project or the global scope.
+    counts as started in ``cwd``, by default ``/`` (where Claude Desktop starts its servers:
+    no project folder), so a client without roots writes to the settings' project or the
+    global scope.
     """
     from mcp.client.client import Client
     from mcp_types import Implementation
@@ -115,7 +116,7 @@ async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *
     from memvault.mcp.app import build_server
 
     server = build_server(Settings(data_dir=data_dir, model_cache_dir=model_cache, **settings),
-                          load_embedder=lambda _settings: embedder, cwd=Path("/"))
+                          load_embedder=lambda _settings: embedder, cwd=cwd)
     kwargs: dict[str, Any] = {"client_info": Implementation(name=client_name, version="0"), "mode": mode}
     if roots is not None:
         kwargs["list_roots_callback"] = roots_callback(roots)

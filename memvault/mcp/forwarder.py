@@ -90,8 +90,10 @@ async def connect(files: OwnerFiles, hello: Hello) -> Link:
         raise
 
 
-async def owner_status(files: OwnerFiles) -> dict[str, Any] | None:
-    """The running owner's status (pid, version, since, connections, idle_s, ...), or None when none listens.
+async def owner_status(files: OwnerFiles, settings: Settings | None = None) -> dict[str, Any] | None:
+    """The running owner's status (pid, version, since, connections, idle_s, clients, ...), or None
+    when none listens. With ``settings`` (the asker's), the answer's ``differs`` names the
+    asker's owner-wide settings whose values differ from the owner's.
 
     Raises HandshakeError when the owner refuses (another memvault version: the message
     names both).
@@ -101,7 +103,8 @@ async def owner_status(files: OwnerFiles) -> dict[str, Any] | None:
     except OSError:
         return None
     async with stream:
-        hello = Hello(user_id="", cwd=None, project=None, pid=os.getpid(), memvault="status")
+        hello = Hello.of(settings, None, os.getpid(), memvault="status") if settings is not None else \
+            Hello(user_id="", cwd=None, project=None, pid=os.getpid(), memvault="status")
         await stream.send(hello.line())
         with anyio.fail_after(HANDSHAKE_TIMEOUT_S):
             line = await LineReader(stream).readline()
@@ -389,6 +392,5 @@ def run_forwarder(settings: Settings) -> int:
         log.error("%s", exc)
         anyio.run(serve_unavailable, str(exc))
         return 1
-    hello = Hello(user_id=settings.server.user_id, cwd=os.getcwd(), project=settings.server.project, pid=os.getpid(),
-                  agent_id=settings.server.agent_id)
+    hello = Hello.of(settings, os.getcwd(), os.getpid())
     return anyio.run(Forwarder(settings, hello).run)

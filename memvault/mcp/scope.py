@@ -92,7 +92,7 @@ def _connection_roots(session: Any) -> _ConnectionRoots | None:
     return memo
 
 
-def workspace_of(ctx: Context) -> Workspace:
+def workspace_of(ctx: Context[Any, Any]) -> Workspace:
     """The Workspace of the server handling ``ctx`` (set by ``memvault.mcp.app.build_server``)."""
     ws = getattr(ctx.mcp_server, "workspace", None)
     if not isinstance(ws, Workspace):
