@@ -1,5 +1,5 @@
-"""Console script ``memvault``: serve, doctor, reindex, index, stats, client-config, export, import,
-consolidate, ui, context, hook(s).
+"""Console script ``memvault``: serve, doctor, reindex, index, stats, status, stop, client-config,
+export, import, consolidate, ui, context, hook(s).
 
 ``memvault serve`` runs the MCP server on stdio (stdout is the protocol: everything
 else goes to stderr). Flags override ``MEMVAULT_*`` environment settings.
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import logging
 import os
 import socket
@@ -195,32 +194,6 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     return anyio.run(run)
 
 
-def cmd_stats(args: argparse.Namespace) -> int:
-    """Print counts per user, project, kind and status as JSON (no model needed)."""
-    import sqlite3
-
-    settings = _settings(args)
-    if not settings.db_path.exists():
-        sys.stdout.write(json.dumps({"data_dir": str(settings.storage.data_dir), "memories": 0}) + "\n")
-        return 0
-    try:
-        con = sqlite3.connect(f"file:{settings.db_path}?mode=ro", uri=True)
-        try:
-            rows = con.execute(
-                "SELECT user_id, project, kind, status, COUNT(*) FROM memories GROUP BY 1,2,3,4 ORDER BY 1,2,3,4"
-            ).fetchall()
-        finally:
-            con.close()
-    except sqlite3.Error as exc:
-        from memvault.service.errors import StoreUnavailable
-        from memvault.service.failures import open_failure
-
-        raise StoreUnavailable(open_failure(exc, settings.storage.data_dir, settings.db_path)) from exc
-    out = [dict(zip(("user_id", "project", "kind", "status", "count"), r, strict=True)) for r in rows]
-    sys.stdout.write(json.dumps({"data_dir": str(settings.storage.data_dir), "groups": out}, indent=2) + "\n")
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``memvault`` argument parser."""
     p = argparse.ArgumentParser(prog="memvault", description="Long-term memory MCP server.")
@@ -278,9 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_hooks_parser(sub)
 
-    sp = sub.add_parser("stats", help="counts of stored memories")
-    common(sp)
-    sp.set_defaults(func=cmd_stats)
+    from memvault.cli_stats import add_parser as add_stats_parser
+
+    add_stats_parser(sub, common)
+    from memvault.cli_owner import add_parser as add_owner_parser
+
+    add_owner_parser(sub, common)
     return p
 
 

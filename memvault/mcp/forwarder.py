@@ -129,6 +129,21 @@ def spawn_owner(settings: Settings, files: OwnerFiles) -> subprocess.Popen[bytes
         os.close(fd)
 
 
+def _owner_lock_free(files: OwnerFiles) -> bool:
+    """Whether no process holds the data dir's owner lock (tried and let go at once)."""
+    try:
+        fd = os.open(files.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
 @asynccontextmanager
 async def _start_lock(files: OwnerFiles) -> AsyncIterator[None]:
     """Held while one forwarder starts the owner, so clients started together start one owner."""
@@ -172,6 +187,10 @@ async def connect_or_start(settings: Settings, hello: Hello) -> Link:
                     if code not in (None, 0):
                         raise OwnerUnavailable(f"the memvault owner process exited with code {code}; "
                                                f"its log is {files.log}") from None
+                    if code == 0 and _owner_lock_free(files):
+                        # It found the lock held by an owner that was stopping (`memvault stop`,
+                        # a signal) and still flushing; that one has let go now.
+                        proc = spawn_owner(settings, files)
                     await anyio.sleep(0.02)
     raise OwnerUnavailable(f"no memvault owner listened on {files.socket} within "
                            f"{settings.server.owner_start_timeout_s:g} s; its log is {files.log}")

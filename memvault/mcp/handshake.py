@@ -8,8 +8,6 @@ Forwarder -> owner, one JSON line:
 ``memvault.mcp.client_settings``)
 (or ``{"memvault": "status", "version": ..., "settings": {...}}`` to ask for the owner's status
 (with ``differs``: the names of the asker's settings that differ from the owner's) and close; or
-``{"memvault": "stop", "version": ...}`` to have the owner flush, answer ``{"ok": true, "pid": ...}``
-and exit; or
 ``{"memvault": "ui", ...}`` to ask for the local web page's address: after the ``ok`` line,
 one more line ``{"ok": true, "url": ...}``, and the connection closes;
 or ``{"memvault": "context", ..., "max_tokens": 2000}`` from a session hook, answered with
@@ -73,7 +71,7 @@ def parse_hello(line: bytes) -> dict[str, Any]:
         got = json.loads(line)
     except ValueError:
         raise HandshakeError("the first line is not JSON; this socket speaks memvault's owner protocol") from None
-    if not isinstance(got, dict) or got.get("memvault") not in ("connect", "status", "stop", "ui", "context", "remember"):
+    if not isinstance(got, dict) or got.get("memvault") not in ("connect", "status", "ui", "context", "remember"):
         raise HandshakeError("the first line is not a memvault handshake")
     return got
 

@@ -97,13 +97,22 @@ class Owner:
         self.clients: dict[int, tuple[Connection, str | None]] = {}  # id(conn) -> (connection, its cwd)
 
     def status(self) -> dict[str, Any]:
-        """What ``memvault doctor`` shows: pid, version, start time, connections, idle seconds."""
+        """What ``memvault status`` and ``doctor`` show: pid, version, start time (unix s),
+        connections, idle seconds, the connected clients (pid, user, folder, settings that
+        differ), the data dir, and the model's state (``Runtime.model_state``)."""
         idle = None if self.idle_since is None else round(time.monotonic() - self.idle_since, 1)
         clients = [{"pid": c.pid, "user_id": c.user_id, "cwd": cwd, "differs": c.differs}
                    for c, cwd in self.clients.values()]
+        if isinstance(self.runtime, Runtime):
+            model = self.runtime.model_state()
+        elif isinstance(self.runtime, Unavailable):
+            model = f"failed: {self.runtime.problem}"
+        else:
+            model = "loading"
         return {"pid": os.getpid(), "version": __version__, "since": self.since, "connections": self.connections,
                 "served": self.served, "idle_s": idle, "idle_exit_s": self.settings.server.owner_idle_s,
-                "clients": clients}
+                "clients": clients, "data_dir": str(self.settings.storage.data_dir), "model": model,
+                "model_name": self.settings.embedding.embedding_model}
 
     async def run(self) -> None:
         """Listen, serve, and return after the idle time with no connection (or on SIGTERM/SIGINT)."""

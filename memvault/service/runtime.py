@@ -226,6 +226,15 @@ class Runtime:
                       name, exc.where, exc.reason, f"moved it to {moved}" if moved else "nothing to move")
         await self.run_sync(vectors.ensure_collection, name, emb.dim, emb.model_id)
 
+    def model_state(self) -> str:
+        """One word for ``memvault status``: ``loading`` (the model or index is being loaded),
+        ``checking`` (loaded; start-up housekeeping runs), ``ready``, or ``failed: <why>``."""
+        if not self._ready.is_set():
+            return "loading"
+        if self._error is not None:
+            return f"failed: {self._error}"
+        return "ready" if self._started.is_set() else "checking"
+
     @property
     def error(self) -> str | None:
         """Why calls that need the model or the index are refused (None: they are not)."""
