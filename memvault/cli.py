@@ -273,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     from memvault.config import ConfigError
     from memvault.service.errors import MemvaultError
 
+    if args.command not in NO_MODEL_PREPARATION:
+        _prepare_model(args)
     try:
         code = args.func(args)
     except ConfigError as exc:  # the other commands: one line, no traceback
@@ -284,6 +286,34 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         _exit_even_if_threads_linger(code)
     return code
+
+
+NO_MODEL_PREPARATION = frozenset({"serve", "status", "stop"})
+"""Commands that never prepare the model first: ``serve`` answers its client at once (its
+owner prepares the model in the background), ``status`` / ``stop`` only talk to the owner."""
+
+
+def _prepare_model(args: argparse.Namespace) -> None:
+    """Before a command a person runs: convert the default model into the per-user cache when it
+    is missing (once per machine), with a line on stderr before and after
+    (``memvault.embedding.model_cache``). A failure is one line; the command goes on (and the
+    model's next load reports what is wrong)."""
+    from memvault.config import ConfigError
+
+    try:
+        settings = _settings(args)
+    except ConfigError:
+        return  # the command itself reports it
+    from memvault.embedding.model_cache import prepare
+
+    def say(line: str) -> None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    try:
+        prepare(settings, say)
+    except Exception as exc:
+        say(f"memvault: the embedding model could not be prepared now ({exc}); `memvault doctor` says more")
 
 
 def _exit_even_if_threads_linger(code: int) -> None:

@@ -63,6 +63,13 @@ def _no_memvault_env() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True)
+def _own_user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test has its own per-user cache (``XDG_CACHE_HOME``, passed on to the processes it
+    starts): a test that names no model cache converts into it, never into the developer's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -147,7 +154,7 @@ def server_env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, 
     processes are tested for themselves (kill -9, the store lock, the CLI); the owner and
     its forwarders have their own tests.
     """
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "XDG_CACHE_HOME") if k in os.environ}
     env.update({
         "MEMVAULT_DATA_DIR": str(data_dir),
         "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),

@@ -36,7 +36,7 @@ def git_repo(folder: Path, remote: str | None = None) -> Path:
 
 def run_cli(args: list[str], data_dir: Path | None, stdin: str | None = None, **env: str
             ) -> subprocess.CompletedProcess[str]:
-    environ = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
+    environ = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "XDG_CACHE_HOME") if k in os.environ}
     if data_dir is not None:
         environ["MEMVAULT_DATA_DIR"] = str(data_dir)
     environ.update(env)

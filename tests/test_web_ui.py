@@ -243,7 +243,7 @@ def test_memvault_ui_without_an_owner_that_can_start_says_why(tmp_path: Path) ->
     """A data dir that is a file: no owner can start; ``memvault ui`` exits 1 with one line naming the problem."""
     bad = tmp_path / "not-a-dir"
     bad.write_text("x")
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "XDG_CACHE_HOME") if k in os.environ}
     env["MEMVAULT_DATA_DIR"] = str(bad)
     done = subprocess.run([MEMVAULT, "ui", "--no-browser"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1

@@ -41,6 +41,7 @@ async def run_doctor(settings: Settings, say: Callable[[str], object]) -> int:
     files = owner_files(settings.storage.data_dir)
     say(f"memvault {__version__}")
     say(f"data dir      {settings.storage.data_dir}")
+    say(f"model cache   {settings.models_dir} (shared by every data dir)")
 
     try:
         status = await owner_status(files, settings)
