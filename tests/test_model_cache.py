@@ -89,7 +89,7 @@ def test_an_earlier_data_dirs_model_copy_moves_into_the_cache(tmp_path, shared_e
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_a_call_waiting_for_the_model_says_so_within_a_second(tmp_path, shared_embedder, model_cache):
+async def test_a_call_waiting_for_the_model_says_so_within_a_second(tmp_path, shared_embedder, model_cache, caplog):
     from mcp.client.client import Client
 
     from memvault.mcp.app import build_server
@@ -101,18 +101,15 @@ async def test_a_call_waiting_for_the_model_says_so_within_a_second(tmp_path, sh
         return shared_embedder
 
     progress: list[tuple[float, str | None, float]] = []
-    logs: list[str] = []
+    caplog.set_level("INFO", logger="memvault.mcp.waiting")
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, message, time.monotonic()))
         release.set()
 
-    async def on_log(params: Any) -> None:
-        logs.append(str(params.data))
-
     server = build_server(Settings(data_dir=tmp_path / "d", model_cache_dir=model_cache), load_embedder=slow_load,
                           cwd=Path("/"))
-    async with Client(server, mode="legacy", logging_callback=on_log) as c:
+    async with Client(server, mode="legacy") as c:
         sent = time.monotonic()
         res = await c.call_tool("remember", {"content": "The deploy window is Tuesday 14:00 UTC", "kind": "fact",
                                              "force": True}, progress_callback=on_progress)
@@ -123,7 +120,7 @@ async def test_a_call_waiting_for_the_model_says_so_within_a_second(tmp_path, sh
     # its delay (NOTICE_AFTER_S) is reported by bench/first_call.py, not asserted here
     assert when - sent < 25
     assert message is not None and "remember waits for memvault's embedding model" in message
-    assert any("waits for memvault's embedding model" in line for line in logs)
+    assert any("remember waits for memvault's embedding model" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.anyio
@@ -138,3 +135,28 @@ async def test_a_call_once_the_model_is_ready_says_nothing(mcp_client):
 
         res = await c.call_tool("recall", {"query": "deploy window"}, progress_callback=on_progress)
     assert not res.is_error and progress == []
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_a_refusal_while_the_model_loads_reads_as_itself(tmp_path, shared_embedder, model_cache):
+    from mcp.client.client import Client
+
+    from memvault.mcp.app import build_server
+
+    release = threading.Event()
+
+    def slow_load(_settings: Settings) -> Any:
+        release.wait(30)
+        return shared_embedder
+
+    server = build_server(Settings(data_dir=tmp_path / "d", model_cache_dir=model_cache), load_embedder=slow_load,
+                          cwd=Path("/"))
+    try:
+        async with Client(server, mode="legacy") as c:
+            res = await c.call_tool("index_docs", {"paths": ["/etc/passwd"]})  # refused before any model use
+            release.set()
+    finally:
+        release.set()
+    text = " ".join(getattr(x, "text", "") for x in res.content)
+    assert res.is_error and "no folder it may read" in text and "ExceptionGroup" not in text, text

@@ -4,9 +4,10 @@ The server answers ``initialize`` at once and loads (on a first start: prepares)
 embedding model in the background (``memvault.service.runtime``). A tool call that
 arrives meanwhile waits for it; clients with short tool timeouts give up on a silent
 wait. ``while_loading`` watches a call: if after ``NOTICE_AFTER_S`` the start-up is still
-not done, it logs one line on stderr, sends a progress notification (when the client
-sent a ``progressToken``; the SDK sends none otherwise) and a log message to the client,
-and repeats the progress every ``REPEAT_S`` until the model is ready.
+not done, it logs one line on stderr and sends a progress notification (when the client
+sent a ``progressToken``; the SDK sends none otherwise), repeated every ``REPEAT_S`` until
+the model is ready. No MCP log message: logging is deprecated from 2026-07-28, and a
+client that set no log level did not ask for one.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -57,18 +57,20 @@ async def while_loading(ctx: Any, tool: str) -> AsyncIterator[None]:
             message = waiting_message(tool, rt)
             if not said:
                 log.info("%s", message)
-                with contextlib.suppress(Exception), warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # logging is deprecated from 2026-07-28; older clients show it
-                    await ctx.info(message)
                 said = True
             with contextlib.suppress(Exception):
                 await ctx.report_progress(time.monotonic() - start, None, message)
             with anyio.move_on_after(REPEAT_S):
                 await rt.wait_started()
 
+    failed: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(notice)
         try:
             yield
+        except Exception as exc:  # raised after the group, as is: a task group would wrap it in a group
+            failed = exc
         finally:
             tg.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
