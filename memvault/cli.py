@@ -1,5 +1,5 @@
-"""Console script ``memvault``: serve, doctor, reindex, index, stats, client-config, export, import,
-consolidate, ui, context, hook(s).
+"""Console script ``memvault``: serve, doctor, reindex, index, stats, status, stop, client-config,
+export, import, consolidate, ui, context, hook(s).
 
 ``memvault serve`` runs the MCP server on stdio (stdout is the protocol: everything
 else goes to stderr). Flags override ``MEMVAULT_*`` environment settings.
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import logging
 import os
 import socket
@@ -195,32 +194,6 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     return anyio.run(run)
 
 
-def cmd_stats(args: argparse.Namespace) -> int:
-    """Print counts per user, project, kind and status as JSON (no model needed)."""
-    import sqlite3
-
-    settings = _settings(args)
-    if not settings.db_path.exists():
-        sys.stdout.write(json.dumps({"data_dir": str(settings.storage.data_dir), "memories": 0}) + "\n")
-        return 0
-    try:
-        con = sqlite3.connect(f"file:{settings.db_path}?mode=ro", uri=True)
-        try:
-            rows = con.execute(
-                "SELECT user_id, project, kind, status, COUNT(*) FROM memories GROUP BY 1,2,3,4 ORDER BY 1,2,3,4"
-            ).fetchall()
-        finally:
-            con.close()
-    except sqlite3.Error as exc:
-        from memvault.service.errors import StoreUnavailable
-        from memvault.service.failures import open_failure
-
-        raise StoreUnavailable(open_failure(exc, settings.storage.data_dir, settings.db_path)) from exc
-    out = [dict(zip(("user_id", "project", "kind", "status", "count"), r, strict=True)) for r in rows]
-    sys.stdout.write(json.dumps({"data_dir": str(settings.storage.data_dir), "groups": out}, indent=2) + "\n")
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``memvault`` argument parser."""
     p = argparse.ArgumentParser(prog="memvault", description="Long-term memory MCP server.")
@@ -231,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--data-dir", help="data folder (env MEMVAULT_DATA_DIR)")
         sp.add_argument("--user", help="user id / tenant (env MEMVAULT_USER_ID)")
         sp.add_argument("--project", help="project when the client has no roots and the current folder is in no "
-                        "git work tree (env MEMVAULT_PROJECT); for index: the project, '' = shared")
+                        "git work tree; beats the plain folder (env MEMVAULT_PROJECT); for index: the project, '' = shared")
 
     sp = sub.add_parser("serve", help="run the MCP server on stdio")
     common(sp)
@@ -278,9 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_hooks_parser(sub)
 
-    sp = sub.add_parser("stats", help="counts of stored memories")
-    common(sp)
-    sp.set_defaults(func=cmd_stats)
+    from memvault.cli_stats import add_parser as add_stats_parser
+
+    add_stats_parser(sub, common)
+    from memvault.cli_owner import add_parser as add_owner_parser
+
+    add_owner_parser(sub, common)
     return p
 
 
@@ -297,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     from memvault.config import ConfigError
     from memvault.service.errors import MemvaultError
 
+    if args.command not in NO_MODEL_PREPARATION:
+        _prepare_model(args)
     try:
         code = args.func(args)
     except ConfigError as exc:  # the other commands: one line, no traceback
@@ -308,6 +286,34 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         _exit_even_if_threads_linger(code)
     return code
+
+
+NO_MODEL_PREPARATION = frozenset({"serve", "status", "stop"})
+"""Commands that never prepare the model first: ``serve`` answers its client at once (its
+owner prepares the model in the background), ``status`` / ``stop`` only talk to the owner."""
+
+
+def _prepare_model(args: argparse.Namespace) -> None:
+    """Before a command a person runs: convert the default model into the per-user cache when it
+    is missing (once per machine), with a line on stderr before and after
+    (``memvault.embedding.model_cache``). A failure is one line; the command goes on (and the
+    model's next load reports what is wrong)."""
+    from memvault.config import ConfigError
+
+    try:
+        settings = _settings(args)
+    except ConfigError:
+        return  # the command itself reports it
+    from memvault.embedding.model_cache import prepare
+
+    def say(line: str) -> None:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    try:
+        prepare(settings, say)
+    except Exception as exc:
+        say(f"memvault: the embedding model could not be prepared now ({exc}); `memvault doctor` says more")
 
 
 def _exit_even_if_threads_linger(code: int) -> None:

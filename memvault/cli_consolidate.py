@@ -4,7 +4,8 @@ Same handler as the ``consolidate`` tool (``memvault.service.consolidate``): wit
 ``--apply`` it lists the proposals and writes nothing; with it, it writes them (undo one
 with the ``restore`` tool, given the merged memory's id). Project: ``--project`` (``""``
 = the global scope), else the project of the git work tree the current folder is in, else
-``MEMVAULT_PROJECT``, else the global scope (as ``memvault index``). User: ``--user``.
+``MEMVAULT_PROJECT``, else the current folder itself (not ``/``, home or a system folder),
+else the global scope (as ``memvault index``). User: ``--user``.
 
 Like ``memvault import``, it opens the store itself, so it refuses while the data dir's
 owner process runs (it names its pid and how many clients it serves), and holds the

@@ -582,7 +582,8 @@ def add_parser(sub: Any) -> None:
     def store_flags(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--data-dir", help="data folder (env MEMVAULT_DATA_DIR)")
         sp.add_argument("--user", help="user id / tenant (env MEMVAULT_USER_ID)")
-        sp.add_argument("--project", help="project when the folder is in no git work tree (env MEMVAULT_PROJECT)")
+        sp.add_argument("--project", help="project when the folder is in no git work tree; beats the plain folder "
+                        "(env MEMVAULT_PROJECT)")
 
     sp = sub.add_parser("context", help="print what memvault remembers for a project folder (for session hooks)")
     store_flags(sp)

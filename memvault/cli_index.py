@@ -5,7 +5,8 @@ chunks) and one summary line on stdout. The person at the terminal may index any
 they name (the given paths are the allowed roots). Files under the current folder are
 cited relative to it, others by absolute path. Project: ``--project`` (``""`` = shared by
 every project), else the project of the git work tree the current folder is in, else
-``MEMVAULT_PROJECT``, else the global scope: the order a server started in the same folder
+``MEMVAULT_PROJECT``, else the current folder itself (not ``/``, home or a system folder),
+else the global scope: the order a server started in the same folder
 follows for a client without roots, so what is indexed here is what that server searches.
 
 Embedded Qdrant Edge allows one process per store, so while the data dir's owner process
@@ -45,10 +46,12 @@ def _project(args: argparse.Namespace, settings: Settings) -> tuple[str, ScopeSo
     from memvault.service.project import project_of_start_dir
 
     started = project_of_start_dir(Path.cwd())
-    if started is not None:
+    if started is not None and started.kind != "folder":
         return started.id, "cwd"
     if settings.server.project:
         return settings.server.project, "settings"
+    if started is not None:
+        return started.id, "cwd"
     return "", "global"
 
 

@@ -47,6 +47,12 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("memvault", appauthor=False))
 
 
+def default_model_cache_dir() -> Path:
+    """The platform's per-user cache folder for memvault's models (e.g. ``~/.cache/memvault/models``):
+    one converted model per user and machine, shared by every data dir."""
+    return Path(platformdirs.user_cache_dir("memvault", appauthor=False)) / "models"
+
+
 class _Group(BaseSettings):
     """A group of settings read from ``MEMVAULT_<FIELD>`` environment variables."""
 
@@ -59,7 +65,7 @@ class ServerSettings(_Group):
     user_id: str = Field(default="local", min_length=1, max_length=128, description="Tenant id of this server's user.")
     project: str | None = Field(
         default=None, description="Project when the client offers no MCP roots and the server was not started inside a "
-        "git work tree; unset = global scope."
+        "git work tree; unset = the start folder itself (global in /, home and system folders)."
     )
     agent_id: str | None = Field(
         default=None, min_length=1, max_length=128, description="Agent id of this server's client, owner of its "
@@ -107,7 +113,8 @@ class EmbeddingSettings(_Group):
     embedding_model: str = Field(default=DEFAULT_MODEL, description="fastembed model name.")
     model_path: Path | None = Field(default=None, description="Local folder with an ONNX model for embedding_model.")
     model_cache_dir: Path | None = Field(
-        default=None, description="Where the converted default model is kept; default <data dir>/models."
+        default=None, description="Where the converted default model is kept, shared by every data dir; default "
+        "the per-user cache folder (~/.cache/memvault/models on Linux)."
     )
     embed_batch_size: int = Field(default=32, ge=1, le=1024, description="Texts per embedding call.")
 
@@ -315,8 +322,15 @@ class Settings(BaseModel):
 
     @property
     def models_dir(self) -> Path:
-        """Converted / cached embedding models."""
-        return self.embedding.model_cache_dir or self.storage.data_dir / "models"
+        """Converted / cached embedding models: ``model_cache_dir``, else the per-user cache
+        (``default_model_cache_dir``), shared by every data dir."""
+        return self.embedding.model_cache_dir or default_model_cache_dir()
+
+    @property
+    def legacy_models_dir(self) -> Path:
+        """Where earlier versions kept a converted model in each data dir (``<data dir>/models``),
+        moved into ``models_dir`` once (``memvault.embedding.model_cache``)."""
+        return self.storage.data_dir / "models"
 
 
 class ConfigError(Exception):

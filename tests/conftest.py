@@ -63,6 +63,13 @@ def _no_memvault_env() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True)
+def _own_user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test has its own per-user cache (``XDG_CACHE_HOME``, passed on to the processes it
+    starts): a test that names no model cache converts into it, never into the developer's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -95,7 +102,7 @@ def roots_callback(roots: list[str]) -> ListRootsFnT:
 
 @asynccontextmanager
 async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *, roots: list[str] | None = None,
-                        client_name: str = CLIENT_NAME, mode: str = "auto", **settings: Any
+                        client_name: str = CLIENT_NAME, mode: str = "auto", cwd: Path = Path("/"), **settings: Any
                         ) -> AsyncIterator[Client]:
     """A connected MCP client on a fresh in-process memvault server for ``data_dir``.
 
@@ -106,8 +113,9 @@ async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *
     ``client_name``: the name the client reports. ``mode``: the SDK's connect mode
     ("auto" = the 2026-07-28 protocol, "legacy" = the initialize handshake).
     ``settings``: Settings fields (user_id="bob", clock_offset_s=86400, ...). The server
-    counts as started in the data dir's parent (a temp folder, not a git work tree), so a
-    client without roots writes to the settings' project or the global scope.
+    counts as started in ``cwd``, by default ``/`` (where Claude Desktop starts its servers:
+    no project folder), so a client without roots writes to the settings' project or the
+    global scope.
     """
     from mcp.client.client import Client
     from mcp_types import Implementation
@@ -115,7 +123,7 @@ async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *
     from memvault.mcp.app import build_server
 
     server = build_server(Settings(data_dir=data_dir, model_cache_dir=model_cache, **settings),
-                          load_embedder=lambda _settings: embedder, cwd=data_dir.parent)
+                          load_embedder=lambda _settings: embedder, cwd=cwd)
     kwargs: dict[str, Any] = {"client_info": Implementation(name=client_name, version="0"), "mode": mode}
     if roots is not None:
         kwargs["list_roots_callback"] = roots_callback(roots)
@@ -147,7 +155,7 @@ def server_env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, 
     its forwarders have their own tests.
     """
     # PYTHONPATH: a spawned server runs the code under test (a worktree), not the installed one.
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "XDG_CACHE_HOME") if k in os.environ}
     env.update({
         "MEMVAULT_DATA_DIR": str(data_dir),
         "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
@@ -176,7 +184,7 @@ async def memvault_client(data_dir: Path, model_cache: Path, *, roots: list[str]
     from mcp_types import Implementation
 
     params = StdioServerParameters(command=MEMVAULT, args=["serve", "--log-level", "WARNING"],
-                                   env=server_env(data_dir, model_cache, **settings), cwd=data_dir.parent)
+                                   env=server_env(data_dir, model_cache, **settings), cwd="/")
     kwargs: dict[str, Any] = {"read_timeout_seconds": 180, "mode": mode,
                               "client_info": Implementation(name=client_name, version="0")}
     if roots is not None:

@@ -37,7 +37,7 @@ def http_url(tmp_path_factory: pytest.TempPathFactory) -> object:
                     "@modelcontextprotocol/conformance with node@22) and sets MEMVAULT_CONFORMANCE_BIN")
     tmp = tmp_path_factory.mktemp("conformance")
     port = _free_port()
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "XDG_CACHE_HOME") if k in os.environ}
     env.update({"MEMVAULT_DATA_DIR": str(tmp / "d"), "MEMVAULT_MODEL_CACHE_DIR": str(tmp / "models"),
                 "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1"})
     proc = subprocess.Popen([MEMVAULT, "serve", "--http", "--port", str(port), "--log-level", "WARNING"],

@@ -36,7 +36,7 @@ def git_repo(folder: Path, remote: str | None = None) -> Path:
 
 def run_cli(args: list[str], data_dir: Path | None, stdin: str | None = None, **env: str
             ) -> subprocess.CompletedProcess[str]:
-    environ = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
+    environ = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "XDG_CACHE_HOME") if k in os.environ}
     if data_dir is not None:
         environ["MEMVAULT_DATA_DIR"] = str(data_dir)
     environ.update(env)
@@ -125,16 +125,18 @@ async def test_session_start_hook_reads_the_folder_from_stdin(mcp_client, tmp_pa
     assert "s3cr3t-value" not in res.stdout and str(data_dir) not in res.stdout  # no environment, no paths
 
 
-async def test_a_folder_outside_git_gets_the_global_memories(mcp_client, tmp_path):
+async def test_a_folder_outside_git_is_its_own_project_and_root_is_global(mcp_client, tmp_path):
     data_dir = tmp_path / "d"
     repo = git_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
     await fill(mcp_client, data_dir, repo)
     plain = tmp_path / "plain"
     plain.mkdir()
     out = run_cli(["context", "--cwd", str(plain)], data_dir).stdout
-    assert "(no project: global memories)" in out
+    assert "(project plain)" in out
     assert "main editor is Helix" in out and "every Friday" not in out and "fix-refunds" not in out
-    # the configured project stands in, as it does for the server
+    out = run_cli(["context", "--cwd", "/"], data_dir).stdout
+    assert "(no project: global memories)" in out and "every Friday" not in out
+    # the configured project stands in before a plain folder, as it does for the server
     out = run_cli(["context", "--cwd", str(plain)], data_dir, MEMVAULT_PROJECT="github.com/acme/blog").stdout
     assert "(project blog)" in out and "Hugo" in out
 

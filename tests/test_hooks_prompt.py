@@ -32,7 +32,7 @@ TOKEN = "ghp_" + "Zq8Xw2Vb7Nm4Lk9Jh3Gf6Dd1Ss5Aa0Pp7Oo3"
 
 
 def prompt_hook(prompt: str, cwd: Path, data_dir: Path, model_cache: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "XDG_CACHE_HOME") if k in os.environ}
     env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
                 "MEMVAULT_OWNER_IDLE_S": "120", "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1"})
     hook_input = {"session_id": "s1", "transcript_path": "/nowhere.jsonl", "cwd": str(cwd),
@@ -42,7 +42,7 @@ def prompt_hook(prompt: str, cwd: Path, data_dir: Path, model_cache: Path) -> su
 
 
 def session_hook(stdin: str, data_dir: Path) -> str:
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "XDG_CACHE_HOME") if k in os.environ}
     env["MEMVAULT_DATA_DIR"] = str(data_dir)
     res = subprocess.run([MEMVAULT, "hook", "session-start"], input=stdin, capture_output=True, text=True, env=env,
                          timeout=60)

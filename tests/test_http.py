@@ -34,7 +34,7 @@ def _free_port() -> int:
 
 
 def _env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, str]:
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "XDG_CACHE_HOME") if k in os.environ}
     env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
                 "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1"})
     env.update({f"MEMVAULT_{k.upper()}": str(v) for k, v in settings.items()})

@@ -37,7 +37,7 @@ MEMVAULT = str(Path(sys.executable).with_name("memvault"))
 
 
 def _env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, str]:
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "XDG_CACHE_HOME") if k in os.environ}
     env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
                 "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1", "MEMVAULT_OWNER_IDLE_S": "3"})
     env.update({f"MEMVAULT_{k.upper()}": str(v) for k, v in settings.items()})
@@ -45,11 +45,12 @@ def _env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def forwarded_client(data_dir: Path, model_cache: Path, root: Path | None = None,
+async def forwarded_client(data_dir: Path, model_cache: Path, root: Path | None = None, cwd: Path | None = None,
                            **settings: Any) -> AsyncIterator[Client]:
-    """An MCP client on a `memvault serve` forwarder; ``root`` is its one workspace root."""
+    """An MCP client on a `memvault serve` forwarder; ``root`` is its one workspace root,
+    ``cwd`` the folder it starts in (default: this process's)."""
     params = StdioServerParameters(command=MEMVAULT, args=["serve", "--log-level", "INFO"],
-                                   env=_env(data_dir, model_cache, **settings))
+                                   env=_env(data_dir, model_cache, **settings), cwd=cwd)
     kwargs: dict[str, Any] = {"read_timeout_seconds": 180}
     if root is not None:
         async def list_roots(_ctx: Any) -> ListRootsResult:
@@ -225,8 +226,9 @@ async def test_no_owner_serves_in_its_own_process(data_dir, model_cache):
     assert got["memories"][0]["content"] == "The nightly job runs at 02:00 UTC"
 
 
-def _doctor(data_dir: Path, model_cache: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MEMVAULT, "doctor"], env=_env(data_dir, model_cache), capture_output=True, text=True,
+def _doctor(data_dir: Path, model_cache: Path, **settings: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MEMVAULT, "doctor"], env=_env(data_dir, model_cache, **settings), capture_output=True,
+                          text=True,
                           timeout=300, cwd=data_dir.parent)
 
 
@@ -247,6 +249,39 @@ async def test_doctor_shows_the_owner_and_a_stale_socket_with_its_fix(data_dir, 
     assert dead.returncode == 1
     assert f"stale socket {files.socket}" in dead.stdout and f"rm {files.socket}" in dead.stdout
     assert "1 points for 1 live memories" in dead.stdout
+
+
+async def test_each_client_brings_its_own_settings_and_is_told_of_the_others(data_dir, model_cache, tmp_path):
+    alpha, beta, extra = tmp_path / "alpha", tmp_path / "beta", tmp_path / "extra"
+    for folder, text in ((alpha, "The alpha service uses Flask."), (beta, "The beta service uses Django."),
+                         (extra, "The shared style guide asks for tabs.")):
+        folder.mkdir()
+        (folder / "notes.md").write_text(f"# Notes\n\n{text}\n")
+    async with forwarded_client(data_dir, model_cache, cwd=alpha) as a:  # started the owner, no roots
+        got = await a.call_tool("index_docs", {"paths": ["notes.md"]})
+        assert not got.is_error and got.structured_content is not None
+        assert got.structured_content["scope"]["project_name"] == "alpha"
+        async with forwarded_client(data_dir, model_cache, cwd=beta, user_id="bob", rrf_k=5,
+                                    docs_allowed_dirs=json.dumps([str(extra)])) as b:
+            # b's allowed folders and user are its own, though a started the owner
+            res = await b.call_tool("index_docs", {"paths": [str(extra / "notes.md"), "notes.md"]})
+            assert not res.is_error, res.content
+            assert res.structured_content is not None and res.structured_content["added"] == 2
+            assert res.structured_content["scope"]["user_id"] == "bob"
+            refused = await b.call_tool("index_docs", {"paths": [str(alpha / "notes.md")]})
+            assert refused.is_error and "outside the allowed" in refused.content[0].text  # type: ignore[union-attr]
+            # a never got b's folder
+            refused = await a.call_tool("index_docs", {"paths": [str(extra / "notes.md")]})
+            assert refused.is_error
+            # the owner's settings apply; its log and doctor say which of b's it does not use
+            report = await anyio.to_thread.run_sync(lambda: _doctor(data_dir, model_cache, rrf_k="5"))
+            assert "the owner runs with other values than these: MEMVAULT_RRF_K (owner 10, client 5)" \
+                in report.stdout, report.stdout
+            assert "has other values, not used: MEMVAULT_RRF_K" in report.stdout
+            assert "MEMVAULT_DOCS_ALLOWED_DIRS" not in report.stdout  # per client: no difference
+    log = owner_files(data_dir).log.read_text()
+    assert "does not use: MEMVAULT_RRF_K (owner 10, client 5)" in log and "memvault stop" in log
+    assert "MEMVAULT_USER_ID" not in log
 
 
 async def test_memvault_index_goes_through_a_running_owner(data_dir, model_cache, tmp_path):

@@ -292,7 +292,7 @@ def test_doctor_and_the_other_commands_name_a_bad_setting(tmp_path, model_cache)
     assert doctor.returncode != 0
     assert "MEMVAULT_CANDIDATES='abc'" in doctor.stdout and "valid integer" in doctor.stdout, doctor.stdout
     assert "Traceback" not in doctor.stderr, doctor.stderr
-    for command in (["stats"], ["reindex"]):
+    for command in (["stats"], ["reindex"], ["status"], ["stop"]):
         got = subprocess.run([MEMVAULT, *command], env=env, capture_output=True, text=True, timeout=120)
         assert got.returncode == 2, got
         assert "MEMVAULT_CANDIDATES='abc'" in got.stderr and "Traceback" not in got.stderr, got.stderr

@@ -179,15 +179,42 @@ def test_other_hosts_keep_the_case_of_their_paths():
     assert make_scope("u", "local:Api-0123456789ab", "cwd").project == "local:Api-0123456789ab"
 
 
-def test_start_dir_counts_only_inside_a_work_tree_other_than_home(layouts, tmp_path):
+def test_start_dir_is_the_repository_else_the_folder_itself(layouts, tmp_path):
     assert project_of_start_dir(layouts["shop/web/src"]).id == "github.com/acme/shop"
     assert project_of_start_dir(layouts["notes-draft"]).id == project_of_folder(layouts["notes"]).id
-    assert project_of_start_dir(layouts["work/api"]) is None  # a folder outside any work tree
-    # a dotfiles repository in the home folder makes no folder under it a project
+    # a folder outside any work tree is its own project, named as a root naming it would be
+    plain = project_of_start_dir(layouts["work/api"])
+    assert plain is not None and plain.kind == "folder"
+    assert plain.id == project_of_folder(layouts["work/api"]).id and plain.id.startswith("local:api-")
+    assert project_of_start_dir(layouts["personal/api"]).id != plain.id
+    # a dotfiles repository in the home folder names no folder under it: each is its own
     home = new_repo(tmp_path / "home")
-    (home / "Downloads").mkdir()
-    assert project_of_start_dir(home / "Downloads", home=home) is None
+    (home / "work" / "alpha").mkdir(parents=True)
+    (home / "work" / "beta").mkdir(parents=True)
+    alpha = project_of_start_dir(home / "work" / "alpha", home=home)
+    beta = project_of_start_dir(home / "work" / "beta", home=home)
+    assert alpha is not None and beta is not None and alpha.kind == beta.kind == "folder"
+    assert (alpha.name, beta.name) == ("alpha", "beta") and alpha.id != beta.id
     assert project_of_start_dir(layouts["shop"], home=home).id == "github.com/acme/shop"
+
+
+@pytest.mark.parametrize("where", ["home", "home/.config/Claude", "home/.local/share/app", "/", "/etc", "/usr",
+                                   "/usr/lib", "/usr/share/code", "/opt", "/var", "/tmp", "tempdir"])
+def test_start_dir_in_home_the_root_or_a_system_folder_is_no_project(tmp_path, where):
+    import tempfile
+
+    home = tmp_path / "home"
+    (home / ".config" / "Claude").mkdir(parents=True)
+    (home / ".local" / "share" / "app").mkdir(parents=True)
+    folder = {"tempdir": Path(tempfile.gettempdir())}.get(where) or \
+        (tmp_path / where if where.startswith("home") else Path(where))
+    assert project_of_start_dir(folder, home=home) is None
+
+
+def test_a_subfolder_of_tmp_is_a_project_but_tmp_itself_is_not(tmp_path):
+    # pytest's tmp_path lies under the temporary folder: a scratch folder there is a project
+    assert project_of_start_dir(tmp_path, home=tmp_path / "elsewhere").kind == "folder"
+    assert project_of_start_dir(Path("/tmp"), home=tmp_path) is None
 
 
 def test_readable_names_and_scope():
@@ -341,10 +368,31 @@ async def test_without_roots_the_server_folder_then_settings_then_global(tmp_pat
     async with connect(server, MovableRoots(layouts["lib"])) as c:
         r = await remember(c, "Roots beat the start folder")
         assert (r["scope"]["project"], r["scope"]["source"]) == ("github.com/acme/lib", "roots")
-    # a folder outside any work tree is not a project: the setting, else global
+    # a folder outside any work tree: the setting beats it, else the folder itself
     async with connect(make_server(tmp_path / "d3", embedder, cwd=layouts["work/api"], project="other")) as c:
         r = await remember(c, "Started outside any repository")
         assert (r["scope"]["project"], r["scope"]["source"]) == ("other", "settings")
     async with connect(make_server(tmp_path / "d4", embedder, cwd=layouts["work/api"])) as c:
         r = await remember(c, "Started outside any repository, no setting")
+        assert (r["scope"]["project"], r["scope"]["source"], r["scope"]["project_name"]) == (
+            project_of_folder(layouts["work/api"]).id, "cwd", "api")
+    # started in / (where some clients start their servers): global
+    async with connect(make_server(tmp_path / "d5", embedder, cwd=Path("/"))) as c:
+        r = await remember(c, "Started in the filesystem root")
         assert (r["scope"]["project"], r["scope"]["source"], r["scope"]["project_name"]) == ("", "global", "")
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_two_plain_folders_without_roots_do_not_answer_with_each_other(tmp_path, embedder):
+    alpha, beta = tmp_path / "work" / "alpha", tmp_path / "work" / "beta"
+    alpha.mkdir(parents=True)
+    beta.mkdir(parents=True)
+    d = tmp_path / "d"
+    async with connect(make_server(d, embedder, cwd=alpha)) as c:
+        await remember(c, "This project uses the Flask web framework")
+    async with connect(make_server(d, embedder, cwd=beta)) as c:
+        await remember(c, "This project uses the Django web framework")
+        got = (await c.call_tool("recall", {"query": "which web framework does this project use?"})).structured_content
+        assert got["scope"]["project_name"] == "beta"
+        assert [m["content"] for m in got["memories"]] == ["This project uses the Django web framework"]

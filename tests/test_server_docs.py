@@ -133,6 +133,24 @@ async def test_traversal_and_symlink_escape_refused(tmp_path, mcp_client):
     async with mcp_client(tmp_path / "d") as c:
         err = await call_error(c, "index_docs", paths=[str(tree.root)])
         assert "no folder it may read" in err and "MEMVAULT_DOCS_ALLOWED_DIRS" in err
+        assert "started in /, which is no project folder" in err
+
+
+async def test_a_client_without_roots_indexes_inside_its_project_folder(tmp_path, mcp_client):
+    tree = write_tree(tmp_path / "proj")  # a plain folder, no git: the folder is the project
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "other.md").write_text("# Other\n\nNot this project's.\n")
+    async with mcp_client(tmp_path / "d", cwd=tree.root) as c:
+        res = await call(c, "index_docs", paths=["."])
+        assert res["added"] >= 1 and res["scope"]["project"] == project_of_folder(tree.root).id
+        got = await call(c, "search_docs", query="reticulate_splines_v2", k=5)
+        assert got["results"] and all(not r["path"].startswith("/") for r in got["results"])
+        err = await call_error(c, "index_docs", paths=[str(outside)])
+        assert "refused" in err and "outside the allowed" in err
+    # the folder's setting adds folders to it
+    async with mcp_client(tmp_path / "d", cwd=tree.root, docs_allowed_dirs=[outside]) as c:
+        assert (await call(c, "index_docs", paths=[str(outside)]))["added"] == 1
 
 
 async def test_documents_stay_in_their_project(tmp_path, mcp_client):

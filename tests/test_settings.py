@@ -126,7 +126,10 @@ def test_flat_keywords_override_the_environment_and_keep_the_rest_of_the_group(
     s = Settings(candidates=30, user_id="bob")
     assert (s.ranking.candidates, s.ranking.fusion_dense_weight, s.server.user_id) == (30, 0.5, "bob")
     assert s.storage.data_dir == tmp_path / "env" and s.db_path == tmp_path / "env" / "memvault.db"
-    assert s.models_dir == tmp_path / "env" / "models"
+    # the model is the user's, not the data dir's: one copy per machine (memvault.embedding.model_cache)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert s.models_dir == tmp_path / "cache" / "memvault" / "models"
+    assert s.legacy_models_dir == tmp_path / "env" / "models"
     s = Settings(data_dir=tmp_path / "kw", model_cache_dir=tmp_path / "m")
     assert (s.storage.data_dir, s.models_dir, s.vectors_dir) == (tmp_path / "kw", tmp_path / "m", tmp_path / "kw" / "vectors")
     assert s.ranking.candidates == 70

@@ -297,3 +297,59 @@ async def test_the_pages_apply_all_form_merges_every_group_and_a_stale_one_is_an
 
         again = await web.post(f"/{secret}/consolidate", data=form)
         assert again.status_code == 409 and "no longer stands" in again.text and "nothing was merged" in again.text
+
+
+async def test_an_edited_memory_names_the_version_it_replaced_and_back(rt: Runtime) -> None:
+    old = await _remember(rt, "The staging cluster runs Kubernetes 1.29", key="infra.k8s")
+    done = await browse.edit_memory(rt, USER, old, browse.Edit(content="The staging cluster runs Kubernetes 1.31",
+                                                              key="infra.k8s"))
+    assert done.id is not None
+    new = await browse.memory_detail(rt, USER, done.id)
+    assert new.replaced == [old]
+    assert (await browse.memory_detail(rt, USER, old)).memory.superseded_by == done.id
+    from memvault.web import pages
+
+    page = pages.detail("/s", new)
+    assert f'This version replaced <a href="/s/m/{old}">{old}</a>' in page
+    back = pages.detail("/s", await browse.memory_detail(rt, USER, old))
+    assert f'A newer version replaced this one: <a href="/s/m/{done.id}"' in back
+
+
+async def test_the_search_marks_what_recall_would_not_count_as_relevant(rt: Runtime) -> None:
+    from memvault.service.recall import LIKELY_ANSWER
+    from memvault.web import pages
+
+    await _remember(rt, "The web framework of this project is Django 5")
+    for i in range(12):
+        await _remember(rt, f"The office plant number {i} is watered on day {i} of the month")
+    hits = await explain(rt, USER, "which web framework does this project use?", browse.check_filters(browse.Filters()))
+    relevant = [x for x in hits if x.relevance >= LIKELY_ANSWER]
+    below = [x for x in hits if x.relevance < LIKELY_ANSWER]
+    assert relevant and "Django" in relevant[0].memory.content and below
+    shown = pages.explained_rows("/s", hits, "which web framework?", LIKELY_ANSWER, more_href="/s/?all=1")
+    assert f"{len(below)} more below the relevance bar" in shown and "show them" in shown
+    assert shown.count("<tbody>") == 1 and "office plant" not in shown  # the weak ones only on request
+    every = pages.explained_rows("/s", hits, "which web framework?", LIKELY_ANSWER, show_all=True)
+    assert every.count("<tbody>") == 2 and "office plant" in every
+
+
+async def test_documents_list_files_with_chunks_and_search_them(rt: Runtime, tmp_path: Path) -> None:
+    from memvault.service.docs_index import index_docs
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "backup.md").write_text("# Backups\n\nThe database is backed up every night at 03:00 UTC.\n")
+    (docs / "deploy.md").write_text("# Deploys\n\n## When\n\nDeploys go out on Tuesdays.\n\n## How\n\nWith Helm.\n")
+    scope = make_scope(USER, "github.com/acme/shop", "argument")
+    await index_docs(rt, scope, [str(docs)], None, [docs], cite_bases=[docs])
+    files = await browse.doc_files(rt)
+    assert {(f.path, f.project, f.collection) for f in files} == {
+        ("backup.md", "github.com/acme/shop", "default"), ("deploy.md", "github.com/acme/shop", "default")}
+    assert all(f.chunks >= 1 and f.indexed_at > 0 for f in files)
+    found = await browse.search_documents(rt, USER, "github.com/acme/shop", "when is the database backed up?")
+    assert found.results[0].path == "backup.md" and "03:00" in found.results[0].text
+    from memvault.web import pages
+
+    shown = pages.docs("/s", await browse.doc_collections(rt), files, {"github.com/acme/shop": "shop"},
+                       "when is the database backed up?", "github.com/acme/shop", found)
+    assert "backup.md:" in shown and "Files (2, most recently indexed first)" in shown and "shop" in shown

@@ -93,7 +93,10 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
     from playwright.async_api import Route, async_playwright
 
     data_dir = tmp_path / "data"
-    settings = {"owner": "true", "owner_idle_s": 5}
+    handbook = tmp_path / "handbook"
+    handbook.mkdir()
+    (handbook / "backups.md").write_text("# Backups\n\nThe database is backed up every night at 03:00 UTC.\n")
+    settings = {"owner": "true", "owner_idle_s": 5, "docs_allowed_dirs": json.dumps([str(handbook)])}
     try:
         async with memvault_client(data_dir, model_cache, **settings) as client:
             pnpm = await call(client, "remember", content="The team prefers pnpm over npm for every JavaScript "
@@ -136,7 +139,7 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                 browser = await pw.chromium.launch(executable_path=str(CHROMIUM), headless=True,
                                                    args=["--no-sandbox", "--disable-gpu"])
                 try:
-                    context = await browser.new_context(viewport={"width": 1200, "height": 640})
+                    context = await browser.new_context(viewport={"width": 1280, "height": 640})
                     await context.route("**/*", only_loopback)
                     page = await context.new_page()
 
@@ -146,6 +149,10 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                     await table.get_by_text("prefers pnpm over npm").wait_for()
                     assert await table.locator("tbody tr").count() == 3
                     assert "pref.package_manager" in await table.inner_text()
+                    # the memory's text takes the widest column, the other fields under it or beside it
+                    widths = await table.evaluate("t => [...t.querySelector('tbody tr').children].map(c => "
+                                                  "c.getBoundingClientRect().width)")
+                    assert widths[0] == max(widths) and widths[0] >= 0.45 * sum(widths), widths
                     await page.screenshot(path=images / "ui-memories.png")
 
                     # Search: recall's ranking, with why (dense and keyword ranks, the parts of the score).
@@ -157,7 +164,14 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                     assert {"Dense rank", "Keyword rank", "Relevance", "Written beside", "Importance", "Recency"} <= set(headers)
                     first = await why.locator("tbody tr").first.inner_text()
                     assert "prefers pnpm" in first
+                    # what recall would not count as relevant is only counted, and shown on request
+                    assert await why.locator("tbody tr").count() == 1
+                    bar = page.locator(".below-bar")
+                    assert "2 more below the relevance bar" in await bar.inner_text()
                     await page.screenshot(path=images / "ui-search.png")
+                    await bar.locator("a").click()
+                    await page.locator("table.why-table.below").wait_for()
+                    assert await page.locator("table.why-table.below tbody tr").count() == 2
 
                     # Edit the pnpm memory: a new version that supersedes it (history kept).
                     await page.goto(f"{url}m/{pnpm['id']}")
@@ -170,7 +184,14 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                     assert "prefers bun over pnpm" in await page.locator("pre.content").inner_text()
                     history = await page.locator("table.history").inner_text()
                     assert "added" in history and "memvault-ui" in history
+                    # the new version links to the one it replaced, and that one back to it
+                    newer = urlsplit(page.url).path.rsplit("/", 1)[1]
+                    await page.locator(".versions").get_by_text(pnpm["id"]).wait_for()
                     await page.screenshot(path=images / "ui-memory.png", full_page=False)
+                    await page.locator(".versions a").click()
+                    assert urlsplit(page.url).path.endswith(pnpm["id"])
+                    await page.locator(".versions a.newer").click()
+                    assert urlsplit(page.url).path.endswith(newer)
 
                     # A secret in an edit is refused like in remember: nothing is written.
                     await page.fill("textarea[name=content]", f"the deploy token is {GITHUB_PAT}")
@@ -208,10 +229,31 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
                     ids = await _recall_ids(client, "does the user like dark mode in the editor")
                     assert {d["id"] for d in dark} <= set(ids) and merged not in ids, ids
 
-                    # The other views.
+                    # The other views. Profile opens on the project with the most memories, and says so.
                     await page.goto(f"{url}profile")
                     assert "prefers bun over pnpm" in await page.locator("main").inner_text()
+                    for i in range(9):
+                        await call(client, "remember", content=f"The shop's service number {i} listens on port "
+                                   f"{9100 + i}", project="github.com/acme/shop", importance=0.8)
+                    await page.goto(f"{url}profile")
+                    showing = await page.locator(".showing").inner_text()
+                    assert "Showing shop (the project with the most memories, 9)" in showing, showing
+                    assert "listens on port" in await page.locator("main").inner_text()
                     await page.screenshot(path=images / "ui-profile.png")
+                    await page.goto(f"{url}profile?project=-")
+                    assert "Showing global only (from the address)" in await page.locator(".showing").inner_text()
+
+                    # Documents: each file with its chunks and last index time, and a search over them.
+                    indexed = await call(client, "index_docs", paths=[str(handbook)], project="")
+                    assert indexed["added"] == 1
+                    await page.goto(f"{url}docs")
+                    files = await page.locator("table.doc-files").inner_text()
+                    assert "backups.md" in files and "global" in files
+                    await page.fill("input[name=q]", "when is the database backed up?")
+                    await page.click("button:text('Search')")
+                    hit = await page.locator("table.docs-hits tbody tr").first.inner_text()
+                    assert "backups.md:" in hit and "03:00" in hit
+                    await page.screenshot(path=images / "ui-docs.png")
                     await page.goto(f"{url}tasks")
                     assert "Build the memory page" in await page.locator("main").inner_text()
                     await page.goto(f"{url}health")
@@ -245,7 +287,7 @@ def test_memvault_ui_without_an_owner_that_can_start_says_why(tmp_path: Path) ->
     """A data dir that is a file: no owner can start; ``memvault ui`` exits 1 with one line naming the problem."""
     bad = tmp_path / "not-a-dir"
     bad.write_text("x")
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "XDG_CACHE_HOME") if k in os.environ}
     env["MEMVAULT_DATA_DIR"] = str(bad)
     done = subprocess.run([MEMVAULT, "ui", "--no-browser"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1

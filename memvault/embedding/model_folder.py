@@ -230,7 +230,7 @@ def _record_verified(out_dir: Path, restamp: dict) -> None:
 
 
 @contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
+def exclusive(lock_path: Path) -> Iterator[None]:
     """Inter-process exclusive lock (flock; a no-op where fcntl is missing)."""
     try:
         import fcntl
@@ -265,10 +265,10 @@ def ensure_converted(
         reason, restamp = _check(out_dir, src_path, accuracy_level, deep)
         if reason is None:
             if restamp:  # stamps of what was just verified; stale ones (a rebuild meanwhile) never match
-                with _exclusive(lock):
+                with exclusive(lock):
                     _record_verified(out_dir, restamp)
             return out_dir
-    with _exclusive(lock):
+    with exclusive(lock):
         reason, restamp = _check(out_dir, src_path, accuracy_level, deep)
         if reason is None and not force:
             if restamp:

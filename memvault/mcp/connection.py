@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from memvault.mcp.workspace import Workspace
 
@@ -28,7 +29,9 @@ class Connection:
     ``memvault serve`` was started in and the project of that folder (asked once);
     ``project``: its ``MEMVAULT_PROJECT`` (None when unset); ``pid``: the forwarder's
     process id; ``agent_id``: its ``MEMVAULT_AGENT_ID`` (None when unset: the agent is the
-    client's MCP name).
+    client's MCP name); ``docs_allowed_dirs``: its ``MEMVAULT_DOCS_ALLOWED_DIRS`` (None: the
+    client sent none, the owner's applies); ``differs``: names of its other settings whose
+    values the owner does not use (``memvault.mcp.client_settings``).
     """
 
     user_id: str
@@ -36,6 +39,8 @@ class Connection:
     project: str | None = None
     pid: int | None = None
     agent_id: str | None = None
+    docs_allowed_dirs: list[Path] | None = None
+    differs: list[str] = field(default_factory=list)
 
 
 _CURRENT: contextvars.ContextVar[Connection | None] = contextvars.ContextVar("memvault_connection", default=None)

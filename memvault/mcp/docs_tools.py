@@ -2,9 +2,11 @@
 
 Thin, like ``memvault.mcp.memory_tools``: resolve the scope and the roots, call the handler in
 ``memvault.service.docs_index`` / ``memvault.service.docs_search``. ``index_docs`` may read only
-inside the client's MCP roots and the folders in ``settings.documents.docs_allowed_dirs``; it asks
-the client for its roots on every call (not only once per connection, as the project resolver
-does), since they bound what may be read.
+inside the client's MCP roots (when it sends none: the folder of its project, the repository's
+work tree or the plain folder it started in, see docs/scope.md) and the folders in the client's
+``docs_allowed_dirs`` (in the owner: the connection's, sent by its forwarder); it asks the client
+for its roots on every call (not only once per connection, as the project resolver does), since
+they bound what may be read.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from mcp.server.mcpserver.resolve import ListRoots, Resolve
 from mcp_types import ListRootsResult, ToolAnnotations
 from pydantic import Field
 
+from memvault.mcp import connection
 from memvault.mcp.ctx import Ctx, runtime
 from memvault.mcp.errors import reported
 from memvault.mcp.http import request_user
-from memvault.mcp.scope import Roots, resolve_scope
+from memvault.mcp.scope import Roots, resolve_scope, workspace_of
 from memvault.service.docs_index import index_docs as index_handler
 from memvault.service.docs_models import IndexDocsResult, SearchDocsResult
 from memvault.service.docs_search import search_docs as search_handler
@@ -83,10 +86,21 @@ def register_doc_tools(mcp: MCPServer) -> None:
         rt = runtime(ctx)
         folders = root_folders(roots)
         scope = await resolve_scope(ctx, rt.settings, project, roots)
-        allowed = [*folders, *rt.settings.documents.docs_allowed_dirs]
+        conn = connection.current()
+        workspace = conn.workspace if conn is not None else workspace_of(ctx)
+        if not folders:  # no roots: the folder of the client's project (docs/scope.md)
+            started = await workspace.start_project()
+            if started is not None:
+                folders = [started.top]
+        configured = conn.docs_allowed_dirs if conn is not None and conn.docs_allowed_dirs is not None \
+            else rt.settings.documents.docs_allowed_dirs
+        allowed = [*folders, *configured]
         if not allowed:
-            raise ToolError("index_docs has no folder it may read: this client offers no workspace roots and "
-                            "MEMVAULT_DOCS_ALLOWED_DIRS is empty. Run `memvault index PATH` in a terminal instead.")
+            raise ToolError(f"index_docs has no folder it may read: this client offers no workspace roots, it was "
+                            f"started in {workspace.start_dir}, which is no project folder (the home folder, / or "
+                            "a system folder), and its MEMVAULT_DOCS_ALLOWED_DIRS is empty. Start the client in "
+                            "the project's folder, set MEMVAULT_DOCS_ALLOWED_DIRS in its server entry, or run "
+                            "`memvault index PATH` in a terminal.")
         # Over HTTP with tokens (several people), what a user indexes is theirs alone (docs_owner).
         owner = scope.user_id if rt.settings.server.http_tokens_file is not None \
             and request_user(ctx.request_context.request) is not None else None

@@ -1,7 +1,9 @@
 """``memvault doctor``: what runs, what is stored, and each problem found with the command that fixes it.
 
 Checks, in order: the data dir's owner process (pid, since, version, connections, idle
-timer; a stale socket or status file left by a dead owner); SQLite; the model (loaded
+timer; a stale socket or status file left by a dead owner; the owner-wide settings in which
+it, or a connected client, differs from this command's environment, which are not used
+while it runs, see ``memvault.mcp.client_settings``); SQLite; the model (loaded
 and one sentence embedded); the vector index against SQLite (live memories without a
 point, points without a live memory). While an owner runs it holds the vector index, so
 the index is checked only when no owner runs.
@@ -39,9 +41,10 @@ async def run_doctor(settings: Settings, say: Callable[[str], object]) -> int:
     files = owner_files(settings.storage.data_dir)
     say(f"memvault {__version__}")
     say(f"data dir      {settings.storage.data_dir}")
+    say(f"model cache   {settings.models_dir} (shared by every data dir)")
 
     try:
-        status = await owner_status(files)
+        status = await owner_status(files, settings)
     except HandshakeError as exc:
         status = None
         problems.append(f"{exc}")
@@ -51,6 +54,13 @@ async def run_doctor(settings: Settings, say: Callable[[str], object]) -> int:
             f"idle {status['idle_s']:.0f} s of {status['idle_exit_s']:.0f} s before it exits"
         say(f"owner         pid {status['pid']}, memvault {status['version']}, since {since}, "
             f"{status['connections']} connection(s), {idle}")
+        if status.get("differs"):
+            say(f"settings      the owner runs with other values than these: {status.get('differs_text')}; "
+                "the owner's apply to every client until it restarts (`memvault stop`)")
+        for client in status.get("clients") or []:
+            if client.get("differs"):
+                say(f"settings      client pid {client.get('pid')} (in {client.get('cwd')}) has other values, "
+                    f"not used: {', '.join('MEMVAULT_' + n.upper() for n in client['differs'])}")
     else:
         say("owner         none running (the next `memvault serve` starts one)")
         if files.socket.exists():

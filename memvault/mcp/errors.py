@@ -40,7 +40,8 @@ _SDK_ARGUMENT_ERRORS = ("Unknown prompt", "Missing required arguments")
 
 
 def reported(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """Wrap an async tool or prompt function: a ``MemvaultError`` becomes ``ToolError(str(exc))``.
+    """Wrap an async tool or prompt function: a ``MemvaultError`` becomes ``ToolError(str(exc))``,
+    and a call that waits for the model tells its client so (``memvault.mcp.waiting``).
 
     The wrapper keeps ``fn``'s signature and annotations (``functools.wraps``), which the
     SDK reads to build the tool's input schema and to inject the context.
@@ -48,8 +49,14 @@ def reported(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
 
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        from memvault.mcp.waiting import while_loading
+
         try:
-            return await fn(*args, **kwargs)
+            ctx = kwargs.get("ctx")
+            if ctx is None:
+                return await fn(*args, **kwargs)
+            async with while_loading(ctx, fn.__name__):  # a call that waits for the model says so
+                return await fn(*args, **kwargs)
         except MemvaultError as exc:
             raise ToolError(str(exc)) from exc
 

@@ -90,8 +90,10 @@ async def connect(files: OwnerFiles, hello: Hello) -> Link:
         raise
 
 
-async def owner_status(files: OwnerFiles) -> dict[str, Any] | None:
-    """The running owner's status (pid, version, since, connections, idle_s, ...), or None when none listens.
+async def owner_status(files: OwnerFiles, settings: Settings | None = None) -> dict[str, Any] | None:
+    """The running owner's status (pid, version, since, connections, idle_s, clients, ...), or None
+    when none listens. With ``settings`` (the asker's), the answer's ``differs`` names the
+    asker's owner-wide settings whose values differ from the owner's.
 
     Raises HandshakeError when the owner refuses (another memvault version: the message
     names both).
@@ -101,7 +103,8 @@ async def owner_status(files: OwnerFiles) -> dict[str, Any] | None:
     except OSError:
         return None
     async with stream:
-        hello = Hello(user_id="", cwd=None, project=None, pid=os.getpid(), memvault="status")
+        hello = Hello.of(settings, None, os.getpid(), memvault="status") if settings is not None else \
+            Hello(user_id="", cwd=None, project=None, pid=os.getpid(), memvault="status")
         await stream.send(hello.line())
         with anyio.fail_after(HANDSHAKE_TIMEOUT_S):
             line = await LineReader(stream).readline()
@@ -124,6 +127,21 @@ def spawn_owner(settings: Settings, files: OwnerFiles) -> subprocess.Popen[bytes
         )
     finally:
         os.close(fd)
+
+
+def _owner_lock_free(files: OwnerFiles) -> bool:
+    """Whether no process holds the data dir's owner lock (tried and let go at once)."""
+    try:
+        fd = os.open(files.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
 
 
 @asynccontextmanager
@@ -169,6 +187,10 @@ async def connect_or_start(settings: Settings, hello: Hello) -> Link:
                     if code not in (None, 0):
                         raise OwnerUnavailable(f"the memvault owner process exited with code {code}; "
                                                f"its log is {files.log}") from None
+                    if code == 0 and _owner_lock_free(files):
+                        # It found the lock held by an owner that was stopping (`memvault stop`,
+                        # a signal) and still flushing; that one has let go now.
+                        proc = spawn_owner(settings, files)
                     await anyio.sleep(0.02)
     raise OwnerUnavailable(f"no memvault owner listened on {files.socket} within "
                            f"{settings.server.owner_start_timeout_s:g} s; its log is {files.log}")
@@ -389,6 +411,5 @@ def run_forwarder(settings: Settings) -> int:
         log.error("%s", exc)
         anyio.run(serve_unavailable, str(exc))
         return 1
-    hello = Hello(user_id=settings.server.user_id, cwd=os.getcwd(), project=settings.server.project, pid=os.getpid(),
-                  agent_id=settings.server.agent_id)
+    hello = Hello.of(settings, os.getcwd(), os.getpid())
     return anyio.run(Forwarder(settings, hello).run)

@@ -2,8 +2,12 @@
 
 Forwarder -> owner, one JSON line:
 ``{"memvault": "connect", "version": "0.1.0", "user_id": "...", "cwd": "...", "project": null, "pid": 123,
-"agent_id": null}``
-(or ``{"memvault": "status", "version": ...}`` to ask for the owner's status and close; or
+"agent_id": null, "docs_allowed_dirs": ["..."], "settings": {"rrf_k": 10, ...}}``
+(``docs_allowed_dirs`` and the other per-client settings apply to this connection alone;
+``settings``: the client's owner-wide settings, compared with the owner's own, see
+``memvault.mcp.client_settings``)
+(or ``{"memvault": "status", "version": ..., "settings": {...}}`` to ask for the owner's status
+(with ``differs``: the names of the asker's settings that differ from the owner's) and close; or
 ``{"memvault": "ui", ...}`` to ask for the local web page's address: after the ``ok`` line,
 one more line ``{"ok": true, "url": ...}``, and the connection closes;
 or ``{"memvault": "context", ..., "max_tokens": 2000}`` from a session hook, answered with
@@ -20,9 +24,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault import __version__
+
+if TYPE_CHECKING:
+    from memvault.config import Settings
 
 
 class HandshakeError(Exception):
@@ -40,6 +47,18 @@ class Hello:
     agent_id: str | None = None
     version: str = __version__
     memvault: str = "connect"
+    docs_allowed_dirs: list[str] | None = None
+    settings: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, settings: Settings, cwd: str | None, pid: int, memvault: str = "connect") -> Hello:
+        """The hello of a client with ``settings``: its per-client settings, and its owner-wide
+        ones for the owner to compare (``memvault.mcp.client_settings``)."""
+        from memvault.mcp.client_settings import allowed_dirs, owner_wide
+
+        return cls(user_id=settings.server.user_id, cwd=cwd, project=settings.server.project, pid=pid,
+                   agent_id=settings.server.agent_id, memvault=memvault,
+                   docs_allowed_dirs=allowed_dirs(settings), settings=owner_wide(settings))
 
     def line(self) -> bytes:
         """The JSON line to send, newline included."""

@@ -29,7 +29,7 @@ from anyio.abc import SocketStream
 
 from memvault import __version__
 from memvault.config import Settings
-from memvault.mcp import hook_requests
+from memvault.mcp import client_settings, hook_requests
 from memvault.mcp.app import MemvaultServer, build_server
 from memvault.mcp.connection import Connection, bound
 from memvault.mcp.handshake import HandshakeError, answer, parse_hello, version_mismatch
@@ -102,13 +102,27 @@ class Owner:
         self._http_server: Any = None  # the uvicorn server while serving HTTP
         self._tg: anyio.abc.TaskGroup | None = None  # where the page's listener runs (memvault ui)
         self.ui = UiHost(settings, self._page_runtime, self.status, self._touch)
+        self.own_settings = client_settings.owner_wide(settings)
+        self.clients: dict[int, tuple[Connection, str | None]] = {}  # id(conn) -> (connection, its cwd)
 
     def status(self) -> dict[str, Any]:
-        """What ``memvault doctor`` shows: pid, version, start time, connections, idle seconds, and
-        (once the index is open) ``index``: lines about it (repairs running, disk use, why calls are refused)."""
+        """What ``memvault status`` and ``doctor`` show: pid, version, start time (unix s),
+        connections, idle seconds, the connected clients (pid, user, folder, settings that
+        differ), the data dir, the model's state (``Runtime.model_state``), and (once the index
+        is open) ``index``: lines about it (repairs running, disk use, why calls are refused)."""
         idle = None if self.idle_since is None else round(time.monotonic() - self.idle_since, 1)
+        clients = [{"pid": c.pid, "user_id": c.user_id, "cwd": cwd, "differs": c.differs}
+                   for c, cwd in self.clients.values()]
+        if isinstance(self.runtime, Runtime):
+            model = self.runtime.model_state()
+        elif isinstance(self.runtime, Unavailable):
+            model = f"failed: {self.runtime.problem}"
+        else:
+            model = "loading"
         return {"pid": os.getpid(), "version": __version__, "since": self.since, "connections": self.connections,
                 "served": self.served, "idle_s": idle, "idle_exit_s": self.settings.server.owner_idle_s,
+                "clients": clients, "data_dir": str(self.settings.storage.data_dir), "model": model,
+                "model_name": self.settings.embedding.embedding_model,
                 "index": self._index_lines()}
 
     def _index_lines(self) -> list[str]:
@@ -238,7 +252,9 @@ class Owner:
                                                                          os.getpid())))
                 return
             if hello["memvault"] == "status":
-                await _reply(stream, answer(True, **self.status()))
+                differs = client_settings.differences(self.own_settings, hello.get("settings"))
+                await _reply(stream, answer(True, **self.status(), differs=differs, differs_text=client_settings.describe(
+                    differs, self.own_settings, hello.get("settings") or {})))
                 return
             if hello["memvault"] == "ui":
                 await _reply(stream, answer(True, version=__version__, pid=os.getpid()))
@@ -260,7 +276,15 @@ class Owner:
             conn = Connection(user_id=hook_requests.user_of(hello, self.settings),
                               workspace=Workspace(Path(cwd) if cwd else Path("/")),
                               project=hello.get("project"), pid=hello.get("pid"),
-                              agent_id=hook_requests.text_or_none(hello.get("agent_id")))
+                              agent_id=hook_requests.text_or_none(hello.get("agent_id")),
+                              docs_allowed_dirs=client_settings.dirs_of(hello.get("docs_allowed_dirs")),
+                              differs=client_settings.differences(self.own_settings, hello.get("settings")))
+            if conn.differs:
+                log.warning("client pid %s (in %s) has settings the owner (pid %d) does not use: %s. The owner's "
+                            "apply to every client; to use the new ones, run `memvault stop` and restart the "
+                            "clients", conn.pid, cwd, os.getpid(),
+                            client_settings.describe(conn.differs, self.own_settings, hello.get("settings") or {}))
+            self.clients[id(conn)] = (conn, cwd if isinstance(cwd, str) else None)
             self.connections += 1
             self.served += 1
             self.idle_since = None
@@ -274,6 +298,7 @@ class Owner:
             except Exception:  # one connection's failure never ends the owner, which serves every client
                 log.exception("a connection ended with an error; the owner goes on serving the others")
             finally:
+                self.clients.pop(id(conn), None)
                 self.connections -= 1
                 if self.connections == 0:
                     self.idle_since = time.monotonic()

@@ -93,7 +93,7 @@ async def owner_session(settings: Settings, cwd: Path, *, client_name: str) -> A
     Starts the owner when none runs. Raises forwarder.OwnerUnavailable / HandshakeError /
     OSError when no owner can be reached; the caller bounds the time (``anyio.fail_after``).
     """
-    hello = Hello(user_id=settings.server.user_id, cwd=str(cwd), project=settings.server.project, pid=os.getpid())
+    hello = Hello.of(settings, str(cwd), os.getpid())
     link = await connect_or_start(settings, hello)
     async with link.stream:
         await _send(link, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -5,10 +5,12 @@ client, or over HTTP from the request's bearer token (a tool argument can never 
 another user).
 The project comes from, in order: the tool's ``project`` argument; the client's MCP
 roots (the project of the first ``file://`` root, see ``memvault.service.project``); the
-folder the server (in the owner: the connection's ``memvault serve``) was started in, when
-it is inside a git work tree (Claude Code starts its servers in the project folder); the
-``project`` setting (in the owner: the connection's); else the user's global
-scope ``""``.
+repository of the folder the server (in the owner: the connection's ``memvault serve``)
+was started in, when it is inside a git work tree (Claude Code starts its servers in the
+project folder); the ``project`` setting (in the owner: the connection's); the start
+folder itself (``local:<name>-<hash>``, as a root naming it gives), unless it is ``/``,
+the home folder itself or a system or application folder
+(``memvault.service.project.is_no_project_folder``); else the user's global scope ``""``.
 
 The agent (whose private memories the call reads and writes) is the client's
 ``MEMVAULT_AGENT_ID`` (in the owner: the connection's, sent by its forwarder), else the
@@ -90,7 +92,7 @@ def _connection_roots(session: Any) -> _ConnectionRoots | None:
     return memo
 
 
-def workspace_of(ctx: Context) -> Workspace:
+def workspace_of(ctx: Context[Any, Any]) -> Workspace:
     """The Workspace of the server handling ``ctx`` (set by ``memvault.mcp.app.build_server``)."""
     ws = getattr(ctx.mcp_server, "workspace", None)
     if not isinstance(ws, Workspace):
@@ -178,7 +180,7 @@ def call_agent(ctx: Context[Any, Any], settings: Settings) -> str:
 async def resolve_scope(ctx: Context[Any, Any], settings: Settings, project: str | None, roots: ListRootsResult | None, *,
                         include_global: bool = True) -> Scope:
     """Scope of one call: settings' user and the call's agent (``call_agent``); project from
-    argument, client roots, the server's start folder, settings, else global.
+    argument, client roots, the start folder's repository, settings, the start folder, else global.
 
     ``roots``: what the ``client_roots`` (or any roots) resolver got, None when it asked
     nothing. Raises InvalidArgument when ``project`` is not an allowed name.
@@ -201,9 +203,11 @@ async def resolve_scope(ctx: Context[Any, Any], settings: Settings, project: str
     if found is not None:
         return make_scope(user, found.id, "roots", include_global=include_global, agent=agent)
     started = await (conn.workspace if conn is not None else workspace_of(ctx)).start_project()
-    if started is not None:
+    if started is not None and started.kind != "folder":
         return make_scope(user, started.id, "cwd", include_global=include_global, agent=agent)
     configured = conn.project if conn is not None else settings.server.project
     if configured:
         return make_scope(user, configured, "settings", include_global=include_global, agent=agent)
+    if started is not None:
+        return make_scope(user, started.id, "cwd", include_global=include_global, agent=agent)
     return make_scope(user, "", "global", include_global=include_global, agent=agent)

@@ -83,8 +83,7 @@ async def page_url(settings: Settings) -> str:
     HandshakeError (the owner refused: another memvault version holds the data dir, or
     the listener could not start).
     """
-    hello = Hello(user_id=settings.server.user_id, cwd=os.getcwd(), project=settings.server.project,
-                  pid=os.getpid(), memvault="ui")
+    hello = Hello.of(settings, os.getcwd(), os.getpid(), memvault="ui")
     link = await connect_or_start(settings, hello)
     try:
         with anyio.fail_after(HANDSHAKE_TIMEOUT_S):

@@ -25,7 +25,8 @@ class Workspace:
         self._project: Project | None = None
 
     async def start_project(self) -> Project | None:
-        """The project of ``start_dir`` (only inside a git work tree other than / or home), or None."""
+        """The project of ``start_dir`` (``project_of_start_dir``: its repository, else the folder
+        itself, kind ``folder``), or None when it is ``/``, home or a system folder."""
         if not self._known:
             self._project = await anyio.to_thread.run_sync(project_of_start_dir, self.start_dir)
             self._known = True

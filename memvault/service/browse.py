@@ -17,6 +17,8 @@ from memvault.clock import to_iso
 from memvault.service import validation as v
 from memvault.service.consolidate import MAX_LIMIT, ConsolidateArgs, apply_chosen, consolidate, undo_merge_of
 from memvault.service.consolidate_models import ConsolidateResult
+from memvault.service.docs_models import SearchDocsResult
+from memvault.service.docs_search import search_docs
 from memvault.service.errors import Conflict, InvalidArgument, NotFound
 from memvault.service.forget import ForgetArgs, forget
 from memvault.service.history import HistoryArgs, history
@@ -26,7 +28,7 @@ from memvault.service.project import make_scope, readable_name
 from memvault.service.remember import RememberArgs, remember
 from memvault.service.restore import restore
 from memvault.service.runtime import Runtime
-from memvault.storage.browse import LIFE_STATES, BrowseReader, DocCollection, MemoryQuery, TaskLine
+from memvault.storage.browse import LIFE_STATES, BrowseReader, DocCollection, DocFile, MemoryQuery, TaskLine
 from memvault.storage.facts import MEMORY_STATUSES, MemoryRow
 from memvault.storage.tasks import TaskStore, TaskVersion
 
@@ -34,7 +36,7 @@ PAGE_SIZES = (25, 50, 100)
 UI_ACTOR = "memvault-ui"
 """The ``source`` of a memory written by an edit in the page, and the actor in its history."""
 
-__all__ = ["LIFE_STATES", "DocCollection", "TaskLine", "TaskVersion"]
+__all__ = ["LIFE_STATES", "DocCollection", "DocFile", "TaskLine", "TaskVersion"]
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,8 @@ class MemoryDetail:
     history_total: int = 0
     merged_from: list[str] = field(default_factory=list)
     """The memories its latest merge joined (newest history entry naming ``consolidated_from``); [] if none."""
+    replaced: list[str] = field(default_factory=list)
+    """The earlier versions this memory replaced (an edit or a restatement superseded them by it), newest first."""
 
     @property
     def can_undo_merge(self) -> bool:
@@ -196,8 +200,9 @@ async def memory_detail(rt: Runtime, user_id: str, memory_id: str) -> MemoryDeta
     hist = await history(rt, make_scope(user_id, found[0].project, "argument", include_global=False),
                          HistoryArgs(id=mid, limit=100))
     merged = next((e.consolidated_from for e in hist.entries if e.memory_id == mid and e.consolidated_from), None)
+    replaced = await rt.facts.superseded_by_ids(user_id, mid)
     return MemoryDetail(memory=memory_view(found[0], rt.clock.now()), history=hist.entries, history_total=hist.total,
-                        merged_from=list(merged or []))
+                        merged_from=list(merged or []), replaced=[r for r in replaced if r not in (merged or [])])
 
 
 @dataclass(frozen=True)
@@ -303,6 +308,22 @@ async def task_list(rt: Runtime, user_id: str, *, limit: int = 100, versions: in
     store = TaskStore.on(rt.facts)
     lines = await BrowseReader.on(rt.facts).tasks(user_id, rt.clock.now(), limit)
     return [(t, await store.history(user_id, t.project, t.task_id, versions)) for t in lines]
+
+
+DOC_FILES_SHOWN = 500
+"""Files the Documents view lists at most (the most recently indexed)."""
+
+
+async def doc_files(rt: Runtime) -> list[DocFile]:
+    """Indexed files of every project with their chunk counts and last index time, newest first."""
+    return await BrowseReader.on(rt.facts).doc_files(DOC_FILES_SHOWN)
+
+
+async def search_documents(rt: Runtime, user_id: str, project: str, query: str, k: int = 10) -> SearchDocsResult:
+    """``search_docs`` as the page asks it: ``query`` over ``project``'s documents and the shared ones
+    (``project`` '' : the shared ones only), best ``k``. Raises what ``search_docs`` raises."""
+    scope = make_scope(user_id, project, "argument")
+    return await search_docs(rt, scope, query, k, None, None, 0.0)
 
 
 async def doc_collections(rt: Runtime) -> list[DocCollection]:

@@ -460,7 +460,8 @@ def _resolve_paths(
             resolved = check_allowed(raw, allowed)
         except PathNotAllowed as exc:
             raise InvalidArgument(f"refused: {exc}. index_docs reads only inside the client's workspace roots "
-                                  "and the folders in MEMVAULT_DOCS_ALLOWED_DIRS.") from None
+                                  "(a client without roots: its project folder) and the folders in "
+                                  "MEMVAULT_DOCS_ALLOWED_DIRS.") from None
         if not resolved.exists():
             if _GLOB.search(str(p)):
                 raise InvalidArgument(f"{p} does not exist, and index_docs takes folders or files, not patterns: give "

@@ -2,8 +2,8 @@
 
 The project is the one a memvault server started in ``cwd`` by a client without MCP
 roots would use (``memvault.mcp.scope``): the folder's repository when it is in a git
-work tree (other than ``/`` or home), else the configured project, else the user's
-global scope. Claude Code starts its servers in the project folder and its hooks get
+work tree (other than ``/`` or home), else the configured project, else the folder
+itself (unless it is ``/``, home or a system folder), else the user's global scope. Claude Code starts its servers in the project folder and its hooks get
 that folder as ``cwd``, so the hook and the server agree.
 
 With no query, "relevant" means: the profile's preferences (keyed memories, a project
@@ -60,10 +60,12 @@ def hook_project(cwd: Path, configured: str | None) -> HookProject:
     command bounded by ``GIT_TIMEOUT_S``.
     """
     found = project_of_start_dir(cwd, timeout_s=GIT_TIMEOUT_S)
-    if found is not None:
+    if found is not None and found.kind != "folder":
         return HookProject(id=found.id, name=found.name, source="cwd")
     if configured:
         return HookProject(id=configured, name=readable_name(configured), source="settings")
+    if found is not None:
+        return HookProject(id=found.id, name=found.name, source="cwd")
     return HookProject(id="", name="", source="global")
 
 

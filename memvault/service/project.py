@@ -16,7 +16,9 @@ setting spells it; stores written before are brought to it by schema migration 8
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -121,23 +123,75 @@ def project_of_folder(folder: Path, *, timeout_s: float = GIT_TIMEOUT_S) -> Proj
     return _project(folder, timeout_s, 0)
 
 
+SYSTEM_TREES = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/dev", "/proc",
+                "/sys", "/run", "/opt", "/snap", "/nix", "/System", "/Library", "/Applications", "/private/etc",
+                "/private/var/db")
+"""Folders whose whole tree is the system's or an application's, never a project a person works in."""
+SYSTEM_FOLDERS = ("/tmp", "/var", "/var/tmp", "/srv", "/mnt", "/media", "/home", "/Users", "/root",
+                  "/private", "/private/tmp", "/private/var", "/Volumes")
+"""Folders that are no project themselves (their subfolders may be: ``/tmp/scratch`` is one)."""
+
+
+def is_no_project_folder(folder: Path, *, home: Path | None = None) -> bool:
+    """Whether a process started in ``folder`` (resolved) works in no project folder.
+
+    True for the filesystem root, the home folder itself (``home``, default
+    ``Path.home()``), the temporary folder itself, a hidden folder directly in home and
+    its tree (``~/.config/...``, ``~/.local/...``: where applications keep themselves), a
+    folder in ``SYSTEM_FOLDERS`` itself and any folder in a ``SYSTEM_TREES`` tree. A
+    client starts its servers either in the folder a person works in or in one of these
+    (``/``, home, the application's own folder).
+    """
+    import tempfile
+
+    where = Path(os.path.abspath(folder))
+    with contextlib.suppress(OSError):
+        where = where.resolve()
+    home = _resolved(home or Path.home())
+    if where == Path(where.anchor) or where == home:
+        return True
+    if where == _resolved(Path(tempfile.gettempdir())):
+        return True
+    if where.is_relative_to(home):
+        first = where.relative_to(home).parts[0]
+        if first.startswith("."):
+            return True
+    for name in SYSTEM_FOLDERS:
+        if where == Path(name) or where == _resolved(Path(name)):
+            return True
+    for name in SYSTEM_TREES:
+        if where.is_relative_to(name) or where.is_relative_to(_resolved(Path(name))):
+            return not where.is_relative_to(home)  # a home inside /Users or /var/... is the person's
+    return False
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return Path(os.path.abspath(path))
+
+
 def project_of_start_dir(folder: Path, *, home: Path | None = None,
                          timeout_s: float = GIT_TIMEOUT_S) -> Project | None:
-    """The project a process started in ``folder`` works on, or None.
+    """The project a process started in ``folder`` works on, or None (the global scope).
 
-    Only a folder inside a git work tree counts, and not when that work tree is ``/`` or
-    the user's home folder (``home``, default ``Path.home()``; a dotfiles repository
-    there says nothing about the project): a client starts its servers in a project
-    folder or in some unrelated folder (``/``, home, the application's own folder),
-    and only a work tree tells the two apart.
+    Inside a git work tree: the repository's project (kind ``remote`` or ``repo``), unless
+    that work tree is ``/`` or the home folder (``home``, default ``Path.home()``; a
+    dotfiles repository there says nothing about the project). Otherwise the folder's
+    own project (kind ``folder``, ``local:<name>-<hash>``, the id MCP roots give it), unless
+    ``is_no_project_folder`` (``/``, home itself, system and application folders): then
+    None. Callers that let a configured project beat a plain folder check ``kind``.
     """
+    home = _resolved(home or Path.home())
     repo = find_repo(folder, timeout_s=timeout_s)
-    if repo is None:
+    if repo is not None and repo.top != home and repo.top != Path(repo.top.anchor):
+        return _from_repo(repo, timeout_s, 0)
+    if is_no_project_folder(folder, home=home):
         return None
-    home = (home or Path.home()).resolve()
-    if repo.top == home or repo.top == Path(repo.top.anchor):
-        return None
-    return _from_repo(repo, timeout_s, 0)
+    where = _resolved(folder)
+    name = where.name or "root"
+    return Project(id=local_id(name, where), name=_clean_name(name), kind="folder", top=where)
 
 
 def _project(folder: Path, timeout_s: float, hops: int) -> Project:

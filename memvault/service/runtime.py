@@ -22,6 +22,7 @@ import anyio.to_thread
 from memvault.clock import Clock
 from memvault.config import Settings
 from memvault.embedding.embedder import Embedder, load_embedder
+from memvault.embedding.model_cache import converting_now
 from memvault.service.centroids import language_centroids
 from memvault.service.datadir import prepare_data_dir
 from memvault.service.errors import NotReady, StoreUnavailable
@@ -262,6 +263,16 @@ class Runtime:
                       name, exc.where, exc.reason, f"moved it to {moved}" if moved else "nothing kept aside")
         await self.run_sync(vectors.ensure_collection, name, emb.dim, emb.model_id)
 
+    def model_state(self) -> str:
+        """One word for ``memvault status``: ``preparing`` (converting the default model once for
+        this machine), ``loading`` (the model or index is being loaded), ``checking`` (loaded;
+        start-up housekeeping runs), ``ready``, or ``failed: <why>``."""
+        if not self._ready.is_set():
+            return "preparing" if converting_now() else "loading"
+        if self._error is not None:
+            return f"failed: {self._error}"
+        return "ready" if self._started.is_set() else "checking"
+
     @property
     def error(self) -> str | None:
         """Why calls that need the model or the index are refused (None: they are not)."""
@@ -307,6 +318,10 @@ class Runtime:
         if self._locked:
             await self._retry_locked()
         return await self.ready()
+
+    async def wait_started(self) -> None:
+        """Wait until start-up is over, whether it worked or not (``started_done`` is then True)."""
+        await self._started.wait()
 
     def started_done(self) -> bool:
         """True once start-up housekeeping (index repair, expiry sweep) has finished."""

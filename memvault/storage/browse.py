@@ -58,6 +58,18 @@ class DocCollection:
     last_indexed_at: float
 
 
+@dataclass(frozen=True)
+class DocFile:
+    """One indexed file: where it is cited from, its chunk count, size (bytes) and last index time (unix s)."""
+
+    project: str
+    collection: str
+    path: str
+    chunks: int
+    size: int
+    indexed_at: float
+
+
 def _marks(n: int) -> str:
     return ",".join("?" * n)
 
@@ -148,6 +160,15 @@ class BrowseReader:
             " WHERE user_id = ? AND expires_at > ? ORDER BY updated_at DESC LIMIT ?", [user_id, now, int(limit)])
         return [TaskLine(project=str(r[0]), task_id=str(r[1]), title=str(r[2]), status=str(r[3]),
                          version=int(r[4]), updated_at=float(r[5]), expires_at=float(r[6])) for r in rows]
+
+    async def doc_files(self, limit: int) -> list[DocFile]:
+        """Indexed files of every project and collection, most recently indexed first, at most ``limit``."""
+        rows = await self._db.fetchall(
+            "SELECT project, collection, path, CASE WHEN json_valid(chunk_ids) THEN json_array_length(chunk_ids)"
+            " ELSE 0 END, size, indexed_at FROM doc_files ORDER BY indexed_at DESC, project, collection, path LIMIT ?",
+            [int(limit)])
+        return [DocFile(project=str(r[0]), collection=str(r[1]), path=str(r[2]), chunks=int(r[3] or 0),
+                        size=int(r[4]), indexed_at=float(r[5])) for r in rows]
 
     async def doc_collections(self) -> list[DocCollection]:
         """Every (project, collection) with indexed files, by project then collection."""

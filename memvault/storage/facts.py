@@ -388,6 +388,14 @@ class FactStore:
             out += await self._fetch(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part)
         return out
 
+    async def superseded_by_ids(self, user_id: str, memory_id: str) -> list[str]:
+        """Ids of ``user_id``'s memories that ``memory_id`` superseded (the versions it replaced),
+        most recently changed first."""
+        rows = await self._db.fetchall(
+            "SELECT id FROM memories WHERE user_id = ? AND superseded_by = ? ORDER BY updated_at DESC, id",
+            [user_id, memory_id])
+        return [str(r[0]) for r in rows]
+
     async def written_beside(self, ids: Iterable[str], now: float, *,
                              reader: str | None = None) -> dict[str, tuple[str | None, str | None]]:
         """For each memory in ``ids``: (the memory written just before it, the one written just

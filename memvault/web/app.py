@@ -37,7 +37,8 @@ from memvault.service.errors import Conflict, InvalidArgument, MemvaultError, No
 from memvault.service.explain import explain
 from memvault.service.health import health
 from memvault.service.profile import get_profile
-from memvault.service.project import make_scope
+from memvault.service.project import make_scope, readable_name
+from memvault.service.recall import LIKELY_ANSWER
 from memvault.service.runtime import Runtime
 from memvault.web import pages
 from memvault.web.html import Html, frame, url
@@ -98,7 +99,10 @@ def build_app(ctx: PageContext, base: str) -> Starlette:
         form = pages.filter_form(base, f, q, per_page, projects, await browse.user_tags(rt, ctx.user_id))
         if q:
             hits = await explain(rt, ctx.user_id, q, browse.check_filters(f), limit=per_page)
-            return Html(form + pages.explained_rows(base, hits, q))
+            bar = max(LIKELY_ANSWER, rt.settings.ranking.min_relevance)  # what recall counts as relevant
+            more = url(base, "/", {**dict(qp), "all": "1"})
+            return Html(form + pages.explained_rows(base, hits, q, bar, show_all=qp.get("all") == "1",
+                                                    more_href=more))
         found = await browse.list_memories(rt, ctx.user_id, f, page=page, per_page=per_page)
         params = {"project": f.project, "kind": f.kind, "tag": f.tag, "status": f.status, "since": f.since,
                   "until": f.until, "visibility": f.visibility, "per_page": per_page}
@@ -143,18 +147,29 @@ def build_app(ctx: PageContext, base: str) -> Starlette:
                                                            "note": note}), status_code=303)
 
     async def profile(request: Request, rt: Runtime) -> Html:
-        chosen = request.query_params.get("project", "-")
         projects = await browse.user_projects(rt, ctx.user_id)
+        chosen = request.query_params.get("project")
+        why = "from the address"
+        if chosen is None:  # the project with the most memories (the global scope counts as one)
+            top = max(projects, key=lambda p: p[2], default=None)
+            chosen = (top[0] or "-") if top is not None else "-"
+            why = f"the project with the most memories, {top[2]}" if top is not None else "no memories yet"
         scope = make_scope(ctx.user_id, "" if chosen == "-" else chosen, "argument")
-        return pages.profile(base, await get_profile(rt, scope), projects, chosen)
+        return pages.profile(base, await get_profile(rt, scope), projects, chosen, why)
 
     async def tasks(request: Request, rt: Runtime) -> Html:
         names = {p: n for p, n, _ in await browse.user_projects(rt, ctx.user_id)}
         return pages.tasks(await browse.task_list(rt, ctx.user_id), names)
 
     async def docs(request: Request, rt: Runtime) -> Html:
-        names = {p: n for p, n, _ in await browse.user_projects(rt, ctx.user_id)}
-        return pages.docs(await browse.doc_collections(rt), names)
+        collections = await browse.doc_collections(rt)
+        names = {c.project: readable_name(c.project) for c in collections}
+        names.update({p: n for p, n, _ in await browse.user_projects(rt, ctx.user_id)})
+        q = request.query_params.get("q", "").strip()
+        chosen = request.query_params.get("project") or \
+            next((c.project for c in collections if c.project), "") or "-"
+        found = await browse.search_documents(rt, ctx.user_id, "" if chosen == "-" else chosen, q) if q else None
+        return pages.docs(base, collections, await browse.doc_files(rt), names, q, chosen, found)
 
     async def health_view(request: Request) -> Response:
         rt = ctx.runtime()

