@@ -21,6 +21,13 @@ def find_secret(text: str) -> SecretFinding | None:
     return find(text)
 
 
+def masked(value: object) -> str:
+    """``memvault.policy.secrets.masked``: a refused value as a message may show it (cut, masked)."""
+    from memvault.policy.secrets.masking import masked as mask
+
+    return mask(value)
+
+
 def find_secret_blocks(text: str) -> list[SecretBlock]:
     """``memvault.policy.secrets.find_secret_blocks``: multi-line secret blocks of ``text``."""
     from memvault.policy.secrets import find_secret_blocks as find

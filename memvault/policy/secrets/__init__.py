@@ -46,7 +46,7 @@ identifiers are not flagged. docs/secrets.md has the measured precision and reca
 One module per family: ``blocks`` (1), ``vendors`` and ``gitleaks`` (2-3), ``web`` (4-6),
 ``cards`` (7), ``assignments`` (8-9 in English and code), ``languages`` (8 in other
 languages); ``values`` judges a candidate value for all of them, ``detect`` runs them in
-order.
+order. ``masking`` shows a refused argument in a message without quoting it whole.
 """
 
 from __future__ import annotations
@@ -54,5 +54,6 @@ from __future__ import annotations
 from memvault.policy.secrets.blocks import SecretBlock, find_secret_blocks
 from memvault.policy.secrets.detect import find_secret
 from memvault.policy.secrets.finding import SecretFinding
+from memvault.policy.secrets.masking import masked
 
-__all__ = ["SecretBlock", "SecretFinding", "find_secret", "find_secret_blocks"]
+__all__ = ["SecretBlock", "SecretFinding", "find_secret", "find_secret_blocks", "masked"]

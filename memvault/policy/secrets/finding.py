@@ -14,12 +14,15 @@ _ADVICE = (
 
 @dataclass(frozen=True)
 class SecretFinding:
-    """What was found: ``kind`` (a stable slug such as ``github_token``) and ``reason``,
-    an English sentence for the person, which never quotes the secret itself."""
+    """What was found: ``kind`` (a stable slug such as ``github_token``), ``reason``, an
+    English sentence for the person, and ``what``, the thing found as a noun phrase
+    ("a GitHub token") for messages about other arguments; neither quotes the secret."""
 
     kind: str
     reason: str
+    what: str = "a secret"
 
 
 def finding(kind: str, what: str) -> SecretFinding:
-    return SecretFinding(kind, f"The content contains {what}. {_ADVICE}")
+    """The finding of ``kind``, ``what`` naming it ("a GitHub token")."""
+    return SecretFinding(kind, f"The content contains {what}. {_ADVICE}", what.removeprefix("what looks like "))
