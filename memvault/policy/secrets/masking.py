@@ -35,7 +35,7 @@ NUMBER_CHARS = 8
 SCAN_CHARS = 4_000
 """Characters of a value scanned for a secret (a huge value is cut before the scan)."""
 
-_PLAIN_WORD = re.compile(r"[^\W\d]+(?:[ ._\-][^\W\d]+)*")
+_PLAIN_WORD = re.compile(r"[^\W\d_]+(?:[ ._\-][^\W\d_]+)*")
 _TOKEN_RUN = re.compile(r"(?=[A-Za-z0-9_\-+/=]{0,63}\d)(?=[A-Za-z0-9_\-+/=]{0,63}[A-Za-z])[A-Za-z0-9_\-+/=]{6,64}")
 
 
