@@ -17,15 +17,18 @@ Detectors run from the most specific to the most generic; the first hit is retur
 2. vendor tokens with a recognisable shape: AWS access key ids and labelled AWS secret
    keys, GitHub, GitLab, Anthropic, OpenAI, Slack tokens and webhooks, Discord webhooks,
    Telegram bot tokens, Google API keys, Stripe, npm, PyPI, Hugging Face (``hf_``),
-   SendGrid (``SG.….…``), DigitalOcean (``dop_v1_``/``doo_v1_``/``dor_v1_``), Atlassian
-   (``ATATT3…``);
+   SendGrid (``SG.….…``), DigitalOcean (``dop_v1_``/``doo_v1_``/``dor_v1_``), Discord bot
+   tokens, Atlassian (``ATATT3…``);
 3. the vetted gitleaks rules (Shopify, Databricks, Twilio, Doppler, Postman, age, Vault,
-   Atlassian, Alibaba ``LTAI``… : ``gitleaks``), each with its entropy floor;
+   Atlassian, Alibaba ``LTAI``… : ``gitleaks``), each with its entropy floor; then any
+   vendor's prefixed token by its structure (``vendors.prefixed_token``: a prefix of 2-8
+   letters, a separator, a generated body: ``rnd_…``, ``bkua_…``, ``CFPAT-…``);
 4. JSON Web Tokens (three base64url parts whose header decodes to JSON);
 5. credentials in an Authorization header (Bearer / Basic / Token);
 6. URLs and connection strings with an inline password (``postgres://u:p@h/db``);
 7. payment card numbers: 13-19 digits, optional single spaces/dashes between groups,
-   a known card-network prefix and a valid Luhn check digit;
+   a known card-network prefix and a valid Luhn check digit; not the providers' test
+   numbers (a test word before it on its line, or digits too regular to be issued);
 8. assignments to password/secret/token/API-key names, in code (``DB_PASSWORD=…``,
    ``"api_key": "…"``, ``{"pass": "…"}``), on command lines (``-p…``, ``curl -u u:p``),
    English prose ("my password is hunter2", "password: x"), Chinese ("密码是 abc123",
@@ -33,7 +36,11 @@ Detectors run from the most specific to the most generic; the first hit is retur
    contraseña, senha, パスワード, 비밀번호, пароль…); the value must look like a value,
    not a word ("the password is required") or a placeholder (``${DB_PASSWORD}``,
    ``<your key>``, ``****``, ``os.environ[…]``, ``!vault``);
-9. long high-entropy strings assigned to other key-ish names (``SIGNING_KEY=…``).
+9. a credential told in a sentence (``nearby``): a password word in any of some 35
+   languages, then in the same clause a value a person typed (letters with digits and
+   capitals or symbols); or a token word, then a machine-made value (32 hex digits, or
+   20 characters or more of mixed letters and digits at high entropy);
+10. long high-entropy strings assigned to other key-ish names (``SIGNING_KEY=…``).
 
 Token-shaped placeholders are not secrets (``values.token_placeholder``): documentation
 examples (``AKIAIOSFODNN7EXAMPLE``), ``xxxx``/``****``/``0000…``, one character six
@@ -44,8 +51,8 @@ password monthly"), git SHAs, UUIDs, error codes, versions, phone numbers and or
 identifiers are not flagged. docs/secrets.md has the measured precision and recall.
 
 One module per family: ``blocks`` (1), ``vendors`` and ``gitleaks`` (2-3), ``web`` (4-6),
-``cards`` (7), ``assignments`` (8-9 in English and code), ``languages`` (8 in other
-languages); ``values`` judges a candidate value for all of them, ``detect`` runs them in
+``cards`` (7), ``assignments`` (8 and 10 in English and code), ``languages`` (8 in other
+languages), ``nearby`` (9); ``values`` judges a candidate value for all of them, ``detect`` runs them in
 order. ``masking`` shows a refused argument in a message without quoting it whole.
 """
 

@@ -69,7 +69,11 @@ def _strong_password(value: str) -> bool:
         and any(c.isalpha() for c in value)
         and any(not c.isalpha() and c not in "'’-" for c in value)
         and not is_placeholder(value)
+        and not _WORD_PATH.fullmatch(value)
     )
+
+
+_WORD_PATH = re.compile(r"(?<![\w\-])[A-Za-z][\w\-]*(?:/[\w\-.]+)+")  # secret/shop/db: a vault path, a name
 
 
 _MONEY = re.compile(r"[$€£¥]\d")

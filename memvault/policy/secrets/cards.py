@@ -1,4 +1,12 @@
-"""Payment card numbers: a card network's prefix and length, and a valid Luhn check digit."""
+"""Payment card numbers: a card network's prefix and length, and a valid Luhn check digit.
+
+Test numbers are not cards: the payment providers publish numbers for their sandboxes
+(``4242 4242 4242 4242``), which people write down with the word that says so. A number
+counts as a test number when the words just before it on its line say test, sandbox,
+staging, QA or e2e (in English and in the languages of ``TEST_WORDS``), or when its
+digits are too regular to be issued: four different digits or fewer, or one digit
+repeated eight times or more (an issued number's 15 account and check digits are spread).
+"""
 
 from __future__ import annotations
 
@@ -43,6 +51,27 @@ def _card_network(digits: str) -> bool:
     )
 
 
+TEST_WORDS = re.compile(
+    r"test|sandbox|staging|\bqa\b|e2e|dummy|fake|sample|example|prueba|teste|essai|collaudo|тест|テスト|测试|測試|"
+    r"沙箱|沙盒|테스트|샌드박스|deneme|thử nghiệm|uji coba",
+    re.IGNORECASE,
+)
+"""Words that mark a card number as a provider's test number, searched in the
+``TEST_CONTEXT`` characters before it on its line."""
+TEST_CONTEXT = 60
+
+
+def _regular(digits: str) -> bool:
+    """Too regular to be issued: at most four different digits, or one digit eight times."""
+    return len(set(digits)) <= 4 or max(digits.count(d) for d in set(digits)) >= 8
+
+
+def _test_number(text: str, start: int, digits: str) -> bool:
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[max(line_start, start - TEST_CONTEXT) : start]
+    return _regular(digits) or TEST_WORDS.search(before) is not None
+
+
 def card_number(text: str) -> SecretFinding | None:
     for m in _DIGIT_GROUPS.finditer(text):
         groups = _GROUP_SEPARATOR.split(m.group(0))
@@ -53,6 +82,7 @@ def card_number(text: str) -> SecretFinding | None:
                 digits += g
                 if len(digits) > 19:
                     break
-                if len(digits) >= 13 and _card_network(digits) and _luhn_ok(digits):
+                if len(digits) >= 13 and _card_network(digits) and _luhn_ok(digits) \
+                        and not _test_number(text, m.start(), digits):
                     return finding("card_number", "what looks like a payment card number")
     return None

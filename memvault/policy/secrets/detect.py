@@ -10,7 +10,8 @@ from memvault.policy.secrets.blocks import private_key
 from memvault.policy.secrets.cards import card_number
 from memvault.policy.secrets.finding import SecretFinding
 from memvault.policy.secrets.languages import chinese_assignment, other_languages
-from memvault.policy.secrets.vendors import shape_hits, vendor_rules
+from memvault.policy.secrets.nearby import nearby_credential
+from memvault.policy.secrets.vendors import prefixed_token, shape_hits, vendor_rules
 from memvault.policy.secrets.web import auth_header, jwt, url_password
 
 __all__ = ["find_secret"]
@@ -19,6 +20,7 @@ _DETECTORS: tuple[Callable[[str], SecretFinding | None], ...] = (
     private_key,
     shape_hits,
     vendor_rules,
+    prefixed_token,
     jwt,
     auth_header,
     url_password,
@@ -28,6 +30,7 @@ _DETECTORS: tuple[Callable[[str], SecretFinding | None], ...] = (
     cli_password,
     chinese_assignment,
     other_languages,
+    nearby_credential,
     keyish_high_entropy,
 )
 
@@ -45,13 +48,15 @@ def find_secret(text: str) -> SecretFinding | None:
     """First secret found in ``text``, or ``None``.
 
     ``text``: any string (a memory's content, a tag, a key). Returns
-    ``SecretFinding(kind, reason)``; ``kind`` is one of private_key, aws_access_key_id,
-    aws_secret_access_key, github_token, gitlab_token, anthropic_api_key,
-    openai_api_key, slack_token, slack_webhook, discord_webhook, telegram_bot_token,
-    google_api_key, stripe_key, stripe_webhook_secret, npm_token, pypi_token,
-    huggingface_token, sendgrid_api_key, digitalocean_token, atlassian_api_token, jwt, bearer_token,
-    basic_auth, connection_string_password, card_number, password, secret_assignment,
-    high_entropy_secret, or a vetted gitleaks rule's id with ``_`` for ``-``
+    ``SecretFinding(kind, reason, what)``; ``kind`` is one of private_key,
+    aws_access_key_id, aws_secret_access_key, github_token, gitlab_token,
+    anthropic_api_key, openai_api_key, slack_token, slack_webhook, discord_webhook,
+    telegram_bot_token, google_api_key, stripe_key, stripe_webhook_secret, npm_token,
+    pypi_token, huggingface_token, sendgrid_api_key, digitalocean_token,
+    discord_bot_token, atlassian_api_token, prefixed_token (any vendor's prefix and a
+    generated body), jwt, bearer_token, basic_auth, connection_string_password,
+    card_number, password, secret_assignment, high_entropy_secret, or a vetted gitleaks
+    rule's id with ``_`` for ``-``
     (``shopify_access_token``). ``reason`` never contains the secret. Linear-time
     regexes; a 20,000-character input is checked in milliseconds.
     """

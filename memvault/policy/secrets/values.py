@@ -47,15 +47,17 @@ def _sequential(token: str) -> bool:
     return len(token) >= 12 and steps * 2 >= len(token) - 1
 
 
-def token_placeholder(token: str) -> bool:
+def token_placeholder(token: str, *, repeats: bool = True) -> bool:
     """A token-shaped stand-in rather than a credential: a documented example, a
-    placeholder word in it, one character six times in a row, a run up the alphabet, or (16 characters or more) under
-    3 bits of entropy per character, where random tokens have 3.5 to 6."""
+    placeholder word in it, one character six times in a row (unless ``repeats`` is
+    False: some long tokens carry binary headers, ``fm2_lJPECAAAAAAAA…``), a run up the
+    alphabet, or (16 characters or more) under 3 bits of entropy per character, where
+    random tokens have 3.5 to 6."""
     low = token.lower()
     return (
         documented_example(token)
         or any(w in low for w in _PLACEHOLDER_WORDS)
-        or _REPEAT_RUN.search(token) is not None
+        or (repeats and _REPEAT_RUN.search(token) is not None)
         or _sequential(token)
         or (len(token) >= 16 and entropy(token) < 3.0)
     )

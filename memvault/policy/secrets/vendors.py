@@ -6,7 +6,7 @@ import re
 
 from memvault.policy.secrets.finding import SecretFinding, finding
 from memvault.policy.secrets.gitleaks import vendor_tokens
-from memvault.policy.secrets.values import TOKEN_END, TOKEN_START, token_placeholder
+from memvault.policy.secrets.values import TOKEN_END, TOKEN_START, entropy, token_placeholder
 
 _SHAPES: list[tuple[str, str, re.Pattern[str]]] = [
     (kind, what, re.compile(pat))
@@ -55,6 +55,10 @@ _SHAPES: list[tuple[str, str, re.Pattern[str]]] = [
         ("huggingface_token", "a Hugging Face access token", TOKEN_START + r"hf_[A-Za-z0-9]{30,40}" + TOKEN_END),
         ("sendgrid_api_key", "a SendGrid API key", TOKEN_START + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + TOKEN_END),
         ("digitalocean_token", "a DigitalOcean token", TOKEN_START + r"do[opr]_v1_[a-f0-9]{64}" + TOKEN_END),
+        # Discord bot tokens: the bot's id in base64 (a snowflake: "MT…"-"OT…"), a 6-character
+        # timestamp, a 27-38 character HMAC; gitleaks finds them only after the word "discord".
+        ("discord_bot_token", "a Discord bot token",
+         TOKEN_START + r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,38}" + TOKEN_END),
         # Atlassian API tokens (gitleaks has this shape only inside a rule left out as a whole).
         ("atlassian_api_token", "an Atlassian API token", TOKEN_START + r"ATATT3[A-Za-z0-9_\-=]{150,250}" + TOKEN_END),
     ]
@@ -83,6 +87,7 @@ _SHAPE_KEYWORDS: dict[str, tuple[str, ...]] = {
     "sendgrid_api_key": ("sg.",),
     "digitalocean_token": ("_v1_",),
     "atlassian_api_token": ("atatt3",),
+    "discord_bot_token": (".",),
 }
 
 
@@ -99,6 +104,9 @@ def shape_hits(text: str) -> SecretFinding | None:
             token = m.group("v") if "v" in pat.groupindex else m.group(0)
             if token_placeholder(token):
                 continue
+            if kind == "discord_bot_token" and not (_mixed_body(token) and any(c.isupper() for c in token)
+                                                    and any(c.islower() for c in token)):
+                continue
             if kind in ("openai_api_key", "huggingface_token"):
                 body = token.split("-" if kind == "openai_api_key" else "_", 1)[1]
                 if not (any(c.isupper() for c in body) and any(c.islower() for c in body)
@@ -114,4 +122,65 @@ def vendor_rules(text: str) -> SecretFinding | None:
         if not token_placeholder(hit.secret):
             name = hit.rule.id.replace("-", " ")
             return finding(hit.rule.id.replace("-", "_"), f"what looks like a {name} (a known credential format)")
+    return None
+
+
+# --- any vendor's prefixed token ----------------------------------------------------
+# A vendor prefix (2-8 letters of one case, a digit allowed: ``rnd``, ``bkua``, ``CFPAT``,
+# ``r8``), a separator, an optional second word (``dp.st.``, ``lin_api_``, ``dckr_pat_``),
+# then a generated body. Only at the start of a run of token characters, so a piece of a
+# longer string never matches.
+_PREFIXED = re.compile(
+    r"(?<![A-Za-z0-9+/=_\-.])(?P<prefix>[a-z]{2,8}\d?|[A-Z]{2,8}\d?|[A-Z][a-z]{2,7}V\d)(?P<sep>[_\-.])"
+    r"(?:[a-z]{2,8}[_\-.]){0,2}(?P<body>[A-Za-z0-9_\-]{20,})"
+)
+# The body runs to the end of the token's characters (greedy, so no backtracking over it);
+# a token that goes on in base64 (``+ / = .``) is a piece of something longer.
+_GOES_ON = frozenset("+/=.")
+_MAX_BODY = 300
+_PREFIX_KEYWORDS = ("_", "-", ".")
+# Prefixes that mark a public identifier or a digest, not a credential: publishable keys,
+# object ids, hash names.
+_PUBLIC_PREFIXES = frozenset({
+    "pk", "sha", "sha1", "sha256", "sha384", "sha512", "md5", "id", "uuid", "ref", "rev", "build", "commit",
+    "release", "cache", "version", "v",
+    # payment object ids, shown in dashboards and URLs (checkout sessions, intents, charges...)
+    "cs", "pi", "ch", "cus", "evt", "txn", "sub", "price", "prod", "acct", "pm", "seti", "src", "in", "po", "tr",
+})
+_CREDENTIAL_PREFIXES = ("key", "token", "secret", "sk", "pat", "api", "auth", "sec", "priv")
+_IDENTIFIER_PART = re.compile(r"[a-z]+|\d{1,4}|[a-z]+\d{1,2}")
+
+
+def _generated(body: str, prefix: str, sep: str) -> bool:
+    """Whether the body after a vendor prefix is generated: hex of 32 digits or more (behind
+    ``_``, a credential word or a prefix of 4 letters at most: ``build-<sha>`` is a name), or
+    26 characters or more (20 behind a credential word) mixing letters and digits at 3.5 bits
+    per character, not lower-case words joined by separators. (Object ids of payment APIs,
+    ``pi_…``, have 24.)"""
+    bare = body.replace("_", "").replace("-", "")
+    if not (any(c.isdigit() for c in bare) and any(c.isalpha() for c in bare)):
+        return False
+    if all(_IDENTIFIER_PART.fullmatch(part) for part in re.split(r"[_\-]", body.lower()) if part):
+        return False  # new-checkout-flow-2024, 1-beta-D-arabinofuranosyl: words joined, a name
+    credential = prefix.lower().startswith(_CREDENTIAL_PREFIXES)
+    if all(c in "0123456789abcdefABCDEF" for c in bare):
+        return len(bare) >= 32 and (sep == "_" or credential or len(prefix) <= 4)
+    return len(bare) >= (20 if credential else 26) and entropy(bare) >= 3.5
+
+
+def prefixed_token(text: str) -> SecretFinding | None:
+    """A token of any vendor that marks its tokens with a prefix (``rnd_…``, ``bkua_…``,
+    ``CFPAT-…``, ``dp.st.…``): the prefix and a generated body, placeholders left out."""
+    if not any(k in text for k in _PREFIX_KEYWORDS):
+        return None
+    for m in _PREFIXED.finditer(text):
+        prefix = m.group("prefix")
+        if prefix.lower() in _PUBLIC_PREFIXES:
+            continue
+        token = m.group(0)
+        if text[m.end() : m.end() + 1] in _GOES_ON or len(m.group("body")) > _MAX_BODY:
+            continue
+        if token_placeholder(token, repeats=len(token) < 40) or not _generated(m.group("body"), prefix, m.group("sep")):
+            continue
+        return finding("prefixed_token", "what looks like an access token (a vendor prefix and a generated value)")
     return None

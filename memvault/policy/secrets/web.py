@@ -56,8 +56,22 @@ def auth_header(text: str) -> SecretFinding | None:
 _URL_PASSWORD = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://([^\s:/@?#]*):([^\s@/?#]+)@[^\s/@]+")
 
 
+# Stand-ins a template writes where the password goes (``user:password@``, ``USER:PASSWORD@``).
+_STAND_INS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "token", "changeme", "passwort",
+                        "contraseña", "senha", "mdp", "motdepasse", "wachtwoord", "haslo", "hasło", "sifre"})
+_UPPER_WORD = re.compile(r"[A-Z][A-Z_]*")
+
+
+def _template(user: str, password: str) -> bool:
+    """A connection string written as a template: the password is a placeholder, a word in
+    capitals (``USER:PASSWORD``, ``SCOTT:TIGER``), a word that says "password", or the user
+    name again (``anonymous:anonymous``)."""
+    return (is_placeholder(password) or _UPPER_WORD.fullmatch(password) is not None
+            or password.casefold() in _STAND_INS or password == user)
+
+
 def url_password(text: str) -> SecretFinding | None:
     for m in _URL_PASSWORD.finditer(text):
-        if not is_placeholder(m.group(2)):
+        if not _template(m.group(1), m.group(2)):
             return finding("connection_string_password", "a URL or connection string with an inline password")
     return None
