@@ -82,13 +82,14 @@ POSITIVES: list[tuple[str, str]] = [
     ("redis://:hunter2@cache:6379/0", "connection_string_password"),
     ("mongodb+srv://admin:pa55w0rd@cluster0.example.net/test", "connection_string_password"),
     ("clone https://bob:ghtoken123@git.example.com/repo.git", "connection_string_password"),
-    # payment cards (test numbers that pass Luhn)
-    ("card 4111 1111 1111 1111 exp 12/29", "card_number"),
-    ("4111-1111-1111-1111", "card_number"),
-    ("pay with 5555555555554444", "card_number"),
+    # payment cards (random digits that pass Luhn; the providers' published test numbers,
+    # 4111 1111 1111 1111 and kin, are look-alikes: see NEGATIVES)
+    ("card 4539 8997 2074 3225 exp 12/29", "card_number"),
+    ("4916-7538-0792-9236", "card_number"),
+    ("pay with 5274583430339575", "card_number"),
     ("amex 3782 822463 10005", "card_number"),
     ("银行卡号 6222 0212 3456 7890 128", "card_number"),
-    ("order 17 used card 4012888888881881", "card_number"),
+    ("order 17 used card 4024202740837261", "card_number"),
     # password assignments, English
     ("password is hunter2", "password"),
     ("my database password is hunter2-Blue-Falcon", "password"),
@@ -152,7 +153,7 @@ POSITIVES: list[tuple[str, str]] = [
     ('{"name": "billing", "secret": "Zq7Hk2Lm9Np4Rs6T"}', "secret_assignment"),
     ('{"api_key": "Zq7Hk2Lm9Np4Rs6Tv8Wx", "region": "eu"}', "secret_assignment"),
     ("db:\n  host: db.internal\n  password: Tq8~mZ2x\n", "password"),
-    ("https://user:pass@host", "connection_string_password"),
+    ("https://deploy:Xk29mq7@host", "connection_string_password"),
     ("mirror: https://deploy:Zq7Hk2Lm@git.example.org/repo.git", "connection_string_password"),
     ("curl -u admin:Zq7Hk2Lm9 https://api.example.com", "password"),
     # passwords named in other languages
@@ -176,6 +177,12 @@ POSITIVES: list[tuple[str, str]] = [
 ]
 
 NEGATIVES: list[str] = [
+    # published test card numbers (too regular to be issued) and URL templates
+    "card 4111 1111 1111 1111 exp 12/29",
+    "4111-1111-1111-1111",
+    "pay with 5555555555554444",
+    "order 17 used card 4012888888881881",
+    "https://user:pass@host",
     # git SHAs, UUIDs, hashes in prose
     f"fixed in commit {HEX40}",
     "fixed in 3f2a9c1 and cherry-picked to release/2.x",

@@ -1,4 +1,4 @@
-"""Private key blocks found on a whole text (``policy.secret_blocks``): every PEM kind, every
+"""Private key blocks found on a whole text (``policy.secrets.blocks``): every PEM kind, every
 wrapping a document gives them, truncated keys, and look-alikes that are not blocks.
 
 Key material is random base64 made here (no real key), markers assembled from pieces so
@@ -12,8 +12,7 @@ import random
 
 import pytest
 
-from memvault.policy.secret_blocks import find_secret_blocks
-from memvault.policy.secrets import find_secret
+from memvault.policy.secrets import find_secret, find_secret_blocks
 
 PK = "PRIVATE" + " KEY"
 

@@ -1,4 +1,4 @@
-"""The vendored gitleaks rules (``policy.secret_rules``): what is loaded and why the rest is
+"""The vendored gitleaks rules (``policy.secrets.gitleaks``): what is loaded and why the rest is
 not, the RE2 -> Python translation, and tokens of the long tail of vendors found with
 their placeholders left alone.
 
@@ -11,19 +11,19 @@ import random
 import re
 import string
 import sys
+from pathlib import Path
 
 import pytest
 
-from memvault.policy import secret_rules as sr
-from memvault.policy.gitleaks_config import SOURCE
 from memvault.policy.secrets import find_secret
+from memvault.policy.secrets import gitleaks as sr
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-CONFIG = tomllib.loads(SOURCE)
+CONFIG = tomllib.loads((Path(sr.__file__).parent / sr.RULES_FILE).read_text(encoding="utf-8"))
 B62 = string.ascii_letters + string.digits
 HEX = "0123456789abcdef"
 

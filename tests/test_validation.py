@@ -21,11 +21,11 @@ def test_printable_text_has_none(text: str) -> None:
 
 
 def test_every_name_check_refuses_control_characters_and_says_so() -> None:
-    with pytest.raises(InvalidArgument, match=r"tag 'a\\nb' is not allowed; tags are 1-64 printable characters"):
+    with pytest.raises(InvalidArgument, match=r"tag 'a…' \(3 characters\) is not allowed; tags are 1-64 printable characters"):
         v.check_tags(["ok", "a\nb"])
-    with pytest.raises(InvalidArgument, match=r"project 'p\\tq' is not allowed; .*1-200 printable characters"):
+    with pytest.raises(InvalidArgument, match=r"project 'p…' \(3 characters\) is not allowed; .*1-200 printable characters"):
         v.check_project("p\tq")
-    with pytest.raises(InvalidArgument, match=r"source 'cli\\x00' is not allowed; sources are 1-200 printable"):
+    with pytest.raises(InvalidArgument, match=r"source 'c…' \(4 characters\) is not allowed; sources are 1-200 printable"):
         v.check_source("cli\x00")
     with pytest.raises(InvalidArgument, match=r"path_prefix is too long or has control characters; at most 1000"):
         check_path_prefix("docs/\x1b")

@@ -116,7 +116,8 @@ class MemvaultServer(MCPServer):
             reworded = argument_failure(name, exc)
             if reworded is exc:
                 raise
-            raise reworded from exc
+            # From the ValidationError: the SDK logs a ToolError caused by one by its field names only.
+            raise reworded from exc.__cause__
 
     async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
                          context: Context[Any, Any] | None = None) -> Any:

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from memvault.service.errors import InvalidArgument, MemvaultError, NotFound
 from memvault.service.failures import explain
+from memvault.service.validation import shown
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -77,23 +78,19 @@ def _validation_sentence(exc: ValidationError, what: str = "invalid arguments") 
     parts = []
     for err in exc.errors()[:5]:
         where = ".".join(str(p) for p in err.get("loc", ())) or "the arguments"
-        got = "" if err.get("type") == "missing" else f" (got {_shown(err.get('input'))})"
+        got = "" if err.get("type") == "missing" else f" (got {shown(err.get('input'))})"
         parts.append(f"{where}: {err.get('msg', 'invalid')}{got}")
     return f"{what}: " + "; ".join(parts)
-
-
-def _shown(value: Any, limit: int = 60) -> str:
-    """``value`` as JSON-ish text for an error message, cut to ``limit`` characters."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def argument_failure(name: str, exc: ToolError) -> ToolError:
     """The ToolError answering a call of tool ``name`` whose arguments failed the input schema.
 
-    The SDK's own text is pydantic's multi-line report with links to pydantic's website;
-    this one names each wrong argument, what it takes and what was sent, on one line.
-    ``exc`` is returned unchanged when its cause is not a ``ValidationError``.
+    The SDK's own text is pydantic's multi-line report with links to pydantic's website,
+    quoting each rejected value (``input_value=...``); this one names each wrong argument,
+    what it takes and what was sent, cut and masked (``shown``), on one line. Raise it
+    ``from exc.__cause__`` (the ``ValidationError``): the SDK then logs the argument names
+    only. ``exc`` is returned unchanged when its cause is not a ``ValidationError``.
     """
     cause = exc.__cause__
     if not isinstance(cause, ValidationError):

@@ -454,19 +454,20 @@ def _resolve_paths(
         raw = Path(os.path.expanduser(_local_path(str(p))))
         if not raw.is_absolute():
             if not allowed:
-                raise InvalidArgument(f"{p} is a relative path and there is no root to take it from; give an absolute path")
+                raise InvalidArgument(f"{v.shown_path(p)} is a relative path and there is no root to take it from; give an absolute path")
             raw = allowed[0] / raw
         try:
             resolved = check_allowed(raw, allowed)
         except PathNotAllowed as exc:
-            raise InvalidArgument(f"refused: {exc}. index_docs reads only inside the client's workspace roots "
+            said = str(exc) if v.shown_path(p) == str(p) else f"{v.shown_path(p)} is outside the allowed directories"
+            raise InvalidArgument(f"refused: {said}. index_docs reads only inside the client's workspace roots "
                                   "(a client without roots: its project folder) and the folders in "
                                   "MEMVAULT_DOCS_ALLOWED_DIRS.") from None
         if not resolved.exists():
             if _GLOB.search(str(p)):
-                raise InvalidArgument(f"{p} does not exist, and index_docs takes folders or files, not patterns: give "
+                raise InvalidArgument(f"{v.shown_path(p)} does not exist, and index_docs takes folders or files, not patterns: give "
                                       "the folder (every file under it is read, .gitignore respected)")
-            missing.append(str(p) if str(p) == str(resolved) else f"{p} (resolved to {resolved})")
+            missing.append(v.shown_path(p) if str(p) == str(resolved) else f"{v.shown_path(p)} (resolved to {v.shown_path(resolved)})")
         roots.append(resolved)
     if missing:
         where = f"; relative paths are taken from {allowed[0]}" if allowed else ""

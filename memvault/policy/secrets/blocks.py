@@ -35,7 +35,9 @@ import base64
 import re
 from dataclasses import dataclass
 
-__all__ = ["SecretBlock", "find_secret_blocks"]
+from memvault.policy.secrets.finding import SecretFinding, finding
+
+__all__ = ["SecretBlock", "find_secret_blocks", "private_key"]
 
 
 @dataclass(frozen=True)
@@ -183,3 +185,9 @@ def find_secret_blocks(text: str) -> list[SecretBlock]:
         else:
             merged.append((s, t))
     return [SecretBlock(s, t, "private_key") for s, t in merged if _has_material(text[s:t])]
+
+
+def private_key(text: str) -> SecretFinding | None:
+    if find_secret_blocks(text):
+        return finding("private_key", "a private key block")
+    return None
