@@ -10,7 +10,7 @@ import pytest
 from memvault.policy.text import content_hash
 from memvault.storage.facts import FactStore, MemoryRow
 from memvault.storage.history import HistoryStore
-from memvault.storage.migrations import MIGRATIONS
+from memvault.storage.migrations import LATEST_VERSION, MIGRATIONS
 from memvault.storage.profile import ProfileReader
 
 pytestmark = pytest.mark.anyio
@@ -39,7 +39,7 @@ async def test_memories_stored_before_schema_7_are_shared_with_an_unknown_writer
     con.close()
     store = await FactStore.open(db)
     try:
-        assert await store.schema_version() == 7
+        assert await store.schema_version() == LATEST_VERSION  # every migration ran, 7 among them
         (got,) = await store.get([mid])
         assert (got.visibility, got.agent, got.private_to, got.index_state) == ("shared", None, None, "indexed")
         assert [r.id for r in await store.select("u1", reader="any-agent")] == [mid]

@@ -70,7 +70,7 @@ def differences(owner: dict[str, Any], client: Any) -> list[str]:
 
 
 def describe(names: list[str], owner: dict[str, Any], client: dict[str, Any]) -> str:
-    """``MEMVAULT_RRF_K (owner 10, client 5), MEMVAULT_QDRANT_API_KEY (differs)``: secrets unquoted."""
+    """``MEMVAULT_CANDIDATES (owner 100, client 50), MEMVAULT_QDRANT_API_KEY (differs)``: secrets unquoted."""
     parts = []
     for n in names:
         if _secret(n) or n not in GROUP_OF:

@@ -2,7 +2,7 @@
 
 Forwarder -> owner, one JSON line:
 ``{"memvault": "connect", "version": "0.1.0", "user_id": "...", "cwd": "...", "project": null, "pid": 123,
-"agent_id": null, "docs_allowed_dirs": ["..."], "settings": {"rrf_k": 10, ...}}``
+"agent_id": null, "docs_allowed_dirs": ["..."], "settings": {"candidates": 100, ...}}``
 (``docs_allowed_dirs`` and the other per-client settings apply to this connection alone;
 ``settings``: the client's owner-wide settings, compared with the owner's own, see
 ``memvault.mcp.client_settings``)
