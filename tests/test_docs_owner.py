@@ -22,5 +22,5 @@ def test_an_owned_key_names_its_project_and_user_and_no_plain_project_is_one() -
 def test_the_page_lists_a_users_own_collection_as_theirs() -> None:
     items = [DocCollection(project=owned_key("", "alice"), collection="notes", files=1, chunks=2, last_indexed_at=0.0),
              DocCollection(project="p1", collection="handbook", files=3, chunks=9, last_indexed_at=0.0)]
-    html = pages.docs(items, {"p1": "shop"})
+    html = pages.docs("/s", items, [], {"p1": "shop"})
     assert "global (only alice)" in html and "shop" in html and "\x1f" not in html

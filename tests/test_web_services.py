@@ -178,7 +178,7 @@ async def test_why_this_result_shows_recalls_own_order_and_each_part(rt: Runtime
 async def test_health_checks_the_index_against_sqlite(rt: Runtime) -> None:
     await _remember(rt, "The office wifi is called orbit")
     checks = {c.name: c for c in await health(rt)}
-    assert list(checks) == ["sqlite", "model", "vector index"]
+    assert list(checks) == ["sqlite", "model", "vector index", "vector index disk"]
     assert all(c.ok for c in checks.values())
     assert checks["vector index"].detail == "1 points for 1 live memories"
 

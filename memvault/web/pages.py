@@ -332,7 +332,7 @@ def docs(base: str, items: Sequence[DocCollection], files: Sequence[DocFile], pr
         shown = project_names.get(project, project) if project else "global"
         return shown if owner is None else f"{shown} (only {owner})"
 
-    projects = sorted({c.project for c in items})
+    projects = sorted({split_key(c.project)[0] for c in items})  # a user's own documents: under their project
     opts = [(p or "-", name(p)) for p in projects]
     form = tag("form", join([
         field("Search the documents", type="search", name="q", value=q, placeholder="what search_docs would be asked",
