@@ -67,7 +67,7 @@ _SAMPLE_CHARS = 1_000
 
 _JOINERS = r"_.\-/\\:@+#~'"
 _CHUNK = re.compile(rf"(?:(?![{CJK_CLASS}])[\w{_JOINERS}])+")
-_SENTENCE_START = re.compile(r"(?:^|[.!?。！？\n]\s*)$")
+_SENTENCE_ENDS = frozenset(".!?。！？")
 _LOWER_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")  # user's, don't: still a word
 
 
@@ -91,9 +91,14 @@ def language_units(text: str) -> tuple[float, int]:
     sample = text[:_SAMPLE_CHARS]
     cjk = len(CJK_CHAR.findall(sample))
     words = 0
+    end = 0  # where the previous chunk ended
     for m in _CHUNK.finditer(sample):
-        if _chunk_is_word(m.group(), _SENTENCE_START.search(sample, 0, m.start()) is not None):
+        gap = sample[end:m.start()]  # what lies between this chunk and the one before
+        before = sample[max(end - 1, 0):m.start()].rstrip()  # with the last character of that chunk
+        starts = end == 0 and not gap.strip() or "\n" in gap or before[-1:] in _SENTENCE_ENDS
+        if _chunk_is_word(m.group(), starts):
             words += 1
+        end = m.end()
     return cjk / 2.0, words
 
 
