@@ -214,3 +214,37 @@ def test_malformed_gitignore_pattern_skips_only_that_line(tmp_path: Path) -> Non
     write(tmp_path, "a.md")
     write(tmp_path, "b.log")
     assert rels([tmp_path]) == [".gitignore", "a.md"]
+
+
+def test_every_skip_is_reported_with_its_kind(tmp_path: Path) -> None:
+    write(tmp_path, "a.md")
+    write(tmp_path, "big.md", "x" * 2000)
+    write(tmp_path, "img.png", b"\x89PNG\x00\x00")
+    write(tmp_path, "node_modules/x.js")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling.md").symlink_to(tmp_path / "nowhere")
+    named_fifo = tmp_path / "fifo"
+    skipped: list = []
+    got = [f.rel for f in discover([tmp_path, named_fifo, tmp_path / "loop"], max_file_bytes=1000,
+                                   on_skip=skipped.append)]
+    assert got == ["a.md"]
+    kinds = {(s.rel, s.named): s.kind for s in skipped}
+    assert kinds == {
+        ("big.md", False): "too_large", ("dangling.md", False): "broken_symlink", ("fifo", False): "not_a_regular_file",
+        ("img.png", False): "binary", ("loop", False): "symlink_loop", ("node_modules", False): "ignored",
+        ("fifo", True): "not_a_regular_file", ("loop", True): "symlink_loop",
+    }
+    assert all(s.reason for s in skipped)
+
+
+def test_a_file_turned_into_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    from memvault.ingest.discovery import read_regular_file
+
+    os.mkfifo(tmp_path / "p")
+    with pytest.raises(OSError, match="named pipe"):
+        read_regular_file(tmp_path / "p", 1000)
+    write(tmp_path, "grown.md", "y" * 50)
+    with pytest.raises(OSError, match="size limit"):
+        read_regular_file(tmp_path / "grown.md", 10)
+    assert read_regular_file(tmp_path / "grown.md", 50) == b"y" * 50

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import os
 import random
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -240,3 +241,47 @@ async def test_private_key_in_a_document_is_never_indexed_in_any_wrapping(tmp_pa
     blob = b"".join(p.read_bytes() for p in d.rglob("*") if p.is_file())
     leaked = [x for ls in keys.values() for x in ls if x.encode() in blob]
     assert not leaked, f"{len(leaked)} key lines reached the data dir"
+
+
+async def test_every_path_not_indexed_is_named_with_its_reason(tmp_path, mcp_client):
+    """A named FIFO, a file over the size limit, a symlink loop, a dangling link, a binary file,
+    a named folder whose files are all ignored, and the same kinds found under a named folder:
+    each appears in ``skipped`` with its reason, and the readable file beside them is indexed."""
+    root = tmp_path / "proj"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "ok.md").write_text("# Fine\n\nThe otter handbook explains river crossings.\n")
+    os.mkfifo(root / "pipe")
+    os.mkfifo(root / "docs" / "inner-pipe")
+    (root / "big.txt").write_text("words " * 2_000)  # 12,000 bytes, over the 5,000 limit below
+    (root / "docs" / "big-inner.md").write_text("more " * 2_000)
+    (root / "loop").symlink_to(root / "loop")
+    (root / "docs" / "inner-loop.md").symlink_to(root / "docs" / "inner-loop.md")
+    (root / "gone.md").symlink_to(root / "nowhere.md")
+    (root / "blob.dat").write_bytes(b"\x00\x01binary" * 10)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)  # .gitignore applies inside a repository
+    (root / ".gitignore").write_text("generated/\n")
+    (root / "generated").mkdir()
+    (root / "generated" / "api.md").write_text("# API\n\ngenerated text\n")
+    named = ["pipe", "big.txt", "loop", "gone.md", "blob.dat", "generated", "docs"]
+    async with mcp_client(tmp_path / "d", roots=[root.as_uri()], docs_max_file_bytes=5_000) as c:
+        res = await call(c, "index_docs", paths=named)
+        assert res["added"] == 1 and res["failed"] == [], res
+        kinds = {s["path"]: s["kind"] for s in res["skipped"]}
+        assert kinds == {
+            "pipe": "not_a_regular_file", "big.txt": "too_large", "loop": "symlink_loop",
+            "gone.md": "broken_symlink", "blob.dat": "binary", "generated": "nothing_to_index",
+            "docs/inner-pipe": "not_a_regular_file", "docs/big-inner.md": "too_large",
+            "docs/inner-loop.md": "symlink_loop",
+        }, res["skipped"]
+        assert res["skipped_total"] == len(kinds)
+        reasons = {s["path"]: s["reason"] for s in res["skipped"]}
+        assert "named pipe (FIFO)" in reasons["pipe"]
+        assert "12,000 bytes" in reasons["big.txt"] and "5,000" in reasons["big.txt"]
+        assert "loop" in reasons["loop"] and "bug" not in reasons["loop"]
+        assert "1 ignored" in reasons["generated"], reasons["generated"]
+        # a loop named alone: the same answer, not an unexpected error
+        res = await call(c, "index_docs", paths=["loop"])
+        assert [s["kind"] for s in res["skipped"]] == ["symlink_loop"] and res["added"] == 0
+        # outside the allowed folders: refused, every such path named
+        err = await call_error(c, "index_docs", paths=["docs", "/etc/hostname", "../elsewhere"])
+        assert "/etc/hostname" in err and "elsewhere" in err and "outside the allowed" in err, err

@@ -48,7 +48,7 @@ import anyio.to_thread
 
 from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
 from memvault.service import validation as v
-from memvault.service.docs_models import IndexDocsResult
+from memvault.service.docs_models import IndexDocsResult, SkippedPath
 from memvault.service.errors import Conflict, InvalidArgument
 from memvault.service.indexing import embed_passages, keyword_vector
 from memvault.service.models import Scope
@@ -59,7 +59,7 @@ from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVecto
 
 if TYPE_CHECKING:
     from memvault.ingest.chunking import Chunk
-    from memvault.ingest.discovery import DiscoveredFile
+    from memvault.ingest.discovery import DiscoveredFile, Skipped
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,8 @@ MAX_HEADING_CHARS = 80
 MAX_PATHS = 100
 MAX_PATH_CHARS = 4_096
 MAX_PREFIX_CHARS = 1_000
+MAX_SKIPPED = 100
+"""Entries of ``IndexDocsResult.skipped`` at most (``skipped_total`` counts them all)."""
 
 
 Progress = Callable[[int, int, int], None]
@@ -327,17 +329,21 @@ def _cite(path: Path, cite_bases: Sequence[Path]) -> str:
 
 
 def _read_and_chunk(path: Path, cite: str, count_tokens: Callable[[str], int], budget: int,
-                    known_hash: str | None = None) -> tuple[str, str | None, list[Chunk], list[str]]:
+                    known_hash: str | None = None, max_bytes: int = 1 << 62
+                    ) -> tuple[str, str | None, list[Chunk], list[str]]:
     """(sha256 hex, format, chunks, withheld) of one file, read once; blocking (worker thread).
 
     Chunks that hold a secret are left out (``withhold_secrets``); ``withheld`` says which
     lines and why, for the reply. When the bytes hash to ``known_hash`` (the file is
-    unchanged), returns (hash, None, [], []) without parsing or chunking.
+    unchanged), returns (hash, None, [], []) without parsing or chunking. Raises OSError
+    when the file is no longer a regular file or grew past ``max_bytes``
+    (``read_regular_file``), UnreadableDocument when its format cannot be read.
     """
     from memvault.ingest.chunking import chunk_document  # the readers and chunkers: imported when indexing
+    from memvault.ingest.discovery import read_regular_file
     from memvault.ingest.readers import read_document
 
-    data = path.read_bytes()
+    data = read_regular_file(path, max_bytes)
     digest = hashlib.sha256(data).hexdigest()
     if digest == known_hash:
         return digest, None, [], []
@@ -415,6 +421,33 @@ class _Run:
     embedded: int = 0
     failed: list[str] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)
+    skipped: list[SkippedPath] = field(default_factory=list)
+
+
+#: Kinds of skip worth naming for a file found under a named folder (the rest, binary,
+#: ignored, hidden files and virtualenvs, are what folders hold, and are only counted).
+_NOTABLE_SKIPS = frozenset({"not_a_regular_file", "too_large", "symlink_loop", "broken_symlink", "symlink_outside",
+                            "unreadable"})
+
+
+def _skipped_paths(skips: Sequence[Skipped], found: Sequence[DiscoveredFile], roots: Sequence[Path],
+                   bases: Sequence[Path]) -> list[SkippedPath]:
+    """The reply's ``skipped`` entries: every named path left out, every notable skip under a named
+    folder, and each named folder under which nothing at all could be indexed (with what was there)."""
+    out = [SkippedPath(path=_cite(s.path, bases), kind=s.kind, reason=s.reason)
+           for s in skips if s.named or s.kind in _NOTABLE_SKIPS]
+    for root in dict.fromkeys(roots):
+        if not root.is_dir() or any(f.path == root or f.path.is_relative_to(root) for f in found):
+            continue
+        counts: dict[str, int] = {}
+        for s in skips:
+            if s.root == root and not s.named:
+                counts[s.kind] = counts.get(s.kind, 0) + 1
+        what = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        reason = (f"no file to index under this folder ({what})" if what else "an empty folder")
+        out.append(SkippedPath(path=_cite(root, bases) if root not in bases else str(root), kind="nothing_to_index",
+                               reason=reason))
+    return out
 
 
 _GLOB = re.compile(r"[*?\[]")
@@ -437,14 +470,17 @@ def _resolve_paths(
 ) -> tuple[list[Path], list[Path]]:
     """The resolved folders/files to index and the resolved citation bases (blocking: touches the disk).
 
+    A path that is a dangling symlink or a symlink loop is kept as the link itself (not
+    resolved), so that discovery reports it with its reason.
     Raises InvalidArgument when a path is relative with no root to take it from, resolves
-    outside every allowed root, or does not exist (naming each such path).
+    outside every allowed root (naming every such path), or does not exist (naming each).
     """
     from memvault.ingest.pathguard import PathNotAllowed, check_allowed
 
     allowed = [Path(os.path.expanduser(r)).resolve() for r in allowed_roots]
     roots: list[Path] = []
     missing: list[str] = []
+    refused: list[str] = []
     for p in paths:
         raw = Path(os.path.expanduser(_local_path(str(p))))
         if not raw.is_absolute():
@@ -454,14 +490,20 @@ def _resolve_paths(
         try:
             resolved = check_allowed(raw, allowed)
         except PathNotAllowed as exc:
-            raise InvalidArgument(f"refused: {exc}. index_docs reads only inside the client's workspace roots "
-                                  "and the folders in MEMVAULT_DOCS_ALLOWED_DIRS.") from None
+            refused.append(str(exc))
+            continue
+        if not resolved.exists() and os.path.lexists(raw):  # a dangling link or a loop: discovery says which
+            roots.append(Path(os.path.abspath(raw)))
+            continue
         if not resolved.exists():
             if _GLOB.search(str(p)):
                 raise InvalidArgument(f"{p} does not exist, and index_docs takes folders or files, not patterns: give "
                                       "the folder (every file under it is read, .gitignore respected)")
             missing.append(str(p) if str(p) == str(resolved) else f"{p} (resolved to {resolved})")
         roots.append(resolved)
+    if refused:
+        raise InvalidArgument(f"refused, nothing indexed: {'; '.join(refused)}. index_docs reads only inside the "
+                              "client's workspace roots and the folders in MEMVAULT_DOCS_ALLOWED_DIRS.")
     if missing:
         where = f"; relative paths are taken from {allowed[0]}" if allowed else ""
         raise InvalidArgument(
@@ -518,9 +560,11 @@ async def index_docs(
     run = _Run()
     async with rt.docs_lock:
         await ensure_docs_collection(rt, rebuild_on_mismatch=True)
+        skips: list[Skipped] = []
         found: list[DiscoveredFile] = await anyio.to_thread.run_sync(
-            lambda: list(discover(roots, max_file_bytes=s.documents.docs_max_file_bytes))
+            lambda: list(discover(roots, max_file_bytes=s.documents.docs_max_file_bytes, on_skip=skips.append))
         )
+        run.skipped = _skipped_paths(skips, found, roots, bases)
         async with DocStore.connect(s.db_path) as store:
             _, run.embedded = await sync_points(rt, store)  # also re-embeds chunks a lost index dropped
             await reweigh_stale(rt, store)
@@ -568,10 +612,13 @@ async def index_docs(
                     # One read: hashed, and parsed and chunked only when the bytes are new.
                     digest, fmt, chunks, withheld = await rt.run_sync(
                         _read_and_chunk, f.path, cite, emb.count_tokens, budget,
-                        same_index.content_hash if same_index is not None else None)
+                        same_index.content_hash if same_index is not None else None,
+                        s.documents.docs_max_file_bytes)
                 except (OSError, UnreadableDocument) as exc:
                     log.warning("index_docs: skipping %s: %s", f.path, exc)
-                    run.failed.append(f"{cite}: {exc}")
+                    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                    run.failed.append(f"{cite}: {why}")
+                    run.skipped.append(SkippedPath(path=cite, kind="unreadable", reason=f"cannot be read: {why}"))
                     done += 1
                     continue
                 if same_index is not None and digest == same_index.content_hash:  # touched (or moved), same bytes
@@ -599,5 +646,6 @@ async def index_docs(
     return IndexDocsResult(scope=scope, collection=name, added=run.added, changed=run.changed,
                            unchanged=run.unchanged, removed=run.removed, chunks_embedded=run.embedded,
                            chunks_total=total, failed=run.failed[:50], withheld=run.withheld[:50],
+                           skipped=run.skipped[:MAX_SKIPPED], skipped_total=len(run.skipped),
                            seconds=round(seconds, 3))
 
