@@ -9,9 +9,9 @@ from __future__ import annotations
 import base64
 import os
 import random
-import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 
 from memvault.service.project import project_of_folder
@@ -258,7 +258,7 @@ async def test_every_path_not_indexed_is_named_with_its_reason(tmp_path, mcp_cli
     (root / "docs" / "inner-loop.md").symlink_to(root / "docs" / "inner-loop.md")
     (root / "gone.md").symlink_to(root / "nowhere.md")
     (root / "blob.dat").write_bytes(b"\x00\x01binary" * 10)
-    subprocess.run(["git", "init", "-q", str(root)], check=True)  # .gitignore applies inside a repository
+    await anyio.run_process(["git", "init", "-q", str(root)])  # .gitignore applies inside a repository
     (root / ".gitignore").write_text("generated/\n")
     (root / "generated").mkdir()
     (root / "generated" / "api.md").write_text("# API\n\ngenerated text\n")
