@@ -5,7 +5,9 @@ The walk honours every ``.gitignore`` on the way (git's own semantics through
 a deeper file overrides a shallower one, ``!negation`` re-includes, an ignored folder is
 never entered), plus the enclosing repository's ``.gitignore`` files above the root and
 ``.git/info/exclude``, plus a default ignore list of VCS folders, dependency folders,
-virtualenvs, caches and build outputs.
+virtualenvs, caches and build outputs. Hidden files and folders (a name starting with
+``.``: ``.gitignore``, ``.env.example``, ``.github/``) are skipped unless named as a root,
+as ripgrep does; inside a named hidden folder its plain files are read.
 
 Every path left out is reported to the caller's ``on_skip`` with its reason
 (``Skipped``), so that a tool can say why a file it was asked for was not indexed.
@@ -74,10 +76,10 @@ class DiscoveredFile:
 
 SKIP_KINDS: tuple[str, ...] = (
     "not_a_regular_file", "too_large", "symlink_loop", "broken_symlink", "symlink_outside", "unreadable",
-    "binary", "ignored", "virtualenv",
+    "binary", "ignored", "hidden", "virtualenv",
 )
 """The ``Skipped.kind`` values. The first six are surprises a person wants to hear about
-wherever they happen; the last three are what a folder is expected to hold (images,
+wherever they happen; the last four are what a folder is expected to hold (images,
 dependencies, caches) and are worth naming only for a path given directly."""
 
 
@@ -132,6 +134,7 @@ def stat_failure(exc: OSError, is_link: bool) -> tuple[str, str]:
     return "unreadable", f"cannot be read: {exc.strerror or exc}"
 
 
+HIDDEN_REASON = "hidden (its name starts with '.'): hidden files and folders are read only when named"
 BINARY_REASON = ("binary (a NUL byte in its first 8 KiB): index_docs reads text, Markdown, reStructuredText, "
                  "code, HTML and PDF")
 
@@ -242,7 +245,8 @@ def discover(
         folder, a file too large, a symlink loop, binary, ignored, ...); an ignored folder
         is reported once, not file by file.
     Order: roots in the order given; inside a root, depth-first with entries sorted by name.
-    Skipped: .gitignored paths, DEFAULT_IGNORES, virtualenvs, binary files (NUL byte in the
+    Skipped: hidden files and folders (unless a root), .gitignored paths, DEFAULT_IGNORES,
+    virtualenvs, binary files (NUL byte in the
     first 8 KiB, except PDF), files over the size limit, anything that is not a regular
     file or a folder (named pipes, sockets, devices), symlink loops and dangling links,
     and any symlink whose target is outside the root (links inside the root are not
@@ -298,6 +302,9 @@ def _walk(
     for entry in entries:
         path = folder / entry.name
         rel = path.relative_to(root).as_posix()
+        if entry.name.startswith("."):  # before any other check: .git and the like are never looked into
+            skip(path, rel, "hidden", HIDDEN_REASON, root)
+            continue
         is_link = entry.is_symlink()
         try:
             st = os.stat(path)  # follows links; a dangling one or a loop raises

@@ -75,3 +75,7 @@ class SearchDocsResult(BaseModel):
     truncated: bool = Field(description="True when a text was cut or results were dropped by the size budget.")
     below_min_relevance: int = Field(0, description="How many of the k best-ranked chunks were left out for a "
                                      "relevance below min_relevance.")
+    nothing_indexed: bool = Field(False, description="True when no document at all is indexed in the projects and "
+                                  "collection searched: an empty results list then means nothing was indexed, not "
+                                  "that nothing matched (hint says what to run).")
+    hint: str | None = Field(None, description="What to do when nothing_indexed: the tool or command to run.")
