@@ -146,7 +146,7 @@ def server_env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, 
     processes are tested for themselves (kill -9, the store lock, the CLI); the owner and
     its forwarders have their own tests.
     """
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
     env.update({
         "MEMVAULT_DATA_DIR": str(data_dir),
         "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),

@@ -37,7 +37,7 @@ MEMVAULT = str(Path(sys.executable).with_name("memvault"))
 
 
 def _env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, str]:
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH") if k in os.environ}
     env.update({"MEMVAULT_DATA_DIR": str(data_dir), "MEMVAULT_MODEL_CACHE_DIR": str(model_cache),
                 "ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1", "MEMVAULT_OWNER_IDLE_S": "3"})
     env.update({f"MEMVAULT_{k.upper()}": str(v) for k, v in settings.items()})

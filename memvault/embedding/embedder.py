@@ -59,6 +59,11 @@ WINDOW_OVERLAP_TOKENS = 32
 #: Tokens a window keeps free for a text tokenised differently once cut.
 WINDOW_MARGIN_TOKENS = 8
 
+#: Padded token positions (texts x the longest one's tokens) of one model run in a bulk job
+#: (``Embedder.passage_runs``): bounds the run's activations (attention grows with
+#: texts x tokens^2) and its duration, so that a job can stop between runs.
+RUN_POSITIONS = 2048
+
 #: Distinct queries whose vectors ``Embedder.embed_queries`` keeps (least recently used
 #: dropped first): 256 x 384 float32 = 0.4 MB.
 QUERY_CACHE_SIZE = 256
@@ -163,6 +168,13 @@ class Embedder:
         """
         return self._embed(texts, self.passage_prefix)
 
+    def passage_runs(self, texts: Sequence[str], max_positions: int = RUN_POSITIONS) -> list[list[int]]:
+        """How to embed ``texts`` as passages in short model runs: lists of indices into
+        ``texts``, in length order, each of at most ``batch_size`` texts and at most
+        ``max_positions`` padded token positions (texts x the longest one's tokens; a
+        single longer text runs alone). Blocking (tokenises every text)."""
+        return plan_runs([self.count_tokens(t) for t in texts], self.batch_size, max_positions)
+
     def count_tokens(self, text: str) -> int:
         """Tokens the model sees when ``text`` is embedded as a passage.
 
@@ -226,6 +238,25 @@ class Embedder:
         out[order] = sorted_out
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
+
+
+def plan_runs(lengths: Sequence[int], max_rows: int, max_positions: int) -> list[list[int]]:
+    """Indices of ``lengths`` (tokens of each text) grouped into model runs: sorted by length
+    (less padding), each run at most ``max_rows`` texts and ``rows x longest <= max_positions``
+    (a text longer than that alone). Every index appears once."""
+    runs: list[list[int]] = []
+    run: list[int] = []
+    width = 0
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        wider = max(width, lengths[i])
+        if run and (len(run) >= max_rows or (len(run) + 1) * wider > max_positions):
+            runs.append(run)
+            run, wider = [], lengths[i]
+        run.append(i)
+        width = wider
+    if run:
+        runs.append(run)
+    return runs
 
 
 def load_embedder(settings: Settings, *, allow_download: bool = False, lean: bool = True) -> Embedder:

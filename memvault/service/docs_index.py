@@ -50,7 +50,7 @@ from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
 from memvault.service import validation as v
 from memvault.service.docs_models import IndexDocsResult, SkippedPath
 from memvault.service.errors import Conflict, InvalidArgument
-from memvault.service.indexing import embed_passages, keyword_vector
+from memvault.service.indexing import embed_passages_in_runs, keyword_vector
 from memvault.service.models import Scope
 from memvault.service.runtime import Runtime
 from memvault.service.secret_scan import find_secret, find_secret_blocks
@@ -162,18 +162,23 @@ def prepare_chunks(chunks: Sequence[Chunk]) -> list[ChunkRow]:
     ]
 
 
-async def write_documents(rt: Runtime, store: DocStore, files: Sequence[PreparedFile]) -> int:
-    """Embed every chunk of ``files`` in one batch, upsert the points, then commit file by file.
+async def write_documents(rt: Runtime, store: DocStore, files: Sequence[PreparedFile],
+                          on_run: Callable[[int], None] | None = None) -> int:
+    """Embed every chunk of ``files`` (in short model runs), upsert the points, then commit file by file.
 
     Per file: one SQLite transaction swaps its chunk rows; its old points go after the
-    commit. Returns the number of chunks embedded. Raises NotReady.
+    commit; both shielded from cancellation (a stop waits for that short step, so a file
+    is never left registered without its old points deleted). A cancellation while
+    embedding lands between model runs and commits nothing of the batch.
+    ``on_run(n)``: called after each model run with the chunks it embedded.
+    Returns the number of chunks embedded. Raises NotReady.
     """
     _, vectors = await rt.ready()
     rows = [c for f in files for c in f.chunks]
     if rows:
-        dense = await embed_passages(rt, [_embed_text(c) for c in rows])
+        dense = await embed_passages_in_runs(rt, [_embed_text(c) for c in rows], on_run)
         # keyword vectors of a batch take about half a second: worker thread
-        sparse = await rt.run_sync(lambda: [_chunk_sparse(f.doc.path, c) for f in files for c in f.chunks])
+        sparse = await rt.run_pure(lambda: [_chunk_sparse(f.doc.path, c) for f in files for c in f.chunks])
         points, i = [], 0
         for f in files:
             payload = _doc_payload(f.doc)
@@ -182,9 +187,10 @@ async def write_documents(rt: Runtime, store: DocStore, files: Sequence[Prepared
                 i += 1
         await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
     for f in files:
-        await store.replace_file(f.doc, f.chunks)
-        if f.old is not None and f.old.chunk_ids:
-            await rt.run_sync(vectors.delete, DOCS_COLLECTION, f.old.chunk_ids)
+        with anyio.CancelScope(shield=True):
+            await store.replace_file(f.doc, f.chunks)
+            if f.old is not None and f.old.chunk_ids:
+                await rt.run_sync(vectors.delete, DOCS_COLLECTION, f.old.chunk_ids)
     return len(rows)
 
 
@@ -298,8 +304,8 @@ async def restore_chunks(rt: Runtime, store: DocStore, ids: Sequence[str] | None
                 rows[c.id] = c
         pairs = [(c, c.file) for c in rows.values() if c.file is not None]
         if pairs:
-            dense = await embed_passages(rt, [_embed_text(c) for c, _ in pairs])
-            sparse = await rt.run_sync(_sparse_of_pairs, pairs)
+            dense = await embed_passages_in_runs(rt, [_embed_text(c) for c, _ in pairs])
+            sparse = await rt.run_pure(_sparse_of_pairs, pairs)
             points = [Point(id=c.id, dense=dense[j], sparse=sparse[j], payload=_doc_payload(f))
                       for j, (c, f) in enumerate(pairs)]
             await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
@@ -562,8 +568,8 @@ async def index_docs(
         await ensure_docs_collection(rt, rebuild_on_mismatch=True)
         skips: list[Skipped] = []
         found: list[DiscoveredFile] = await anyio.to_thread.run_sync(
-            lambda: list(discover(roots, max_file_bytes=s.documents.docs_max_file_bytes, on_skip=skips.append))
-        )
+            lambda: list(discover(roots, max_file_bytes=s.documents.docs_max_file_bytes, on_skip=skips.append)),
+            abandon_on_cancel=True)  # reads nothing it keeps: a stop does not wait for the walk
         run.skipped = _skipped_paths(skips, found, roots, bases)
         async with DocStore.connect(s.db_path) as store:
             _, run.embedded = await sync_points(rt, store)  # also re-embeds chunks a lost index dropped
@@ -580,10 +586,20 @@ async def index_docs(
             if progress is not None:
                 progress(0, len(found), 0)
 
+            in_batch = 0  # chunks of the batch being embedded that are done
+
+            def step(n: int) -> None:  # a model run of the batch is done: the bar moves within a batch too
+                nonlocal in_batch
+                in_batch += n
+                if progress is not None:
+                    progress(done, len(found), run.embedded + in_batch)
+
             async def flush() -> None:
-                nonlocal batch, done
+                nonlocal batch, done, in_batch
                 if batch:
-                    run.embedded += await write_documents(rt, store, batch)
+                    in_batch = 0
+                    run.embedded += await write_documents(rt, store, batch, step)
+                    in_batch = 0
                     done += len(batch)
                     for f in batch:
                         if f.old is None:
@@ -610,7 +626,7 @@ async def index_docs(
                     continue
                 try:
                     # One read: hashed, and parsed and chunked only when the bytes are new.
-                    digest, fmt, chunks, withheld = await rt.run_sync(
+                    digest, fmt, chunks, withheld = await rt.run_pure(
                         _read_and_chunk, f.path, cite, emb.count_tokens, budget,
                         same_index.content_hash if same_index is not None else None,
                         s.documents.docs_max_file_bytes)
