@@ -91,6 +91,13 @@ def memory_points(row: MemoryRow, dense: np.ndarray) -> list[Point]:
     ]
 
 
+async def embed_passages(rt: Runtime, texts: Sequence[str]) -> np.ndarray:
+    """Passage embeddings, float32 (n, dim), L2-normalised, computed in a worker thread.
+    A text longer than the model reads is cut (see ``embed_memories``)."""
+    emb, _ = await rt.ready()
+    return await rt.run_sync(emb.embed_passages, list(texts))
+
+
 async def embed_passages_in_runs(rt: Runtime, texts: Sequence[str],
                                  on_run: Callable[[int], None] | None = None) -> np.ndarray:
     """``embed_passages`` for bulk jobs (documents): one short model run at a time.
