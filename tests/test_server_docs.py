@@ -305,3 +305,32 @@ async def test_search_with_nothing_indexed_says_so_and_what_to_run(tmp_path, mcp
         # indexed, but nothing above the relevance floor: not "nothing indexed"
         got = await call(c, "search_docs", query="how do I install it?", min_relevance=1.0)
         assert got["results"] == [] and got["nothing_indexed"] is False
+
+
+async def test_index_docs_sends_progress_with_an_estimate_when_asked(tmp_path, mcp_client):
+    tree = write_tree(tmp_path / "proj")
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with mcp_client(tmp_path / "d", roots=[tree.root.as_uri()]) as c:
+        res = await c.call_tool("index_docs", {"paths": ["."]}, progress_callback=on_progress)
+        assert not res.is_error and res.structured_content is not None
+        files = res.structured_content["added"]
+        assert seen and seen[0][:2] == (0, files) and seen[-1][:2] == (files, files), seen
+        assert all(msg and "files" in msg and "chunks embedded" in msg for _, _, msg in seen)
+        assert [p for p, _, _ in seen] == sorted(p for p, _, _ in seen)
+        # a call without a progress token gets no notification and the same answer
+        seen.clear()
+        again = await call(c, "index_docs", paths=["."])
+        assert again["unchanged"] == files and seen == []
+
+
+def test_progress_message_gives_an_estimate_once_a_file_is_done() -> None:
+    from memvault.mcp.docs_tools import progress_message
+
+    assert progress_message(0, 80, 0, 5.0) == "0/80 files, 0 chunks embedded"
+    assert progress_message(20, 80, 340, 20.0) == "20/80 files, 340 chunks embedded, about 60 s left"
+    assert progress_message(10, 80, 100, 60.0) == "10/80 files, 100 chunks embedded, about 7 min left"
+    assert progress_message(80, 80, 900, 99.0) == "80/80 files, 900 chunks embedded"
