@@ -7,8 +7,14 @@ and chunked along headings / definitions / pages within the model's token window
 A file indexed with the same model and keyword weighting (``DOC_KEYWORD_SCHEME``) whose
 size and mtime match the registry is unchanged without being read; else its bytes are
 hashed and only a new hash (or a file indexed with another model or weighting) is
-re-chunked and re-embedded. Chunks of several files are embedded together
-(``settings.documents.docs_batch_chunks``) for throughput.
+re-chunked and re-embedded. Chunks of several files are gathered into a batch
+(``settings.documents.docs_batch_chunks``), embedded in short model runs
+(``indexing.embed_passages_in_runs``), then committed file by file. Every path named in
+the call that is not indexed is in the reply's ``skipped``, with its reason.
+
+Stopping: a cancellation (SIGTERM to the owner, the client's cancel) lands between model
+runs without waiting for the one in progress; each file's commit is shielded, so a file
+is whole or absent, and the next run resumes with the files not yet committed.
 
 Crash safety, per file: the new points are upserted under fresh ids, then one SQLite
 transaction swaps the file's chunk rows, then the old points are deleted. A search hit
