@@ -11,7 +11,10 @@ Reported per side: files, chunks, wall seconds of the work (model loading exclud
 files/s and chunks/s, CPU user and system seconds of the work and the system share,
 minor page faults, and the child's peak RSS (``ru_maxrss``, loading included). Then the
 ratios: indexing throughput / raw throughput (wall), and raw CPU / indexing CPU, which
-a shared machine's load distorts less than wall time. The load average is recorded
+a shared machine's load distorts less than wall time. With ``--recall-probe``, a question
+never asked before is embedded every half second while indexing runs (the model call a
+recall of another client waits for), and its p50 / p95 / max in ms are reported beside
+the same probe idle (its CPU then counts in the indexing side's). The load average is recorded
 before and after. JSON in bench/results/index_speed-<time>.json.
 """
 
@@ -56,30 +59,57 @@ def _settings(data_dir: Path, model_cache: Path) -> Any:
     return Settings(data_dir=data_dir, model_cache_dir=model_cache)
 
 
-def child_index(data_dir: Path, model_cache: Path, folders: list[Path]) -> dict[str, Any]:
+def child_index(data_dir: Path, model_cache: Path, folders: list[Path], probe_recall: bool) -> dict[str, Any]:
     """Index ``folders`` into a fresh store in ``data_dir``, as ``memvault index`` does; measure the call."""
     import anyio
 
     from memvault.service.docs_index import index_docs
+    from memvault.service.indexing import embed_query
     from memvault.service.project import make_scope
     from memvault.service.runtime import Runtime
+
+    async def probe(rt: Runtime, n: int, out: list[float], pause_s: float) -> None:
+        """``n`` query embeddings of questions never asked before (what a recall waits for first), timed."""
+        for i in range(n):
+            t0 = time.perf_counter()
+            await embed_query(rt, f"where is probe question {len(out)}-{i} about {time.time_ns()} answered?")
+            out.append(time.perf_counter() - t0)
+            await anyio.sleep(pause_s)
 
     async def run() -> dict[str, Any]:
         settings = _settings(data_dir, model_cache)
         rt = await Runtime.open(settings)
+        idle: list[float] = []
+        during: list[float] = []
         try:
             await rt.load()
             await rt.started()
+            if probe_recall:
+                await probe(rt, 10, idle, 0.1)
             scope = make_scope(settings.server.user_id, "bench-index-speed", "argument")
             before = _usage()
-            res = await index_docs(rt, scope, [str(f) for f in folders], None, folders,
-                                   cite_bases=[f.parent for f in folders])
-            work = _delta(before)
+            async with anyio.create_task_group() as tg:
+                if probe_recall:
+                    tg.start_soon(probe, rt, 1_000_000, during, 0.5)
+                res = await index_docs(rt, scope, [str(f) for f in folders], None, folders,
+                                       cite_bases=[f.parent for f in folders])
+                work = _delta(before)
+                tg.cancel_scope.cancel()
         finally:
             await rt.close()
-        return {"files": res.added, "chunks": res.chunks_embedded, **work, "peak_rss_mib": _peak_rss_mib()}
+        return {"files": res.added, "chunks": res.chunks_embedded, **work, "peak_rss_mib": _peak_rss_mib(),
+                "query_ms_idle": _ms(idle), "query_ms_during": _ms(during)}
 
     return anyio.run(run)
+
+
+def _ms(seconds: list[float]) -> dict[str, float]:
+    """p50 / p95 / max of ``seconds`` in ms."""
+    if not seconds:
+        return {}
+    xs = sorted(seconds)
+    return {"n": len(xs), "p50": round(1000 * xs[len(xs) // 2], 1),
+            "p95": round(1000 * xs[min(len(xs) - 1, int(0.95 * len(xs)))], 1), "max": round(1000 * xs[-1], 1)}
 
 
 def chunk_texts(data_dir: Path) -> list[str]:
@@ -126,12 +156,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--packages", nargs="+", default=list(DEFAULT_PACKAGES),
                     help="standard-library packages to index (default: %(default)s)")
     ap.add_argument("--model-cache", type=Path, default=DEFAULT_MODEL_CACHE)
+    ap.add_argument("--recall-probe", action="store_true",
+                    help="time a new question's query embedding every 0.5 s while indexing (its CPU counts in "
+                         "the indexing side's)")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         mode, data, cache, *folders = args.child
-        got = (child_index(Path(data), Path(cache), [Path(f) for f in folders]) if mode == "index"
-               else child_raw(Path(data), Path(cache)))
+        got = (child_index(Path(data), Path(cache), [Path(f) for f in folders[1:]], folders[0] == "probe")
+               if mode == "index" else child_raw(Path(data), Path(cache)))
         sys.stdout.write(json.dumps(got) + "\n")
         return 0
 
@@ -147,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         copies = [Path(tmp) / "src" / f.name for f in folders]
         for f, c in zip(folders, copies, strict=True):
             shutil.copytree(f, c, ignore=shutil.ignore_patterns("__pycache__"))
-        idx = _run_child("index", str(data), str(args.model_cache), *map(str, copies))
+        idx = _run_child("index", str(data), str(args.model_cache), "probe" if args.recall_probe else "-",
+                         *map(str, copies))
         raw = _run_child("raw", str(data), str(args.model_cache))
     load_after = _loadavg()
 
@@ -164,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
                     "minor faults", "peak RSS MiB"], [row("memvault index_docs", idx), row("raw model", raw)]))
     print(f"\nindexing throughput / raw model: {throughput_ratio:.2f} x (wall); raw CPU / indexing CPU: "
           f"{cpu_ratio:.2f} x; load average before {load_before}, after {load_after}")
+    if args.recall_probe:
+        print(f"a recall's query embedding (new questions, ms): idle {idx['query_ms_idle']}, while indexing "
+              f"{idx['query_ms_during']}")
     payload = {"packages": args.packages, "index": idx, "raw": raw, "throughput_ratio": round(throughput_ratio, 3),
                "cpu_ratio": round(cpu_ratio, 3), "load_before": load_before, "load_after": load_after}
     print(f"written to {write_result('index_speed', payload)}")
