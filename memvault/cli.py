@@ -320,19 +320,26 @@ def _exit_even_if_threads_linger(code: int) -> None:
     """End the process now if a non-daemon thread (a library's) would keep it alive after serving.
 
     Serving is over (stdin closed, or a signal): the stores are closed and every answer
-    is written, so nothing is lost by not waiting for such a thread.
+    is written, so nothing is lost by not waiting for such a thread. A thread still
+    computing for a call that was cancelled (``Runtime.run_pure``: an embedding run of an
+    indexing job) is not waited for at all.
     """
     import threading
 
+    from memvault.service.runtime import in_pure_work
+
     deadline = time.monotonic() + LINGER_S
     for t in threading.enumerate():  # a closed connection's thread ends a moment later
-        if t is not threading.main_thread() and not t.daemon:
-            t.join(max(0.0, deadline - time.monotonic()))
-    lingering = [t.name for t in threading.enumerate()
-                 if t is not threading.main_thread() and t.is_alive() and not t.daemon]
-    if not lingering:
+        if t is not threading.main_thread() and not t.daemon and not in_pure_work(t):  # never wait for
+            t.join(max(0.0, deadline - time.monotonic()))  # a computation whose result nobody uses
+    threads = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
+    if not threads:
         return
-    log.warning("exiting although threads still run: %s", ", ".join(lingering))
+    lingering = [t.name for t in threads if not in_pure_work(t)]
+    if lingering:
+        log.warning("exiting although threads still run: %s", ", ".join(lingering))
+    else:
+        log.info("exiting without waiting for %d cancelled computation(s)", len(threads))
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

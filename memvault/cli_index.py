@@ -108,9 +108,12 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def _summary(res: dict) -> None:
-    """The skipped files and the parts withheld as secrets on stderr, and the one summary line on stdout."""
-    for line in res["failed"]:
-        sys.stderr.write(f"skipped {line}\n")
+    """The skipped paths and the parts withheld as secrets on stderr, and the one summary line on stdout."""
+    skipped = res.get("skipped", [])
+    for s in skipped:  # files that could not be read are among them
+        sys.stderr.write(f"skipped {s['path']}: {s['reason']}\n")
+    if res.get("skipped_total", 0) > len(skipped):
+        sys.stderr.write(f"... and {res['skipped_total'] - len(skipped)} more skipped\n")
     for line in res.get("withheld", []):
         sys.stderr.write(f"not indexed (holds a secret) {line}\n")
     where = res["scope"]["project"] or "(global)"

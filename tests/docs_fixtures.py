@@ -80,4 +80,4 @@ def write_tree(root: Path) -> Tree:
     return tree
 
 
-INDEXED_FILES = 4  # guide.md, deploy-zh.md, paper.pdf, splines.py (.gitignore is text too)
+INDEXED_FILES = 4  # guide.md, deploy-zh.md, paper.pdf, splines.py (.gitignore is hidden: not indexed)

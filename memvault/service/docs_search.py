@@ -86,7 +86,9 @@ async def search_docs(
     Each result's text is cut to ``settings.documents.docs_result_chars`` and the whole reply to
     ``settings.replies.reply_budget_chars``; a cut text keeps its line range (``start_line`` ..
     ``end_line``) so the rest can be opened. ``min_relevance`` (0..1, default 0 = off) leaves
-    out chunks of a lower calibrated relevance. Raises InvalidArgument on bad input, NotReady.
+    out chunks of a lower calibrated relevance. When nothing at all is indexed there, the reply
+    says so (``nothing_indexed``, with a ``hint`` naming what to run) instead of an empty list
+    alone. Raises InvalidArgument on bad input, NotReady.
     """
     s = rt.settings
     q = v.check_query(query)
@@ -101,5 +103,24 @@ async def search_docs(
     fitted, truncated = cut_to_budget(ranked, lambda hit: hit[0].text, per_item=s.documents.docs_result_chars,
                                       total=s.replies.reply_budget_chars)
     results = [_hit(*f.item, f.text, f.cut) for f in fitted]  # item: (chunk row, Scored)
-    return SearchDocsResult(scope=scope, results=results, truncated=truncated, below_min_relevance=below)
+    hint = None
+    if not ranked and not below:
+        hint = await _nothing_indexed_hint(rt, scope, name)
+    return SearchDocsResult(scope=scope, results=results, truncated=truncated, below_min_relevance=below,
+                            nothing_indexed=hint is not None, hint=hint)
+
+
+async def _nothing_indexed_hint(rt: Runtime, scope: Scope, collection: str | None) -> str | None:
+    """What to run when no document is indexed in ``scope.projects_read`` (and ``collection``), else None."""
+    async with DocStore.connect(rt.settings.db_path) as store:
+        for project in scope.projects_read:
+            files, _ = await store.count(project, collection)
+            if files:
+                return None
+    where = f"collection {collection!r}" if collection else "any collection"
+    project = f"project {scope.project}" if scope.project else "the global scope"
+    return (f"No documents are indexed in {where} of {project} (nor shared by every project): search_docs searches "
+            "only what was indexed. Call index_docs with the folders or files to read (e.g. paths=['docs', "
+            "'README.md']" + (f", collection={collection!r}" if collection else "") + "), or run `memvault index "
+            "PATH` in the project's folder; then search again.")
 

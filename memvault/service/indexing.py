@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -96,6 +96,27 @@ async def embed_passages(rt: Runtime, texts: Sequence[str]) -> np.ndarray:
     A text longer than the model reads is cut (see ``embed_memories``)."""
     emb, _ = await rt.ready()
     return await rt.run_sync(emb.embed_passages, list(texts))
+
+
+async def embed_passages_in_runs(rt: Runtime, texts: Sequence[str],
+                                 on_run: Callable[[int], None] | None = None) -> np.ndarray:
+    """``embed_passages`` for bulk jobs (documents): one short model run at a time.
+
+    The texts are grouped by ``Embedder.passage_runs`` (length-sorted, bounded in texts and
+    padded token positions), and each run is its own worker-thread call (``Runtime.run_pure``):
+    a stop or a cancellation lands between runs without waiting for the one in progress,
+    a run's activations stay small, and the engine's other slot stays free for recall
+    meanwhile. ``on_run(n)`` is called after each run with the texts it embedded.
+    Returns float32 (len(texts), dim), L2-normalised rows, in the order of ``texts``.
+    """
+    emb, _ = await rt.ready()
+    items = list(texts)
+    out = np.empty((len(items), emb.dim), dtype=np.float32)
+    for run in await rt.run_pure(emb.passage_runs, items):
+        out[run] = await rt.run_pure(emb.embed_passages, [items[i] for i in run])
+        if on_run is not None:
+            on_run(len(run))
+    return out
 
 
 async def embed_memories(rt: Runtime, contents: Sequence[str]) -> list[np.ndarray]:

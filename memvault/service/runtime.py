@@ -11,6 +11,7 @@ Blocking engine calls run in worker threads (``run_sync``).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -32,6 +33,16 @@ from memvault.storage.vectors import open_vector_index
 from memvault.storage.vectors.base import DamagedCollection, VectorIndex
 
 log = logging.getLogger(__name__)
+
+_pure_threads: set[threading.Thread] = set()
+_pure_lock = threading.Lock()
+
+
+def in_pure_work(thread: threading.Thread) -> bool:
+    """Whether ``thread`` is running a ``Runtime.run_pure`` computation (nothing a process
+    that has stopped serving needs to wait for: its result is no longer used)."""
+    with _pure_lock:
+        return thread in _pure_threads
 
 MEMORY_COLLECTION = "memories"
 CENTROIDS_FILE = "language-centroids.json"
@@ -348,6 +359,24 @@ class Runtime:
         importance scans, keyword vectors) so that a slow input delays only its own call."""
         self.work_done += 1
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._engine_limiter)
+
+    async def run_pure(self, fn: Callable[..., T], *args: Any) -> T:
+        """``run_sync`` for a computation that touches no store (embedding, reading and chunking a
+        file): a cancellation (a stop signal, the client's cancel) returns at once and leaves the
+        thread to finish alone, its result unused, so that stopping never waits for it (nor does
+        the process's exit: ``in_pure_work``)."""
+
+        def marked() -> T:
+            me = threading.current_thread()
+            with _pure_lock:
+                _pure_threads.add(me)
+            try:
+                return fn(*args)
+            finally:
+                with _pure_lock:
+                    _pure_threads.discard(me)
+
+        return await anyio.to_thread.run_sync(marked, limiter=self._engine_limiter, abandon_on_cancel=True)
 
     async def close(self) -> None:
         """Flush and close the index, then the fact store."""
