@@ -42,6 +42,7 @@ from typing import Any
 
 import anyio
 
+from bench import calibration
 from bench.common import DEFAULT_MODEL_CACHE, md_table, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -222,20 +223,6 @@ def calibration_rows(asked: list[Asked], rk, option: str = DEFAULT_OPTION, top: 
     return out
 
 
-def fit_logistic(x: list[tuple[float, ...]], y: list[int], iters: int = 50, l2: float = 1e-3) -> list[float]:
-    """[bias, weight of each feature] of a logistic regression by Newton's method (small L2)."""
-    import numpy as np
-
-    xa = np.column_stack([np.ones(len(x)), np.asarray(x, dtype=float)])
-    ya = np.asarray(y, dtype=float)
-    w = np.zeros(xa.shape[1])
-    for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-(xa @ w)))
-        grad = xa.T @ (p - ya) + l2 * w
-        hess = (xa * (p * (1 - p))[:, None]).T @ xa + l2 * np.eye(xa.shape[1])
-        w -= np.linalg.solve(hess, grad)
-    return [float(v) for v in w]
-
 async def doc_cases(model_cache: Path, tmp: Path) -> list[dict[str, Any]]:
     """Each document case through ``index_docs`` and ``rank_chunks``: the first hit's path."""
     from bench.mv import PROJECT, SCOPE, open_runtime
@@ -283,7 +270,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     options = {o: direction_scores(asked, o, rk) for o in OPTIONS}
     cal = calibration_rows(asked, rk)
     train = [c for c in cal if c[0] < STORED // 2]  # facts 0..49; 50..99 and the unstored ones are held out
-    fitted = fit_logistic([(d, cov, cross) for _, d, cov, cross, _ in train], [y for *_, y in train])
+    fitted = calibration.fit_logistic([(d, cov, cross) for _, d, cov, cross, _ in train], [y for *_, y in train])
     # the curve on questions the calibration was not fitted on: facts 50..99 and the unstored ones
     curve = abstention_curve([a for a in asked if a.fact >= STORED // 2], DEFAULT_OPTION, rk)
     payload = {"protocol": __doc__.strip(), "facts": len(facts), "options": options, "default": DEFAULT_OPTION,

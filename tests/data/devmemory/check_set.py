@@ -1,6 +1,6 @@
 """Validate a developer-memory retrieval set and print its counts per requirement.
 
-Usage: python tests/data/devmemory/check_set.py tests/data/devmemory/dev.json
+Usage: python tests/data/devmemory/check_set.py tests/data/devmemory/dev.json (or guard.json)
 
 The file is one JSON object: ``name``, ``about``, ``memories`` (id, project, lang in
 en | zh | zh+id, kind, text) and ``questions`` (id, lang in en | zh, text, gold: list of
