@@ -145,11 +145,6 @@ def test_a_borrowed_word_hit_does_not_cost_a_keyword_blind_candidate_its_dense_p
     assert fused["b"] == pytest.approx(0.5 * (0.25 * 1.0 + 0.75 * 0.0 * CROSS_SCRIPT_FLOOR))
 
 
-def test_gate_scales_keyword_by_dense_standing():
-    fused = convex_fuse({"a": 1.0, "b": 0.0}, {"b": 2.0}, dense_weight=0.5, gate=True)
-    assert fused["b"] == 0.0
-
-
 @pytest.mark.parametrize("w", [-0.1, 1.5, math.nan])
 def test_convex_fuse_refuses_a_weight_outside_0_1(w):
     with pytest.raises(ValueError, match="dense_weight must be in"):

@@ -185,7 +185,6 @@ def convex_fuse(
     *,
     dense_weight: float,
     coverage: Mapping[Id, float] | None = None,
-    gate: bool = False,
     unjudged: Mapping[Id, float] | None = None,
 ) -> dict[Id, float]:
     """Convex combination of min-max normalised channel scores, best first.
@@ -195,8 +194,7 @@ def convex_fuse(
     [0, 1] by the min and max over ``dense`` (a candidate missing from ``dense`` counts as
     the min: it ranked below every dense hit; a single dense hit, or all equal, -> 1.0) and
     keyword scores by the max over ``keyword`` (a missing one -> 0). Then ``K`` is
-    multiplied by ``coverage[id]`` when ``coverage`` is given (missing -> 0) and by the
-    normalised dense score when ``gate`` is True. ``unjudged[id]`` (missing -> 0) is the
+    multiplied by ``coverage[id]`` when ``coverage`` is given (missing -> 0). ``unjudged[id]`` (missing -> 0) is the
     share of the query's terms the keyword channel cannot judge that candidate by (CJK
     terms against an English memory, English words against a Chinese one:
     ``policy.language.judged_terms``); that part of the keyword evidence is not counted
@@ -233,8 +231,6 @@ def convex_fuse(
         k = keyword.get(i, 0.0) / kmax if kmax > 0 else 0.0
         if coverage is not None:
             k *= coverage.get(i, 0.0)
-        if gate:
-            k *= d
         parts[i] = (d, k)
     own_best = max((k for i, (_, k) in parts.items() if not blind.get(i, 0.0)), default=0.0)
     credit = max(own_best, CROSS_SCRIPT_FLOOR)
