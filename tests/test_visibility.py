@@ -201,3 +201,13 @@ async def test_consolidation_never_mixes_owners_or_shows_another_agents_private_
         # The private merge stays private: the other agent never recalls it.
         got = await call(b, "recall", query="which package manager for JavaScript", k=20)
         assert all(m["visibility"] == "shared" for m in got["memories"])
+
+
+async def test_a_project_named_after_a_folder_is_not_scanned_as_a_secret(tmp_path, shared_embedder, model_cache):
+    # memvault derives `local:<folder>-<hash>` itself: a folder named like a prefixed token
+    # ("test_a_..._0-7b5f6702d9be") is no secret of anyone's and must not decline the write
+    folder = tmp_path / "test_a_private_memory_is_read_0"
+    folder.mkdir()
+    async with agents(folder / "d", shared_embedder, model_cache, "claude-code") as (a,):
+        got = await call(a, "remember", content=SHARED, force=True)
+        assert got["status"] == "stored" and got["scope"]["source"] == "cwd", got

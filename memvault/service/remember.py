@@ -72,8 +72,11 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     s = rt.settings
     # Secrets first, before any format check, so that a token pasted into a key, a tag or a
     # source is declined as a secret (never quoted by a format error). Sizes cut the scan.
+    # A call refused for its size (content, tag count) is refused before any scan, as before.
+    sized = (not isinstance(args.content, str) or len(args.content) <= s.policies.max_content_chars) \
+        and (not isinstance(args.tags, list) or len(args.tags) <= v.MAX_TAGS)
     early = [t for t in (args.key, args.source, *(args.tags or ())) if isinstance(t, str) and len(t) <= _EARLY_SCAN_CHARS]
-    if early:
+    if early and sized:
         early_secret = await rt.run_sync(_first_found, early)
         if early_secret is not None:
             return RememberResult(id=None, status="declined", scope=scope, importance=None,
@@ -105,7 +108,10 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
     # argument as given too: checking may fold case or drop characters that a token's
     # shape needs (hf_…, SG.…, AKIA…). Both scans cost tens of milliseconds on a long
     # content: worker thread.
-    texts = [content, key or "", source or "", scope.project, *tags]
+    # The project only when a person named it (an argument or MEMVAULT_PROJECT): one memvault
+    # derived from a folder (``local:<name>-<hash>``) or a remote is no one's secret.
+    typed_project = scope.project if scope.source in ("argument", "settings") else ""
+    texts = [content, key or "", source or "", typed_project, *tags]
     texts += [t for t in (args.key, args.source, *args.tags) if isinstance(t, str) and t not in texts]
     secret, scored = await rt.run_sync(_screen, texts, content, kind, key, importance_arg is None)
     if secret is not None:
