@@ -80,17 +80,26 @@ def _duration(seconds: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60} min"
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    """Print the owner's status; 0 (also when none runs), 1 when it refused this version."""
+def _asked(args: argparse.Namespace, command: str) -> tuple[Any, dict[str, Any] | None] | None:
+    """``(settings, the owner's status or None when none runs)``, logging to stderr at WARNING;
+    None, said on stderr, when the owner refused this version."""
     from memvault.cli import _log_to_stderr
     from memvault.mcp.handshake import HandshakeError
 
     _log_to_stderr("WARNING")
     try:
-        settings, status = _status(args)
+        return _status(args)
     except HandshakeError as exc:
-        sys.stderr.write(f"memvault status: {exc}\n")
+        sys.stderr.write(f"memvault {command}: {exc}\n")
+        return None
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Print the owner's status; 0 (also when none runs), 1 when it refused this version."""
+    asked = _asked(args, "status")
+    if asked is None:
         return 1
+    settings, status = asked
     data_dir = str(settings.storage.data_dir)
     if args.json:
         out = {"running": True, **status} if status is not None else {"running": False, "data_dir": data_dir}
@@ -106,15 +115,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_stop(args: argparse.Namespace) -> int:
     """Stop the owner and wait until it exited; 0 (also when none ran), 1 when it did not exit in time."""
-    from memvault.cli import _log_to_stderr
-    from memvault.mcp.handshake import HandshakeError
+    from memvault.mcp.owner_files import pid_alive
 
-    _log_to_stderr("WARNING")
-    try:
-        settings, status = _status(args)
-    except HandshakeError as exc:
-        sys.stderr.write(f"memvault stop: {exc}\n")
+    asked = _asked(args, "stop")
+    if asked is None:
         return 1
+    settings, status = asked
     if status is None:
         sys.stdout.write(f"no memvault owner runs for {settings.storage.data_dir}\n")
         return 0
@@ -126,7 +132,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
         return 0
     deadline = time.monotonic() + STOP_WAIT_S
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not pid_alive(pid):
             clients = int(status.get("connections") or 0)
             tail = f"; its {clients} connected client(s) start a new owner on their next call" if clients else ""
             sys.stdout.write(f"stopped the memvault owner (pid {pid}) of {settings.storage.data_dir}{tail}\n")
@@ -136,16 +142,3 @@ def cmd_stop(args: argparse.Namespace) -> int:
                      f"its log is {settings.storage.data_dir / 'owner.log'}\n")
     return 1
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # an exited child not yet reaped (not ours: the owner is detached) reads as a zombie
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except (OSError, IndexError):
-        return True

@@ -12,7 +12,6 @@ the index is checked only when no owner runs.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 
@@ -20,19 +19,9 @@ from memvault import __version__
 from memvault.config import Settings
 from memvault.mcp.forwarder import owner_status
 from memvault.mcp.handshake import HandshakeError
-from memvault.mcp.owner_files import owner_files
+from memvault.mcp.owner_files import owner_files, pid_alive
 from memvault.service.errors import StoreUnavailable
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 async def run_doctor(settings: Settings, say: Callable[[str], object]) -> int:
@@ -71,7 +60,7 @@ async def run_doctor(settings: Settings, say: Callable[[str], object]) -> int:
                 pid = int(json.loads(files.info.read_text())["pid"])
             except (OSError, ValueError, KeyError):
                 pid = 0
-            if not pid or not _pid_alive(pid):
+            if not pid or not pid_alive(pid):
                 problems.append(f"status file {files.info} names a dead owner (pid {pid}): "
                                 f"rm {files.info}")
 

@@ -48,3 +48,19 @@ def owner_files(data_dir: Path) -> OwnerFiles:
         sock = folder / (hashlib.sha256(os.fsencode(data_dir)).hexdigest()[:24] + ".sock")
     return OwnerFiles(socket=sock, lock=data_dir / "owner.lock", start_lock=data_dir / "owner.start.lock",
                       info=data_dir / "owner.json", log=data_dir / "owner.log")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a process of another user counts as running; a zombie
+    does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # an exited child not yet reaped (not ours: the owner is detached) reads as a zombie
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except (OSError, IndexError):
+        return True

@@ -179,10 +179,7 @@ async def disagreement(rt: Runtime, vectors: VectorIndex, exp: Expected) -> str 
         if n != exp.count:
             present = await rt.run_sync(vectors.ids, name)
             wanted = await exp.all_ids()
-            orphans = sorted(present - wanted)
-            if orphans:
-                await rt.run_sync(vectors.delete, name, orphans)
-                log.info("vector collection %r: deleted %d points with no row in SQLite", name, len(orphans))
+            orphans = await _delete_orphans(rt, vectors, name, present, wanted)
             missing = sorted(wanted - present)
             if missing:
                 lost = await exp.readable(missing)
@@ -228,6 +225,16 @@ async def found_by_own_vector(rt: Runtime, vectors: VectorIndex, name: str, s: S
     return len(hits) == 10 and hits[-1].score >= 1.0 - TIE
 
 
+async def _delete_orphans(rt: Runtime, vectors: VectorIndex, name: str, present: set[str],
+                          wanted: set[str]) -> list[str]:
+    """Delete the points of ``name`` that have no row in SQLite (a crash leaves them); return their ids."""
+    orphans = sorted(present - wanted)
+    if orphans:
+        await rt.run_sync(vectors.delete, name, orphans)
+        log.info("vector collection %r: deleted %d points with no row in SQLite", name, len(orphans))
+    return orphans
+
+
 async def sweep(rt: Runtime, vectors: VectorIndex, exp: Expected, lock: anyio.Lock | _NoLock,
                 progress: Repairing | None = None) -> list[str]:
     """Compare every point of ``exp.name`` with SQLite: delete the points with no row (under
@@ -237,10 +244,7 @@ async def sweep(rt: Runtime, vectors: VectorIndex, exp: Expected, lock: anyio.Lo
     async with lock:
         present = await rt.run_sync(vectors.ids, name)
         wanted = await exp.all_ids()
-        orphans = sorted(present - wanted)
-        if orphans:
-            await rt.run_sync(vectors.delete, name, orphans)
-            log.info("vector collection %r: deleted %d points with no row in SQLite", name, len(orphans))
+        await _delete_orphans(rt, vectors, name, present, wanted)
     bad = set(wanted - present) | {canonical_id(i) for i in exp.suspects}
     both = sorted(wanted & present)
     for i in range(0, len(both), SWEEP_BATCH):
