@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from memvault.storage.vectors.base import Point, SparseVector, VectorFilter
-from memvault.storage.vectors.edge import BUILD_PREFIX, EdgeVectorIndex
+from memvault.storage.vectors.edge import EdgeVectorIndex
+from memvault.storage.vectors.edge_integrity import BUILD_PREFIX
 
 COL = "memories"
 DIM = 32
