@@ -36,7 +36,7 @@ from memvault.service import validation as v
 from memvault.service.indexing import embed_memories, index_rows, scope_filter
 from memvault.service.remember import RememberArgs, _screen, remember
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
-from memvault.storage.facts import MemoryRow
+from memvault.storage.memories import MemoryRow
 
 STAGES = ("validation", "secret scan + importance", "exact-duplicate lookup", "embedding",
           "near-duplicate search", "SQLite insert + history", "vector upsert", "capacity check (count bound)",

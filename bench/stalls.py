@@ -42,7 +42,7 @@ from memvault.policy.text import content_hash
 from memvault.service.indexing import embed_passages, index_rows, sweep_expired
 from memvault.service.recall import RecallArgs, recall
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
-from memvault.storage.facts import MemoryRow
+from memvault.storage.memories import MemoryRow
 from memvault.storage.vectors.base import Point, SparseVector
 
 

@@ -31,7 +31,7 @@ from memvault.service.indexing import index_rows
 from memvault.service.models import Scope
 from memvault.service.recall import RecallArgs, recall
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
-from memvault.storage.facts import MemoryRow
+from memvault.storage.memories import MemoryRow
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -268,7 +268,7 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
                 raise
             indexed = has_hnsw(sdir)
             self._open[name] = OpenShard(shard, dim, model_id, sdir, name, rel, dirty=True, indexed=indexed,
-                                     built_points=built_points if indexed else 0, payload_indexed=payload_indexed)
+                                         built_points=built_points if indexed else 0, payload_indexed=payload_indexed)
             edge_integrity.remove_leftovers(cdir, sdir)
             log.info("vector collection %s open at %s (%s)", name, sdir, _describe(model_id, dim))
 

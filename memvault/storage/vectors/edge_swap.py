@@ -159,13 +159,13 @@ class IndexSwap:
                     new.flush()
                 indexed = has_hnsw(folder / SHARD_DIR)
                 write_record(folder.parent / META_FILE,
-                                 record(cur.model_id, cur.dim, rel, int(built.get("points", 0))))
+                             record(cur.model_id, cur.dim, rel, int(built.get("points", 0))))
             except BaseException:
                 new.close()
                 self._end_build(cur, folder)
                 raise
             self._open[collection] = OpenShard(new, cur.dim, cur.model_id, folder / SHARD_DIR, collection, rel,
-                                           indexed=indexed, built_points=int(built.get("points", 0)))
+                                               indexed=indexed, built_points=int(built.get("points", 0)))
             cur.journal, self._child, self._building = None, None, False
             old = cur
         swap_s = time.perf_counter() - t2
