@@ -30,7 +30,7 @@ from memvault.storage.database import Database, Transaction
 from memvault.storage.memories import CONSOLIDATED_FROM as CONSOLIDATED_FROM  # service imports it from here
 from memvault.storage.memories import MEMORY_COLUMNS, HistoryEntry, MemoryRow, history_entry, memory_rows
 from memvault.storage.memories import MEMORY_STATUSES as MEMORY_STATUSES  # service imports it from here
-from memvault.storage.migrations import LATEST_VERSION, MIGRATIONS
+from memvault.storage.migrations import migrate, schema_version
 
 log = logging.getLogger(__name__)
 
@@ -42,19 +42,6 @@ side of a memory for the one its writer wrote just before or after it."""
 
 # ln of the smallest positive normal float: the floor of policy.ranking.recency, in log space.
 _LN_MIN_RECENCY = math.log(sys.float_info.min)
-
-
-def _statements(script: str) -> list[str]:
-    """Split an SQL script into complete statements (comments may contain anything)."""
-    out, buf = [], ""
-    for line in script.splitlines(keepends=True):
-        buf += line
-        if sqlite3.complete_statement(buf):
-            out.append(buf.strip())
-            buf = ""
-    if buf.strip():
-        out.append(buf.strip())
-    return out
 
 
 def _marks(n: int) -> str:
@@ -94,14 +81,6 @@ async def _ensure_ln(conn: aiosqlite.Connection) -> None:
         await conn.create_function("ln", 1, _ln, deterministic=True)
 
 
-class SchemaTooNew(RuntimeError):
-    """The database was written by a newer memvault (a schema this code does not know).
-
-    Opening it anyway would let this version write rows without the newer columns'
-    values (e.g. re-index a document under an old weighting while the row says new).
-    """
-
-
 class FactStore:
     """Async SQLite store of memories and their history.
 
@@ -120,7 +99,7 @@ class FactStore:
     async def open(cls, path: Path) -> FactStore:
         """Open (creating if needed) the database at ``path`` and migrate it to the latest schema.
 
-        Raises SchemaTooNew (nothing written) when the file is at a schema above
+        Raises ``migrations.SchemaTooNew`` (nothing written) when the file is at a schema above
         ``LATEST_VERSION``; sqlite3 errors on an unreadable or corrupt file.
         """
         # The file checks below run once per process, at start-up, before any request is served.
@@ -140,7 +119,7 @@ class FactStore:
             await conn.execute("PRAGMA secure_delete = ON")
             await _ensure_ln(conn)
             store = cls(conn, path)
-            await store._migrate()
+            await migrate(store._db, path)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await conn.close()
@@ -163,28 +142,9 @@ class FactStore:
         """Close the connection (checkpointing the WAL)."""
         await self._db.close()
 
-    async def _migrate(self) -> None:
-        version = await self.schema_version()
-        if version > LATEST_VERSION:
-            raise SchemaTooNew(
-                f"{self.path} was written by a newer memvault (database schema {version}); this "
-                f"version reads schema {LATEST_VERSION} at most. Run the memvault that wrote it "
-                f"(or a newer one), or set MEMVAULT_DATA_DIR to another folder."
-            )
-        for number, script in MIGRATIONS:
-            if number <= version:
-                continue
-            log.info("migrating %s to schema %d", self.path, number)
-            async with self._db.transaction() as tx:
-                for statement in _statements(script):
-                    await tx.execute(statement)
-                await tx.execute(f"PRAGMA user_version = {int(number)}")
-
     async def schema_version(self) -> int:
         """The schema version recorded in the file."""
-        row = await self._db.fetchone("PRAGMA user_version")
-        assert row is not None  # this pragma always returns one row
-        return row[0]
+        return await schema_version(self._db)
 
     # ------------------------------------------------------------------ internals
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[MemoryRow]:
