@@ -36,7 +36,7 @@ from typing import Any
 import anyio
 
 from bench.common import DEFAULT_MODEL_CACHE, md_table, write_result
-from memvault.policy.consolidation import fold, restates
+from memvault.policy.consolidation import MIN_COSINE, fold, restates
 from memvault.service.consolidate import MAX_LIMIT, ConsolidateArgs, consolidate
 from memvault.service.models import Scope
 from memvault.service.remember import RememberArgs, remember
@@ -105,7 +105,7 @@ async def measure_store(rt: Runtime, data: LabelledSet) -> dict[str, Any]:
     return {"cluster_pairs": len(pairs), "cluster_pairs_merged": merged, "pair_recall": merged / len(pairs),
             "distinct_pairs": len(data.distinct), "distinct_merged": len(distinct), "distinct_merged_pairs": distinct,
             "cross_cluster_merged": len(cross), "cross_cluster_pairs": cross, "proposals": len(res.proposals),
-            "memories": res.scanned, "floor": rt.settings.policies.consolidate_min_cosine}
+            "memories": res.scanned, "floor": MIN_COSINE}
 
 
 async def measure_band(rt: Runtime, data: LabelledSet, floors: tuple[float, ...] = FLOORS) -> list[dict[str, Any]]:
@@ -128,10 +128,13 @@ async def measure_band(rt: Runtime, data: LabelledSet, floors: tuple[float, ...]
 
 
 async def open_measuring_runtime(data_dir: Path, model_cache: Path, **kw: Any) -> Runtime:
-    """A loaded Runtime on ``data_dir`` whose replies hold every proposal (``REPLY_BUDGET``)."""
+    """A loaded Runtime on ``data_dir`` whose replies hold every proposal: consolidate's reply
+    budget is raised to ``REPLY_BUDGET`` for this process."""
+    import memvault.service.consolidate as consolidate_module
     from memvault.config import Settings
 
-    settings = Settings(data_dir=data_dir, model_cache_dir=model_cache, reply_budget_chars=REPLY_BUDGET)
+    consolidate_module.REPLY_BUDGET_CHARS = REPLY_BUDGET
+    settings = Settings(data_dir=data_dir, model_cache_dir=model_cache)
     rt = await Runtime.open(settings, **kw)
     await rt.load()
     await rt.ready()
