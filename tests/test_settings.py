@@ -17,7 +17,7 @@ import pytest
 from pydantic import ValidationError
 
 import memvault
-from memvault import defaults
+from memvault import config, defaults
 from memvault.config import (
     GROUP_OF,
     GROUPS,
@@ -139,6 +139,7 @@ def test_the_former_settings_are_not_settings_and_their_constants_keep_their_def
 
 def test_a_former_setting_is_ignored_with_one_line_naming_it(monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(config, "_warned", set())  # as in a fresh process
     monkeypatch.setenv("MEMVAULT_CANDIDATES", "50")
     monkeypatch.setenv("memvault_half_life_days", "7")  # names are case-insensitive
     monkeypatch.setenv("MEMVAULT_CAPACITY_PER_SCOPE", "600")  # a setting: read, not named
