@@ -29,6 +29,8 @@ import argparse
 import itertools
 import json
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,7 +89,8 @@ async def measure_store(rt: Runtime, data: LabelledSet) -> dict[str, Any]:
         res = await remember(rt, SCOPE, RememberArgs(content=text, kind="fact", force=True, importance=0.6))
         assert res.id is not None, res.reason
         ids[text] = res.id
-    res = await consolidate(rt, SCOPE, ConsolidateArgs(dry_run=True, limit=MAX_LIMIT), actor="bench")
+    with whole_replies():
+        res = await consolidate(rt, SCOPE, ConsolidateArgs(dry_run=True, limit=MAX_LIMIT), actor="bench")
     assert not res.truncated, "raise REPLY_BUDGET or split the set: proposals were left out"
     group = {mid: n for n, p in enumerate(res.proposals) for mid in p.member_ids}
 
@@ -127,13 +130,24 @@ async def measure_band(rt: Runtime, data: LabelledSet, floors: tuple[float, ...]
     return out
 
 
-async def open_measuring_runtime(data_dir: Path, model_cache: Path, **kw: Any) -> Runtime:
-    """A loaded Runtime on ``data_dir`` whose replies hold every proposal: consolidate's reply
-    budget is raised to ``REPLY_BUDGET`` for this process."""
+@contextmanager
+def whole_replies() -> Iterator[None]:
+    """Within the block, consolidate's replies hold every proposal: its reply budget
+    (``service.consolidate.REPLY_BUDGET_CHARS``) is ``REPLY_BUDGET``; restored after."""
     import memvault.service.consolidate as consolidate_module
+
+    before = consolidate_module.REPLY_BUDGET_CHARS
+    consolidate_module.REPLY_BUDGET_CHARS = REPLY_BUDGET
+    try:
+        yield
+    finally:
+        consolidate_module.REPLY_BUDGET_CHARS = before
+
+
+async def open_measuring_runtime(data_dir: Path, model_cache: Path, **kw: Any) -> Runtime:
+    """A loaded Runtime on ``data_dir`` (``measure_store`` runs consolidate on it with ``whole_replies``)."""
     from memvault.config import Settings
 
-    consolidate_module.REPLY_BUDGET_CHARS = REPLY_BUDGET
     settings = Settings(data_dir=data_dir, model_cache_dir=model_cache)
     rt = await Runtime.open(settings, **kw)
     await rt.load()
