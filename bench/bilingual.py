@@ -44,7 +44,7 @@ import anyio
 
 from bench import calibration
 from bench.common import DEFAULT_MODEL_CACHE, md_table, write_result
-from bench.ranking import Ranking
+from bench.ranking import Ranking, score_with
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "tests" / "data" / "bilingual_probe.tsv"
@@ -149,12 +149,11 @@ def order(asked: Asked, option: str, rk) -> list[tuple[str, float]]:
 
     from memvault.policy.neighbours import conversation_neighbours, final_scores_with_neighbours
     from memvault.policy.ranking import final_score
-    from memvault.service.fusion import score_candidates
     from memvault.service.recall import LIKELY_ANSWER
 
     r = replace(rk, **OPTIONS[option])
     ch = asked.channels if r.language_neutral else replace(asked.channels, query_dots={})
-    scored = score_candidates(ch, asked.texts, dense_weight=r.fusion_dense_weight)
+    scored = score_with(ch, asked.texts, r.fusion_dense_weight)
     # the probe's memories are stored at one time: one conversation, in the probe's order
     near = conversation_neighbours(asked.beside, dict.fromkeys(asked.texts, 0.0),
                                    {i: len(t) for i, t in asked.texts.items()})

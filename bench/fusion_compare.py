@@ -44,7 +44,7 @@ from typing import Any
 import anyio
 
 from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result
-from bench.ranking import Ranking
+from bench.ranking import Ranking, score_with
 
 SETS = ("locomo", "lme", "scifact", "cmrc", "bilingual", "devmem-dev", "devmem-guard")
 
@@ -244,10 +244,9 @@ def v_shipped(**over) -> Variant:
     """``service.fusion.score_candidates`` with ``bench.ranking.Ranking`` overrides (``order_memories``
     applies them too: e.g. ``neighbour_lift``)."""
     def f(ch, texts, r, q):
-        from memvault.service.fusion import score_candidates
         rr = replace(r, **over)
         c = ch if rr.language_neutral else replace(ch, query_dots={})
-        return score_candidates(c, texts, dense_weight=rr.fusion_dense_weight)
+        return score_with(c, texts, rr.fusion_dense_weight)
     f.ranking_over = over  # type: ignore[attr-defined]
     return f
 

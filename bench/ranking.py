@@ -8,7 +8,9 @@ The defaults are memvault's own constants: a bench run with ``Ranking()`` ranks 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from memvault.policy.neighbours import NEIGHBOUR_LIFT
 from memvault.policy.ranking import HALF_LIFE_DAYS, WEIGHT_IMPORTANCE, WEIGHT_RECENCY, WEIGHT_RELEVANCE
@@ -38,3 +40,16 @@ class Ranking:
     weight_recency: float = WEIGHT_RECENCY
     half_life_days: float = HALF_LIFE_DAYS
     min_relevance: float = field(default_factory=_min_relevance)
+
+
+def score_with(ch: Any, texts: Mapping[str, str], dense_weight: float) -> dict:
+    """``service.fusion.score_candidates`` with the dense channel's share ``dense_weight``: the
+    shipped function itself at ``DENSE_WEIGHT``, else its steps with that weight."""
+    from memvault.policy.fusion import convex_fuse
+    from memvault.service.fusion import fusion_inputs, score_candidates, scored
+
+    if dense_weight == DENSE_WEIGHT:
+        return score_candidates(ch, texts)
+    fi = fusion_inputs(ch, texts)
+    fused = convex_fuse(fi.dense, fi.keyword, dense_weight=dense_weight, coverage=fi.coverage, unjudged=fi.unjudged)
+    return scored(fi, fused, ch)

@@ -89,8 +89,9 @@ class HookSettings:
 
     ``data_dir``: ``--data-dir`` / ``MEMVAULT_DATA_DIR`` / the platform's data folder;
     ``user_id``: ``--user`` / ``MEMVAULT_USER_ID`` / ``local``; ``project``: ``--project`` /
-    ``MEMVAULT_PROJECT`` / None; their defaults are ``memvault.defaults``', which
-    ``memvault.config`` reads too. (A plain class: ``dataclasses`` imports ``inspect``, tens of milliseconds of a hook's start.)
+    ``MEMVAULT_PROJECT`` / None. The defaults are those of ``memvault.defaults``, which
+    ``memvault.config`` reads too. (A plain class: ``dataclasses`` imports ``inspect``, tens of
+    milliseconds of a hook's start.)
     """
 
     def __init__(self, *, data_dir: Path, user_id: str, project: str | None) -> None:

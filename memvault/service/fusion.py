@@ -143,17 +143,16 @@ def scored(f: FusionInputs, fused: Mapping[str, float], ch: Channels) -> dict[st
                       similarity=ch.dense.get(i)) for i, s in fused.items()}
 
 
-def score_candidates(ch: Channels, texts: Mapping[str, str], *, dense_weight: float = DENSE_WEIGHT
-                     ) -> dict[str, Scored]:
+def score_candidates(ch: Channels, texts: Mapping[str, str]) -> dict[str, Scored]:
     """Fused and calibrated scores of the candidates of ``ch`` that have a text in ``texts``
     (the others, e.g. rows gone since, are left out), best first by ``score``: convex fusion
     (``policy.fusion.convex_fuse``) with keyword coverage over the terms each candidate can
-    be judged by and the cross-language stand-in for the rest. ``dense_weight``: the dense
-    channel's share (benches compare others on the same candidates).
+    be judged by and the cross-language stand-in for the rest; the dense channel's share is
+    ``DENSE_WEIGHT``.
 
     Blocking (keyword analysis of the candidates' texts): call from a worker thread.
     """
     f = fusion_inputs(ch, texts)
-    fused = convex_fuse(f.dense, f.keyword, dense_weight=dense_weight, coverage=f.coverage,
+    fused = convex_fuse(f.dense, f.keyword, dense_weight=DENSE_WEIGHT, coverage=f.coverage,
                         unjudged=f.unjudged)
     return scored(f, fused, ch)
