@@ -120,11 +120,13 @@ def test_shapes_dtype_and_norms(emb: Embedder) -> None:
         emb.embed_queries("a single string is a mistake")  # type: ignore[arg-type]
 
 
-def test_batching_does_not_change_vectors(emb: Embedder, settings: Settings) -> None:
+def test_batching_does_not_change_vectors(emb: Embedder) -> None:
+    from memvault.embedding.embedder import EMBED_BATCH_SIZE
+
     texts = ENGLISH + CHINESE + TRICKY
     one_by_one = np.vstack([emb.embed_passages([t]) for t in texts])
-    batched = emb.embed_passages(texts)  # padded batches of settings.embedding.embed_batch_size
-    assert len(texts) > 1 and settings.embedding.embed_batch_size > 1
+    batched = emb.embed_passages(texts)  # padded batches of EMBED_BATCH_SIZE
+    assert len(texts) > 1 and emb.batch_size == EMBED_BATCH_SIZE > 1
     np.testing.assert_allclose(batched, one_by_one, atol=2e-5)
 
 

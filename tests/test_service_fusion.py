@@ -3,7 +3,6 @@ of the channels' scores and the candidates' texts."""
 
 from __future__ import annotations
 
-from memvault.config import RankingSettings
 from memvault.service.fusion import Channels, score_candidates
 
 
@@ -15,5 +14,5 @@ def test_a_borrowed_word_does_not_give_an_english_memory_full_keyword_credit() -
     texts = {"zh": "数据管道里的 DAG 都由周航评审。", "en": "Zhou Hang is strict in DAG reviews."}
     ch = Channels(query="DAG 谁来评审？", dense={"en": 0.85, "zh": 0.85}, keyword={"en": 3.0, "zh": 5.0},
                   query_dots={})
-    scored = score_candidates(ch, texts, RankingSettings())
+    scored = score_candidates(ch, texts)
     assert list(scored) == ["zh", "en"], {i: round(s.score, 4) for i, s in scored.items()}

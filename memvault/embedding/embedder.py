@@ -55,6 +55,10 @@ WINDOW_OVERLAP_TOKENS = 32
 #: Tokens a window keeps free for a text tokenised differently once cut.
 WINDOW_MARGIN_TOKENS = 8
 
+#: Texts per model run: texts are sorted by length and padded per run, so a run pads little;
+#: larger runs gain no speed on two cores and hold more activations (``bench.index_speed``).
+EMBED_BATCH_SIZE = 32
+
 #: Distinct queries whose vectors ``Embedder.embed_queries`` keeps (least recently used
 #: dropped first): 256 x 384 float32 = 0.4 MB.
 QUERY_CACHE_SIZE = 256
@@ -287,7 +291,7 @@ def _make(settings: Settings, loaded: Loaded) -> Embedder:
         model_id=model_id,
         dim=int(engine.dim),
         max_tokens=int(engine.max_tokens),
-        batch_size=settings.embedding.embed_batch_size,
+        batch_size=EMBED_BATCH_SIZE,
         query_prefix="query: " if is_e5 else "",
         passage_prefix="passage: " if is_e5 else "",
         model_dir=model_dir,

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memvault.config import RankingSettings
 from memvault.policy.fusion import (
     calibrated_relevance,
     convex_fuse,
@@ -24,10 +23,18 @@ from memvault.policy.fusion import (
 )
 from memvault.policy.keywords import keyword_term_set
 from memvault.policy.language import CJK, OTHER, cjk_weight, judged_terms, script_class, terms_weight
-from memvault.service.centroids import language_centroids
+from memvault.service.centroids import LANGUAGE_NEUTRAL, language_centroids
 from memvault.service.indexing import embed_query, keyword_vector
 from memvault.service.runtime import Runtime
 from memvault.storage.vectors.base import VectorFilter
+
+CANDIDATES = 100
+"""Candidates each channel (dense, keyword) gives before fusion, at least the k asked for: the
+value every recall figure of docs/benchmarks.md was measured with."""
+DENSE_WEIGHT = 0.4
+"""Share of the dense channel in convex fusion (the keyword channel has the rest): chosen on
+LoCoMo, LongMemEval, SciFact, CMRC and the bilingual probe (docs/benchmarks.md, "Convex vs RRF,
+measured fairly")."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,7 @@ async def search_channels(rt: Runtime, collection: str, query: str, flt: VectorF
                           *, language_neutral: bool | None = None) -> Channels:
     """Dense and keyword candidates of ``query`` (``n`` per channel, filtered in the engine by ``flt``)."""
     emb, vectors = await rt.ready()
-    neutral = rt.settings.ranking.language_neutral if language_neutral is None else language_neutral
+    neutral = LANGUAGE_NEUTRAL if language_neutral is None else language_neutral
     qvec = await embed_query(rt, query)
     dense_hits = await rt.run_sync(vectors.search_dense, collection, qvec.tolist(), flt, n)
     sparse = await rt.run_sync(lambda: keyword_vector(query, query=True))
@@ -136,15 +143,16 @@ def scored(f: FusionInputs, fused: Mapping[str, float], ch: Channels) -> dict[st
                       similarity=ch.dense.get(i)) for i, s in fused.items()}
 
 
-def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings) -> dict[str, Scored]:
+def score_candidates(ch: Channels, texts: Mapping[str, str]) -> dict[str, Scored]:
     """Fused and calibrated scores of the candidates of ``ch`` that have a text in ``texts``
     (the others, e.g. rows gone since, are left out), best first by ``score``: convex fusion
     (``policy.fusion.convex_fuse``) with keyword coverage over the terms each candidate can
-    be judged by and the cross-language stand-in for the rest.
+    be judged by and the cross-language stand-in for the rest; the dense channel's share is
+    ``DENSE_WEIGHT``.
 
     Blocking (keyword analysis of the candidates' texts): call from a worker thread.
     """
     f = fusion_inputs(ch, texts)
-    fused = convex_fuse(f.dense, f.keyword, dense_weight=r.fusion_dense_weight, coverage=f.coverage,
+    fused = convex_fuse(f.dense, f.keyword, dense_weight=DENSE_WEIGHT, coverage=f.coverage,
                         unjudged=f.unjudged)
     return scored(f, fused, ch)
