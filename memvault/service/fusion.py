@@ -25,7 +25,7 @@ from memvault.policy.fusion import (
 from memvault.policy.keywords import keyword_term_set
 from memvault.policy.language import CJK, OTHER, cjk_weight, judged_terms, script_class, terms_weight
 from memvault.service.centroids import language_centroids
-from memvault.service.indexing import embed_query, keyword_vector
+from memvault.service.indexing import keyword_vector
 from memvault.service.runtime import Runtime
 from memvault.storage.vectors.base import VectorFilter
 
@@ -59,21 +59,28 @@ class Scored:
 
 async def search_channels(rt: Runtime, collection: str, query: str, flt: VectorFilter, n: int,
                           *, language_neutral: bool | None = None) -> Channels:
-    """Dense and keyword candidates of ``query`` (``n`` per channel, filtered in the engine by ``flt``)."""
+    """Dense and keyword candidates of ``query`` (``n`` per channel, filtered in the engine by ``flt``).
+
+    One worker-thread call does all of it (the query embedding, its keyword vector, both
+    searches, the dot products with the language centroids): each hand-off to a worker
+    thread and back is a thread wake-up and a GIL hand-over, which on a loaded machine
+    costs more than the small steps between them.
+    """
     emb, vectors = await rt.ready()
     neutral = rt.settings.ranking.language_neutral if language_neutral is None else language_neutral
-    qvec = await embed_query(rt, query)
-    dense_hits = await rt.run_sync(vectors.search_dense, collection, qvec.tolist(), flt, n)
-    sparse = await rt.run_sync(lambda: keyword_vector(query, query=True))
-    sparse_hits = []
-    if sparse.indices:
-        sparse_hits = await rt.run_sync(vectors.search_sparse, collection, sparse, flt, n)
-    dots: dict[str, float] = {}
-    if neutral:
-        centroids = await rt.run_sync(language_centroids, emb)
-        dots = {lang: float(np.dot(c, qvec)) for lang, c in centroids.items()}
-    return Channels(query=query, dense={h.id: h.score for h in dense_hits},
-                    keyword={h.id: h.score for h in sparse_hits}, query_dots=dots)
+
+    def search() -> Channels:
+        qvec = emb.embed_queries([query])[0]
+        dense_hits = vectors.search_dense(collection, qvec.tolist(), flt, n)
+        sparse = keyword_vector(query, query=True)
+        sparse_hits = vectors.search_sparse(collection, sparse, flt, n) if sparse.indices else []
+        dots: dict[str, float] = {}
+        if neutral:
+            dots = {lang: float(np.dot(c, qvec)) for lang, c in language_centroids(emb).items()}
+        return Channels(query=query, dense={h.id: h.score for h in dense_hits},
+                        keyword={h.id: h.score for h in sparse_hits}, query_dots=dots)
+
+    return await rt.run_sync(search)
 
 
 @dataclass(frozen=True)
@@ -104,23 +111,24 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str]) -> FusionInputs:
     qlang = script_class(ch.query)
     qmix = cjk_weight(ch.query)
     qterms = keyword_term_set(ch.query)
+    qweight = terms_weight(qterms)
+    plang = {i: script_class(texts[i]) for i in ids}  # each text analysed once
     by_lang: dict[str, list[float]] = {CJK: [], OTHER: []}
     for i, cos in ch.dense.items():
-        if i in texts:
-            by_lang[script_class(texts[i])].append(cos)
+        if i in plang:
+            by_lang[plang[i]].append(cos)
     gap = store_language_gap(by_lang[CJK], by_lang[OTHER])
     dense: dict[str, float] = {}
     coverage: dict[str, float] = {}
     unjudged: dict[str, float] = {}
     for i in ids:
-        plang = script_class(texts[i])
         if i in ch.dense:
             dense[i] = ch.dense[i] - language_shift(ch.query_dots, qmix, cjk_weight(texts[i]), gap)
         if not qterms:
             continue
         dterms = keyword_term_set(texts[i])
-        judged = judged_terms(qterms, dterms, plang)
-        unjudged[i] = 1.0 - terms_weight(judged) / terms_weight(qterms)
+        judged = judged_terms(qterms, dterms, plang[i])
+        unjudged[i] = 1.0 - terms_weight(judged) / qweight
         if i in ch.keyword:
             coverage[i] = keyword_coverage(judged, dterms)
     keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
