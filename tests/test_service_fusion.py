@@ -17,3 +17,19 @@ def test_a_borrowed_word_does_not_give_an_english_memory_full_keyword_credit() -
                   query_dots={})
     scored = score_candidates(ch, texts, RankingSettings())
     assert list(scored) == ["zh", "en"], {i: round(s.score, 4) for i, s in scored.items()}
+
+
+def test_language_of_is_the_policy_s_script_and_cjk_weight() -> None:
+    """``language_of`` skips the word count of texts without CJK characters: its answer must
+    stay the policy's for every kind of text (it fails if the policy's rule for such texts moves)."""
+    import pytest
+
+    from memvault.policy.language import cjk_weight, script_class
+    from memvault.service.fusion import language_of
+
+    texts = ["The billing service uses Postgres 16.", "", "!!! 42", "ERR_CONN_RESET src/net/retry.py",
+             "Café naïve résumé Straße ΑΘΗΝΑ Москва", "Ｆｕｌｌ－ｗｉｄｔｈ ＡＢＣ", "计费服务用的是 Postgres 数据库",
+             "用 terraform apply 发布", "the cat is named 小米", "word " * 300 + "中文在一千个字符之后",
+             "한국어 문장입니다", "日本語の文です"]
+    for t in texts:
+        assert language_of(t) == pytest.approx((script_class(t), cjk_weight(t)), abs=0), t
