@@ -133,16 +133,23 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str]) -> FusionInputs:
     dense: dict[str, float] = {}
     coverage: dict[str, float] = {}
     unjudged: dict[str, float] = {}
+    # A candidate is judged by its script and by which of the query's terms it holds, nothing
+    # else of its text (``judged_terms``, ``keyword_coverage``): candidates alike in both
+    # (most hold none or one) share one answer, computed over those few terms.
+    judged_by: dict[tuple[str, frozenset[str]], tuple[float, float]] = {}
     for i in ids:
         if i in ch.dense:
             dense[i] = ch.dense[i] - language_shift(ch.query_dots, qmix, langs[i][1], gap)
         if not qterms:
             continue
-        dterms = keyword_term_set(texts[i])
-        judged = judged_terms(qterms, dterms, langs[i][0])
-        unjudged[i] = 1.0 - terms_weight(judged) / qweight
+        key = (langs[i][0], qterms & keyword_term_set(texts[i]))
+        got = judged_by.get(key)
+        if got is None:
+            judged = judged_terms(qterms, key[1], key[0])
+            got = judged_by[key] = (1.0 - terms_weight(judged) / qweight, keyword_coverage(judged, key[1]))
+        unjudged[i] = got[0]
         if i in ch.keyword:
-            coverage[i] = keyword_coverage(judged, dterms)
+            coverage[i] = got[1]
     keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
     return FusionInputs(ids, dense, keyword, coverage, unjudged, qterms, qlang)
 
