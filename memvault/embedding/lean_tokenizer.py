@@ -211,13 +211,20 @@ class LeanTokenizer:
     @classmethod
     def load(cls, folder: Path) -> LeanTokenizer:
         """Load from ``folder`` (``build_files``' output). Raises OSError / ValueError."""
+        return cls.from_bytes((folder / SPM_FILE).read_bytes(), (folder / META_FILE).read_bytes(), str(folder))
+
+    @classmethod
+    def from_bytes(cls, spm: bytes, meta_json: bytes, where: str = "tokenizer") -> LeanTokenizer:
+        """From the contents of ``SPM_FILE`` and ``META_FILE`` (``where``: named in errors).
+        Raises ValueError (not this format)."""
         import sentencepiece
 
-        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
-        if meta.get("version") != META_VERSION:
-            raise ValueError(f"{folder / META_FILE}: version {meta.get('version')}, expected {META_VERSION}")
+        meta = json.loads(meta_json.decode("utf-8"))
+        if not isinstance(meta, dict) or meta.get("version") != META_VERSION:
+            version = meta.get("version") if isinstance(meta, dict) else None
+            raise ValueError(f"{where}: {META_FILE} version {version}, expected {META_VERSION}")
         sp = sentencepiece.SentencePieceProcessor()
-        sp.LoadFromSerializedProto((folder / SPM_FILE).read_bytes())
+        sp.LoadFromSerializedProto(spm)
         return cls(sp, meta)
 
     def ids(self, text: str) -> list[int]:

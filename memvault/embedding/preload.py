@@ -244,6 +244,16 @@ def _load(tok_dir: Path, folder: Path | None, src: Path | None) -> Early:
     return Early(tokenizer, engine, model_file)
 
 
+def offer(tok_dir: Path, tokenizer: LeanTokenizer) -> None:
+    """Hand ``tokenizer`` (the lean tokenizer of ``tok_dir``, loaded by other means: while a first
+    conversion was still writing, ``model_cache.wait_for_converter``) to the next ``take``, unless
+    an early load of that folder was begun already."""
+    fut: Future[Early] = Future()
+    fut.set_result(Early(tokenizer, None, None))
+    with _lock:
+        _started.setdefault(tok_dir, fut)
+
+
 def take(tok_dir: Path, model_file: Path | None = None) -> Early | None:
     """What ``start`` loaded for ``tok_dir`` (waiting for it if still loading), once; None when
     nothing was started for that folder or its load failed (logged). Its engine is left out
