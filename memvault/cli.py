@@ -47,9 +47,11 @@ def _log_to_stderr(level: str) -> None:
     )
 
 
-def _start_model_early(settings) -> None:
-    """For a process that will load the model: when a core is free, begin the model load
-    beside the imports (``memvault.embedding.preload``: most of it runs without the GIL),
+def _start_model_early(settings, prepare: bool = True) -> None:
+    """For a process that will load the model: on a machine's first start, begin converting
+    the model in a child process (``preload.start_preparing``; ``prepare`` False: the owner a
+    forwarder spawned, whose forwarder began it already); else, when a core is free,
+    begin the model load beside the imports (``memvault.embedding.preload``: most of it runs without the GIL),
     before the SDK and the services are imported; and keep the garbage collector off during
     those imports (``_imports_done`` turns it back on).
 
@@ -59,6 +61,8 @@ def _start_model_early(settings) -> None:
     gc.disable()
     from memvault.embedding import preload
 
+    if prepare and preload.start_preparing(settings):  # a first start: the conversion runs beside the imports
+        return
     try:
         load, cores = os.getloadavg()[0], os.cpu_count() or 1
     except OSError:  # no load average here: assume a free core
@@ -113,7 +117,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return 2
         return run_owner(settings, endpoint)
     if args.owner:
-        _start_model_early(settings)
+        _start_model_early(settings, prepare=False)
         from memvault.mcp.owner import run_owner
 
         _imports_done()
@@ -129,6 +133,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _imports_done()
         anyio.run(serve_stdio, server)
         return 0
+    from memvault.embedding import preload
+    from memvault.service.datadir import prepare_data_dir
+    from memvault.service.errors import StoreUnavailable
+
+    try:
+        prepare_data_dir(settings.storage.data_dir, settings.db_path)
+    except StoreUnavailable:
+        pass  # no owner will start: run_forwarder tells the client why
+    else:
+        preload.start_preparing(settings)  # a first start: converting begins before the owner is spawned
     from memvault.mcp.forwarder import run_forwarder
 
     return run_forwarder(settings)

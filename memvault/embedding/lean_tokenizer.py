@@ -24,8 +24,11 @@ import base64
 import hashlib
 import json
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from memvault.embedding import proto_wire as pw
 
 SPM_FILE = "tokenizer.spm"
 META_FILE = "tokenizer-meta.json"
@@ -75,42 +78,64 @@ class LeanUnsupported(ValueError):
 # ------------------------------------------------------------------ building the files
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _field(num: int, wire: int, payload: bytes) -> bytes:
-    key = _varint(num << 3 | wire)
-    return key + _varint(len(payload)) + payload if wire == 2 else key + payload
-
-
-def _spm_model(vocab: list[tuple[str, float]], unk_id: int, specials: set[int]) -> bytes:
-    """A serialised SentencePiece ``ModelProto``: Unigram over ``vocab``, identity normaliser.
+def spm_model(pieces: list[str], scores: Sequence[float], unk_id: int, specials: set[int]) -> bytes:
+    """A serialised SentencePiece ``ModelProto``: Unigram over ``pieces`` and their ``scores``
+    (float32 log probabilities), identity normaliser.
 
     Types: 1 normal, 2 unknown, 4 user-defined (the special tokens: ``tokenizers`` keeps
     them in the Unigram vocabulary with score 0, so a normalised text spelling ``<s>``
-    becomes that piece there too).
+    becomes that piece there too). Written field by field (``proto_wire``): one short
+    message per piece, 250,002 of them, so the common case is inlined.
     """
-    out = bytearray()
-    for i, (piece, score) in enumerate(vocab):
-        kind = 2 if i == unk_id else 4 if i in specials else 1
-        body = _field(1, 2, piece.encode()) + _field(2, 5, struct.pack("<f", score)) + _field(3, 0, _varint(kind))
-        out += _field(1, 2, body)
-    trainer = _field(3, 0, _varint(1)) + _field(40, 0, _varint(unk_id))  # UNIGRAM, unk_id
+    packed = struct.pack(f"<{len(scores)}f", *scores)
+    kinds = {i: b"\x18\x04" for i in specials}  # field 3 (type), varint
+    kinds[unk_id] = b"\x18\x02"
+    normal = b"\x18\x01"
+    one_byte = [bytes((n,)) for n in range(128)]  # varints below 128: nearly every length here
+    out: list[bytes] = []
+    for i, piece in enumerate(pieces):
+        raw = piece.encode()
+        n = len(raw)
+        # field 1 (piece, bytes), field 2 (score, fixed32), field 3 (type)
+        body = b"".join((b"\x0a", one_byte[n] if n < 128 else pw.varint(n), raw, b"\x15", packed[4 * i: 4 * i + 4],
+                         kinds.get(i, normal)))
+        n = len(body)
+        out.append(b"\x0a" + (one_byte[n] if n < 128 else pw.varint(n)) + body)  # ModelProto.pieces (field 1)
+    trainer = pw.int_field(3, 1) + pw.int_field(40, unk_id)  # UNIGRAM, unk_id
     for num in (41, 42, 43):  # bos / eos / pad: -1 = none (ours are ordinary pieces above)
-        trainer += _field(num, 0, _varint((1 << 64) - 1))
-    out += _field(2, 2, trainer)
+        trainer += pw.int_field(num, -1)
+    out.append(pw.str_field(2, trainer))
     # identity normaliser, no dummy prefix, no whitespace handling: tokenizers did all that
-    out += _field(3, 2, _field(1, 2, b"identity") + _field(3, 0, b"\0") + _field(4, 0, b"\0") + _field(5, 0, b"\0"))
-    return bytes(out)
+    out.append(pw.str_field(3, pw.str_field(1, "identity") + b"\x18\x00\x20\x00\x28\x00"))
+    return b"".join(out)
+
+
+def meta_json(precompiled_charsmap: bytes, added: dict[str, int], bos: str, eos: str, max_length: int) -> bytes:
+    """The contents of ``META_FILE``: the normaliser's rules, the added tokens, ``<s>`` / ``</s>``."""
+    meta = {
+        "version": META_VERSION,
+        "precompiled_charsmap": base64.b64encode(precompiled_charsmap).decode("ascii"),
+        "added_tokens": added,
+        "bos": [bos, added[bos]],
+        "eos": [eos, added[eos]],
+        "max_length": max_length,
+    }
+    return json.dumps(meta, ensure_ascii=False).encode("utf-8")
+
+
+def holds_files(folder: Path) -> bool:
+    """Whether ``folder`` holds the lean tokenizer's files (``SPM_FILE``, ``META_FILE``)."""
+    return (folder / SPM_FILE).is_file() and (folder / META_FILE).is_file()
+
+
+def files_dir(model_dir: Path, models_dir: Path) -> Path:
+    """Where the lean tokenizer of the model in ``model_dir`` is: ``model_dir`` itself when it
+    holds the files (memvault's own conversion writes them there), else the folder derived
+    from its ``tokenizer.json`` (``tokenizer_dir``; maybe not built yet). Raises OSError
+    (neither the files nor ``tokenizer.json``)."""
+    if holds_files(model_dir):
+        return model_dir
+    return tokenizer_dir(model_dir / "tokenizer.json", models_dir)
 
 
 def _expect(cond: bool, what: str) -> None:
@@ -142,24 +167,19 @@ def build_files(tokenizer_json: Path, out_dir: Path) -> None:
     single = [next(iter(x.values())) for x in post.get("single", [])]
     _expect(len(single) == 3 and single[1].get("id") == "A", "template is not <s> $A </s>")
     bos, eos = single[0]["id"], single[2]["id"]
-    vocab = [(str(p), float(s)) for p, s in model["vocab"]]
-    index = {p: i for i, (p, _) in enumerate(vocab)}
+    index = {str(p): i for i, (p, _) in enumerate(model["vocab"])}
     added = {t["content"]: t["id"] for t in spec.get("added_tokens", [])}
     _expect(all(t.get("special") and not t.get("normalized") for t in spec.get("added_tokens", [])),
             "added tokens are not all special and unnormalised")
     _expect(all(index.get(c) == i for c, i in added.items()), "added tokens are not in the vocabulary")
     _expect(bos in added and eos in added, "template tokens are not added tokens")
     unk_id = int(model["unk_id"])
-    (out_dir / SPM_FILE).write_bytes(_spm_model(vocab, unk_id, set(added.values()) - {unk_id}))
-    meta = {
-        "version": META_VERSION,
-        "precompiled_charsmap": parts[0]["precompiled_charsmap"],
-        "added_tokens": added,
-        "bos": [bos, added[bos]],
-        "eos": [eos, added[eos]],
-        "max_length": int(((spec.get("truncation") or {}).get("max_length")) or 512),
-    }
-    (out_dir / META_FILE).write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+    pieces = [str(p) for p, _ in model["vocab"]]
+    scores = [float(sc) for _, sc in model["vocab"]]
+    (out_dir / SPM_FILE).write_bytes(spm_model(pieces, scores, unk_id, set(added.values()) - {unk_id}))
+    max_length = int(((spec.get("truncation") or {}).get("max_length")) or 512)
+    charsmap = base64.b64decode(parts[0]["precompiled_charsmap"])
+    (out_dir / META_FILE).write_bytes(meta_json(charsmap, added, bos, eos, max_length))
 
 
 # ------------------------------------------------------------------ the tokenizer
@@ -191,13 +211,20 @@ class LeanTokenizer:
     @classmethod
     def load(cls, folder: Path) -> LeanTokenizer:
         """Load from ``folder`` (``build_files``' output). Raises OSError / ValueError."""
+        return cls.from_bytes((folder / SPM_FILE).read_bytes(), (folder / META_FILE).read_bytes(), str(folder))
+
+    @classmethod
+    def from_bytes(cls, spm: bytes, meta_json: bytes, where: str = "tokenizer") -> LeanTokenizer:
+        """From the contents of ``SPM_FILE`` and ``META_FILE`` (``where``: named in errors).
+        Raises ValueError (not this format)."""
         import sentencepiece
 
-        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
-        if meta.get("version") != META_VERSION:
-            raise ValueError(f"{folder / META_FILE}: version {meta.get('version')}, expected {META_VERSION}")
+        meta = json.loads(meta_json.decode("utf-8"))
+        if not isinstance(meta, dict) or meta.get("version") != META_VERSION:
+            version = meta.get("version") if isinstance(meta, dict) else None
+            raise ValueError(f"{where}: {META_FILE} version {version}, expected {META_VERSION}")
         sp = sentencepiece.SentencePieceProcessor()
-        sp.LoadFromSerializedProto((folder / SPM_FILE).read_bytes())
+        sp.LoadFromSerializedProto(spm)
         return cls(sp, meta)
 
     def ids(self, text: str) -> list[int]:

