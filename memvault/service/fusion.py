@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memvault.config import RankingSettings
+from memvault.embedding.embedder import Embedder
 from memvault.policy.fusion import (
     calibrated_relevance,
     convex_fuse,
@@ -23,11 +24,20 @@ from memvault.policy.fusion import (
     store_language_gap,
 )
 from memvault.policy.keywords import keyword_term_set
-from memvault.policy.language import CJK, OTHER, cjk_weight, judged_terms, script_class, terms_weight
-from memvault.service.centroids import language_centroids
+from memvault.policy.language import (
+    CJK,
+    OTHER,
+    cjk_weight,
+    judged_terms,
+    passage_cjk_weight,
+    passage_script,
+    script_class,
+    terms_weight,
+)
+from memvault.service.centroids import language_centroids, language_positions
 from memvault.service.indexing import embed_query, keyword_vector
 from memvault.service.runtime import Runtime
-from memvault.storage.vectors.base import VectorFilter
+from memvault.storage.vectors.base import VectorFilter, VectorIndex, canonical_id
 
 
 @dataclass(frozen=True)
@@ -97,9 +107,48 @@ class FusionInputs:
     query_script: str
 
 
-def fusion_inputs(ch: Channels, texts: Mapping[str, str]) -> FusionInputs:
+def mixed_ids(ch: Channels, texts: Mapping[str, str]) -> list[str]:
+    """The dense candidates of ``ch`` whose text in ``texts`` mixes CJK characters with words
+    of another language (``policy.language.cjk_weight`` strictly between 0 and 1): the ones
+    whose language the correction reads from the model (``policy.language.passage_cjk_weight``).
+    Empty when language neutrality is off (``ch.query_dots`` empty)."""
+    if not ch.query_dots:
+        return []
+    return [i for i in ch.dense if i in texts and 0.0 < cjk_weight(texts[i]) < 1.0]
+
+
+def stored_positions(emb: Embedder, vectors: VectorIndex, collection: str, ids: list[str]) -> dict[str, float]:
+    """``service.centroids.language_positions`` of the stored items ``ids`` of ``collection``
+    (their own point's dense vector, read from the index; ids without a point are left out).
+    Blocking: call from a worker thread."""
+    if not ids:
+        return {}
+    by_point = {canonical_id(i): i for i in ids}
+    points = vectors.retrieve(collection, list(by_point))
+    found = {by_point[p]: pt.dense for p, pt in points.items() if p in by_point and pt.dense}
+    return language_positions(found, language_centroids(emb))
+
+
+async def score_texts(rt: Runtime, collection: str, ch: Channels, texts: Mapping[str, str],
+                      r: RankingSettings) -> dict[str, Scored]:
+    """``score_candidates`` of ``ch`` over ``texts``, with the model's language positions of the
+    candidates that mix two languages read from ``collection`` first (one worker-thread call)."""
+    emb, vectors = await rt.ready()
+
+    def work() -> dict[str, Scored]:
+        positions = stored_positions(emb, vectors, collection, mixed_ids(ch, texts))
+        return score_candidates(ch, texts, r, positions)
+
+    return await rt.run_sync(work)
+
+
+def fusion_inputs(ch: Channels, texts: Mapping[str, str],
+                  positions: Mapping[str, float] | None = None) -> FusionInputs:
     """``FusionInputs`` of the candidates of ``ch`` found in ``texts`` (pure; the keyword
-    analysis of the texts is memoised by ``keyword_term_set``)."""
+    analysis of the texts is memoised by ``keyword_term_set``). ``positions``: where the
+    model places candidates that mix two languages (``stored_positions``); the language
+    correction reads their CJK weight from it (``policy.language.passage_cjk_weight``)."""
+    where = positions or {}
     ids = [i for i in ch.ids() if i in texts]
     qlang = script_class(ch.query)
     qmix = cjk_weight(ch.query)
@@ -107,15 +156,15 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str]) -> FusionInputs:
     by_lang: dict[str, list[float]] = {CJK: [], OTHER: []}
     for i, cos in ch.dense.items():
         if i in texts:
-            by_lang[script_class(texts[i])].append(cos)
+            by_lang[passage_script(texts[i], where.get(i))].append(cos)
     gap = store_language_gap(by_lang[CJK], by_lang[OTHER])
     dense: dict[str, float] = {}
     coverage: dict[str, float] = {}
     unjudged: dict[str, float] = {}
     for i in ids:
-        plang = script_class(texts[i])
+        plang = passage_script(texts[i], where.get(i))
         if i in ch.dense:
-            dense[i] = ch.dense[i] - language_shift(ch.query_dots, qmix, cjk_weight(texts[i]), gap)
+            dense[i] = ch.dense[i] - language_shift(ch.query_dots, qmix, passage_cjk_weight(texts[i], where.get(i)), gap)
         if not qterms:
             continue
         dterms = keyword_term_set(texts[i])
@@ -136,15 +185,17 @@ def scored(f: FusionInputs, fused: Mapping[str, float], ch: Channels) -> dict[st
                       similarity=ch.dense.get(i)) for i, s in fused.items()}
 
 
-def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings) -> dict[str, Scored]:
+def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings,
+                     positions: Mapping[str, float] | None = None) -> dict[str, Scored]:
     """Fused and calibrated scores of the candidates of ``ch`` that have a text in ``texts``
     (the others, e.g. rows gone since, are left out), best first by ``score``: convex fusion
     (``policy.fusion.convex_fuse``) with keyword coverage over the terms each candidate can
     be judged by and the cross-language stand-in for the rest.
 
-    Blocking (keyword analysis of the candidates' texts): call from a worker thread.
+    ``positions``: see ``fusion_inputs``. Blocking (keyword analysis of the candidates'
+    texts): call from a worker thread.
     """
-    f = fusion_inputs(ch, texts)
+    f = fusion_inputs(ch, texts, positions)
     fused = convex_fuse(f.dense, f.keyword, dense_weight=r.fusion_dense_weight, coverage=f.coverage,
                         unjudged=f.unjudged)
     return scored(f, fused, ch)
