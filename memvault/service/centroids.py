@@ -21,7 +21,7 @@ import numpy as np
 
 from memvault.policy.language import CJK, OTHER
 
-__all__ = ["PARALLEL_SENTENCES", "language_centroids", "language_positions"]
+__all__ = ["PARALLEL_SENTENCES", "language_centroids", "language_positions", "language_neutral_query"]
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +169,28 @@ def language_positions(vectors: dict[str, list[float]], centroids: dict[str, np.
     mat = np.asarray([vectors[i] for i in ids], dtype=np.float32)
     proj = (mat @ axis - lo) / (hi - lo)
     return {i: float(x) for i, x in zip(ids, proj, strict=True)}
+
+
+def language_neutral_query(query: np.ndarray, centroids: dict[str, np.ndarray]) -> np.ndarray | None:
+    """A query vector whose dot product with a passage ranks passages as if language did not
+    count: ``q - (q . axis) / (hi - lo) * axis`` with ``axis`` the Chinese centroid minus the
+    English one and ``lo`` / ``hi`` their projections on it (see :func:`language_positions`).
+
+    Why: the dense channel's first search ranks by raw cosine, and e5 scores any passage in
+    the query's language above any in the other (the language part of a cosine is about
+    ``position * (q . c_cjk) + (1 - position) * (q . c_other)``); in a store holding more
+    memories in the query's language than the channel returns, a memory in the other
+    language never becomes a candidate, however well it answers. Subtracting that part,
+    linear in the passage's position, is a dot product with this vector. None when either
+    centroid is missing."""
+    if CJK not in centroids or OTHER not in centroids:
+        return None
+    axis = centroids[CJK] - centroids[OTHER]
+    lo, hi = float(np.dot(centroids[OTHER], axis)), float(np.dot(centroids[CJK], axis))
+    if hi - lo <= 1e-9:
+        return None
+    q = np.asarray(query, dtype=np.float32)
+    return q - (float(np.dot(q, axis)) / (hi - lo)) * axis
 
 
 def _probe(embedder) -> np.ndarray:

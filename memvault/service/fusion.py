@@ -34,7 +34,7 @@ from memvault.policy.language import (
     script_class,
     terms_weight,
 )
-from memvault.service.centroids import language_centroids, language_positions
+from memvault.service.centroids import language_centroids, language_neutral_query, language_positions
 from memvault.service.indexing import embed_query, keyword_vector
 from memvault.service.runtime import Runtime
 from memvault.storage.vectors.base import VectorFilter, VectorIndex, canonical_id
@@ -43,7 +43,7 @@ from memvault.storage.vectors.base import VectorFilter, VectorIndex, canonical_i
 @dataclass(frozen=True)
 class Channels:
     """What each channel found for one query: ``dense`` cosine and ``keyword`` score by item id
-    (each best first, at most n), and ``query_dots``: the query embedding's dot product with
+    (each best first; see ``search_channels`` for how many), and ``query_dots``: the query embedding's dot product with
     each language's mean passage embedding (empty when language neutrality is off)."""
 
     query: str
@@ -69,21 +69,41 @@ class Scored:
 
 async def search_channels(rt: Runtime, collection: str, query: str, flt: VectorFilter, n: int,
                           *, language_neutral: bool | None = None) -> Channels:
-    """Dense and keyword candidates of ``query`` (``n`` per channel, filtered in the engine by ``flt``)."""
+    """Dense and keyword candidates of ``query`` (``n`` per channel and, with language
+    neutrality on, up to ``n`` more dense ones found regardless of language: see
+    ``dense_candidates``), filtered in the engine by ``flt``."""
     emb, vectors = await rt.ready()
     neutral = rt.settings.ranking.language_neutral if language_neutral is None else language_neutral
     qvec = await embed_query(rt, query)
-    dense_hits = await rt.run_sync(vectors.search_dense, collection, qvec.tolist(), flt, n)
+    centroids = await rt.run_sync(language_centroids, emb) if neutral else {}
+    dense = await rt.run_sync(dense_candidates, vectors, collection, qvec, flt, n, centroids)
     sparse = await rt.run_sync(lambda: keyword_vector(query, query=True))
     sparse_hits = []
     if sparse.indices:
         sparse_hits = await rt.run_sync(vectors.search_sparse, collection, sparse, flt, n)
-    dots: dict[str, float] = {}
-    if neutral:
-        centroids = await rt.run_sync(language_centroids, emb)
-        dots = {lang: float(np.dot(c, qvec)) for lang, c in centroids.items()}
-    return Channels(query=query, dense={h.id: h.score for h in dense_hits},
-                    keyword={h.id: h.score for h in sparse_hits}, query_dots=dots)
+    dots = {lang: float(np.dot(c, qvec)) for lang, c in centroids.items()}
+    return Channels(query=query, dense=dense, keyword={h.id: h.score for h in sparse_hits}, query_dots=dots)
+
+
+def dense_candidates(vectors: VectorIndex, collection: str, qvec: np.ndarray, flt: VectorFilter, n: int,
+                     centroids: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """Item id -> cosine to ``qvec`` (of the item's best point), best first: the top ``n`` by
+    cosine, and, given the language ``centroids``, the top ``n`` by the language-neutral
+    query (``service.centroids.language_neutral_query``) that the first search missed, their
+    cosine computed from their own point's stored vector (an item's first window). Without
+    the second search a store with more than ``n`` memories in the question's language
+    never offers one in the other language. Blocking: call from a worker thread."""
+    hits = {h.id: h.score for h in vectors.search_dense(collection, qvec.tolist(), flt, n)}
+    neutral_q = language_neutral_query(qvec, dict(centroids)) if centroids else None
+    if neutral_q is None:
+        return hits
+    missed = [h.id for h in vectors.search_dense(collection, neutral_q.tolist(), flt, n) if h.id not in hits]
+    if missed:
+        by_point = {canonical_id(i): i for i in missed}
+        for p, pt in vectors.retrieve(collection, list(by_point)).items():
+            if p in by_point and len(pt.dense) == len(qvec):
+                hits[by_point[p]] = float(np.dot(np.asarray(pt.dense, dtype=np.float32), qvec))
+    return dict(sorted(hits.items(), key=lambda kv: -kv[1]))
 
 
 @dataclass(frozen=True)
