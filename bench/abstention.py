@@ -38,6 +38,7 @@ K = 5
 async def ranked_relevance(item: dict, model_cache: Path) -> dict[str, Any]:
     """Store one question's haystack; return its ranked turns with relevance and its gold."""
     from bench.mv import PROJECT, USER, open_runtime, remember_turns
+    from memvault.service.fusion import CANDIDATES
     from memvault.service.recall import rank
 
     docs, gold_t, gold_s = corpus(item)
@@ -46,7 +47,7 @@ async def ranked_relevance(item: dict, model_cache: Path) -> dict[str, Any]:
         rt = await open_runtime(Path(tmp) / "data", model_cache)
         try:
             mem_turns = await remember_turns(rt, ((tid, text, when) for tid, _, text, when in docs))
-            ranked = await rank(rt, USER, [PROJECT], item["question"], limit=rt.settings.ranking.candidates)
+            ranked = await rank(rt, USER, [PROJECT], item["question"], limit=CANDIDATES)
         finally:
             await rt.close()
     return {"id": item["question_id"], "type": item["question_type"],

@@ -36,7 +36,7 @@ import json
 import pickle
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ import anyio
 
 from bench import calibration
 from bench.common import DEFAULT_MODEL_CACHE, md_table, write_result
+from bench.ranking import Ranking, score_with
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "tests" / "data" / "bilingual_probe.tsv"
@@ -51,7 +52,7 @@ DOC_CASES = ROOT / "tests" / "data" / "bilingual_docs.json"
 STORED = 100  # facts 0..99 are stored (A even, B odd); the rest are asked but never stored
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
-# name -> RankingSettings overrides (one option per dense weight, and without the language
+# name -> bench.ranking.Ranking overrides (one option per dense weight, and without the language
 # correction; the other mechanisms are switched off one at a time by bench.fusion_compare)
 OPTIONS: dict[str, dict[str, Any]] = {
     "convex 0.4 (default)": {},
@@ -128,7 +129,7 @@ async def capture_store(facts: list[Fact], zh_parity: int, model_cache: Path, tm
         rows = {r.id: r for r in await rt.facts.get(list(ids.values()))}
         beside = await rt.facts.written_beside(list(ids.values()), rt.clock.now())
         out: list[Asked] = []
-        n = rt.settings.ranking.candidates
+        n = Ranking().candidates
         for i, f in enumerate(facts):
             for qlang, q in (("en", f.q_en), ("zh", f.q_zh)):
                 flt = scope_filter(USER, [PROJECT], rt.clock.now())
@@ -149,12 +150,11 @@ def order(asked: Asked, option: str, rk) -> list[tuple[str, float]]:
     from bench.fusion_compare import text_positions
     from memvault.policy.neighbours import conversation_neighbours, final_scores_with_neighbours
     from memvault.policy.ranking import final_score
-    from memvault.service.fusion import score_candidates
     from memvault.service.recall import LIKELY_ANSWER
 
-    r = rk.model_copy(update=OPTIONS[option])
+    r = replace(rk, **OPTIONS[option])
     ch = asked.channels if r.language_neutral else replace(asked.channels, query_dots={})
-    scored = score_candidates(ch, asked.texts, r, text_positions(ch, asked.texts))
+    scored = score_with(ch, asked.texts, r.fusion_dense_weight, text_positions(ch, asked.texts))
     # the probe's memories are stored at one time: one conversation, in the probe's order
     near = conversation_neighbours(asked.beside, dict.fromkeys(asked.texts, 0.0),
                                    {i: len(t) for i, t in asked.texts.items()})
@@ -206,13 +206,11 @@ def calibration_rows(asked: list[Asked], rk, option: str = DEFAULT_OPTION, top: 
     is the answer) for the ``top`` best-ranked candidates of every question (what a reply
     could show) under ``option``; gap = corrected cosine minus the query's
     ``dense_background`` (``service.fusion.fusion_inputs``, as recall computes them)."""
-    from dataclasses import replace
-
     from bench.fusion_compare import text_positions
     from memvault.policy.fusion import dense_background
     from memvault.service.fusion import fusion_inputs
 
-    r = rk.model_copy(update=OPTIONS[option])
+    r = replace(rk, **OPTIONS[option])
     out = []
     for a in asked:
         ch = a.channels if r.language_neutral else replace(a.channels, query_dots={})
@@ -255,11 +253,10 @@ async def doc_cases(model_cache: Path, tmp: Path) -> list[dict[str, Any]]:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Capture both stores, score every option, run the document cases; print and write the results."""
-    from memvault.config import RankingSettings
 
     t0 = time.perf_counter()
     facts = load_probe()
-    rk = RankingSettings()
+    rk = Ranking()
     with tempfile.TemporaryDirectory(prefix="memvault-bilingual-") as tmp:
         if args.capture is not None and args.capture.is_file():
             asked = pickle.loads(args.capture.read_bytes())  # noqa: ASYNC240 - one step at a time

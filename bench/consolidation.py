@@ -29,6 +29,8 @@ import argparse
 import itertools
 import json
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +38,7 @@ from typing import Any
 import anyio
 
 from bench.common import DEFAULT_MODEL_CACHE, md_table, write_result
-from memvault.policy.consolidation import fold, restates
+from memvault.policy.consolidation import MIN_COSINE, fold, restates
 from memvault.service.consolidate import MAX_LIMIT, ConsolidateArgs, consolidate
 from memvault.service.models import Scope
 from memvault.service.remember import RememberArgs, remember
@@ -87,7 +89,8 @@ async def measure_store(rt: Runtime, data: LabelledSet) -> dict[str, Any]:
         res = await remember(rt, SCOPE, RememberArgs(content=text, kind="fact", force=True, importance=0.6))
         assert res.id is not None, res.reason
         ids[text] = res.id
-    res = await consolidate(rt, SCOPE, ConsolidateArgs(dry_run=True, limit=MAX_LIMIT), actor="bench")
+    with whole_replies():
+        res = await consolidate(rt, SCOPE, ConsolidateArgs(dry_run=True, limit=MAX_LIMIT), actor="bench")
     assert not res.truncated, "raise REPLY_BUDGET or split the set: proposals were left out"
     group = {mid: n for n, p in enumerate(res.proposals) for mid in p.member_ids}
 
@@ -105,7 +108,7 @@ async def measure_store(rt: Runtime, data: LabelledSet) -> dict[str, Any]:
     return {"cluster_pairs": len(pairs), "cluster_pairs_merged": merged, "pair_recall": merged / len(pairs),
             "distinct_pairs": len(data.distinct), "distinct_merged": len(distinct), "distinct_merged_pairs": distinct,
             "cross_cluster_merged": len(cross), "cross_cluster_pairs": cross, "proposals": len(res.proposals),
-            "memories": res.scanned, "floor": rt.settings.policies.consolidate_min_cosine}
+            "memories": res.scanned, "floor": MIN_COSINE}
 
 
 async def measure_band(rt: Runtime, data: LabelledSet, floors: tuple[float, ...] = FLOORS) -> list[dict[str, Any]]:
@@ -127,11 +130,25 @@ async def measure_band(rt: Runtime, data: LabelledSet, floors: tuple[float, ...]
     return out
 
 
+@contextmanager
+def whole_replies() -> Iterator[None]:
+    """Within the block, consolidate's replies hold every proposal: its reply budget
+    (``service.consolidate.REPLY_BUDGET_CHARS``) is ``REPLY_BUDGET``; restored after."""
+    import memvault.service.consolidate as consolidate_module
+
+    before = consolidate_module.REPLY_BUDGET_CHARS
+    consolidate_module.REPLY_BUDGET_CHARS = REPLY_BUDGET
+    try:
+        yield
+    finally:
+        consolidate_module.REPLY_BUDGET_CHARS = before
+
+
 async def open_measuring_runtime(data_dir: Path, model_cache: Path, **kw: Any) -> Runtime:
-    """A loaded Runtime on ``data_dir`` whose replies hold every proposal (``REPLY_BUDGET``)."""
+    """A loaded Runtime on ``data_dir`` (``measure_store`` runs consolidate on it with ``whole_replies``)."""
     from memvault.config import Settings
 
-    settings = Settings(data_dir=data_dir, model_cache_dir=model_cache, reply_budget_chars=REPLY_BUDGET)
+    settings = Settings(data_dir=data_dir, model_cache_dir=model_cache)
     rt = await Runtime.open(settings, **kw)
     await rt.load()
     await rt.ready()

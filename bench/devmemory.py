@@ -33,12 +33,14 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from bench.common import DEFAULT_MODEL_CACHE, REPO, md_table, write_result
+from bench.ranking import Ranking
 
 SET_DIR = REPO / "tests" / "data" / "devmemory"
 SET_NAMES = ("dev", "guard", "holdout")
@@ -126,7 +128,7 @@ def score(qs: list[Any], variant: Any, r: Any) -> dict[str, Any]:
     first_rel: dict[str, dict[bool, list[float]]] = defaultdict(lambda: defaultdict(list))
     for q in qs:
         ids = order_memories(q, variant, r)
-        scored = variant(q.channels, q.texts, r.model_copy(update=getattr(variant, "ranking_over", {})), q)
+        scored = variant(q.channels, q.texts, replace(r, **getattr(variant, "ranking_over", {})), q)
         rel = scored[ids[0]].relevance if ids else 0.0
         first_rel[q.gold["lang"]][bool(q.gold["gold"])].append(rel)
         orders = {"memvault": dedupe([s for i in ids for s in q.expand[i]]), "dense": q.gold["dense"],
@@ -163,13 +165,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     import os
 
     from bench.fusion_compare import DEFAULT, VARIANTS
-    from memvault.config import RankingSettings
 
     t0 = time.perf_counter()
     results = {}
     for name in args.sets:
         qs = await capture(name, args.model_cache)
-        results[name] = score(qs, VARIANTS[DEFAULT], RankingSettings())
+        results[name] = score(qs, VARIANTS[DEFAULT], Ranking())
         print(tables(name, results[name]), flush=True)
     payload = {"protocol": __doc__.strip(), "results": results, "loadavg": os.getloadavg(),
                "elapsed_s": round(time.perf_counter() - t0, 1)}

@@ -44,6 +44,7 @@ from typing import Any
 import anyio
 
 from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result
+from bench.ranking import Ranking, score_with
 
 SETS = ("locomo", "lme", "scifact", "cmrc", "bilingual", "devmem-dev", "devmem-guard", "devmem-holdout")
 
@@ -95,10 +96,9 @@ async def _capture_memories(rt, query: str) -> tuple[Any, dict[str, str], dict[s
     from memvault.service.recall import written_around
     from memvault.service.runtime import MEMORY_COLLECTION
 
-    r = rt.settings.ranking
     now = rt.clock.now()
     flt = scope_filter(USER, [PROJECT], now)
-    ch = await search_channels(rt, MEMORY_COLLECTION, query, flt, max(r.candidates, 100))
+    ch = await search_channels(rt, MEMORY_COLLECTION, query, flt, max(Ranking().candidates, 100))
     rows = {m.id: m for m in await rt.facts.get(ch.ids())}
     alive = {i: row for i, row in rows.items()
              if row.status == "active" and (row.expires_at is None or row.expires_at > now)}
@@ -111,7 +111,7 @@ async def _check_memory_order(rt, q: Question, limit: int) -> None:
     from bench.mv import search
 
     want = await search(rt, q.channels.query, limit)
-    got = order_memories(q, VARIANTS[DEFAULT], rt.settings.ranking)[:limit]
+    got = order_memories(q, VARIANTS[DEFAULT], Ranking())[:limit]
     if want != got:
         raise AssertionError(f"{q.set} {q.qid}: re-scored default order differs from recall.rank")
 
@@ -198,7 +198,7 @@ async def capture_beir(args, name: str, folder_name: str) -> list[Question]:
             async with DocStore.connect(rt.settings.db_path) as store:
                 for n, qid in enumerate(bs.qids):
                     qtext = bs.queries[qid]
-                    ch = await search_channels(rt, DOCS_COLLECTION, qtext, flt, max(rt.settings.ranking.candidates,
+                    ch = await search_channels(rt, DOCS_COLLECTION, qtext, flt, max(Ranking().candidates,
                                                                                    beir.DEPTH))
                     rows = await store.chunks(ch.ids())
                     live = {c: r for c, r in rows.items() if r.file is not None}
@@ -208,7 +208,7 @@ async def capture_beir(args, name: str, folder_name: str) -> list[Question]:
                     if n % 10 == 0:
                         hits = await rank_chunks(rt, [beir.PROJECT], qtext, limit=beir.DEPTH, collection=bs.name)
                         want = [row.file.path for row, _ in hits if row.file is not None]
-                        if want != order_docs(q, VARIANTS[DEFAULT], rt.settings.ranking):
+                        if want != order_docs(q, VARIANTS[DEFAULT], Ranking()):
                             raise AssertionError(f"{name} {qid}: re-scored default order differs from rank_chunks")
                     out.append(q)
         finally:
@@ -234,7 +234,7 @@ async def capture_bilingual(args) -> list[Question]:
 
 
 # --------------------------------------------------------------------------------------
-# variants: (Channels, texts, RankingSettings, Question) -> {id: Scored}, best first
+# variants: (Channels, texts, Ranking, Question) -> {id: Scored}, best first
 
 
 Variant = Callable[[Any, Mapping[str, str], Any, Question], dict]
@@ -266,13 +266,12 @@ def text_positions(ch: Any, texts: Mapping[str, str]) -> dict[str, float]:
 
 
 def v_shipped(**over) -> Variant:
-    """``service.fusion.score_candidates`` with RankingSettings overrides (``order_memories``
+    """``service.fusion.score_candidates`` with ``bench.ranking.Ranking`` overrides (``order_memories``
     applies them too: e.g. ``neighbour_lift``)."""
     def f(ch, texts, r, q):
-        from memvault.service.fusion import score_candidates
-        rr = r.model_copy(update=over) if over else r
+        rr = replace(r, **over)
         c = ch if rr.language_neutral else replace(ch, query_dots={})
-        return score_candidates(c, texts, rr, text_positions(c, texts))
+        return score_with(c, texts, rr.fusion_dense_weight, text_positions(c, texts))
     f.ranking_over = over  # type: ignore[attr-defined]
     return f
 
@@ -325,7 +324,7 @@ VARIANTS: dict[str, Variant] = {
 
 def order_memories(q: Question, variant: Variant, r) -> list[str]:
     """Candidate ids best first, as ``recall.rank`` orders them (``r`` with the variant's own
-    RankingSettings overrides, if it has any)."""
+    ``Ranking`` overrides, if it has any)."""
     from memvault.policy.neighbours import (
         NEIGHBOUR_MAX_CHARS,
         NEIGHBOUR_REACH,
@@ -336,7 +335,7 @@ def order_memories(q: Question, variant: Variant, r) -> list[str]:
     from memvault.policy.time_expressions import time_boosted, time_spans
     from memvault.service.recall import LIKELY_ANSWER
 
-    r = r.model_copy(update=getattr(variant, "ranking_over", {}))
+    r = replace(r, **getattr(variant, "ranking_over", {}))
     scored = variant(q.channels, q.texts, r, q)
     near = conversation_neighbours(q.beside, {i: m[1] for i, m in q.meta.items()},
                                    {i: len(t) for i, t in q.texts.items()},
@@ -457,7 +456,7 @@ async def weak_keyword_cases(model_cache: Path, variants: Mapping[str, Variant])
         tmp = Path(tmp_s)
         rt = await open_runtime(tmp / "docs", model_cache)
         try:
-            r = rt.settings.ranking
+            r = Ranking()
             for n, case in enumerate(cases):
                 folder = tmp / f"case{n}"
                 for rel, text in case["files"].items():
@@ -487,12 +486,12 @@ async def weak_keyword_cases(model_cache: Path, variants: Mapping[str, Variant])
             rows = {m.id: m for m in await rt.facts.get(list(ids.values()))}
             query = "How often is the production database backed up?"
             flt = scope_filter(USER, [PROJECT], rt.clock.now())
-            ch = await search_channels(rt, MEMORY_COLLECTION, query, flt, rt.settings.ranking.candidates)
+            ch = await search_channels(rt, MEMORY_COLLECTION, query, flt, Ranking().candidates)
             texts = {c: rows[c].content for c in ch.ids() if c in rows}
             meta = {c: (rows[c].importance, rows[c].created_at, rows[c].last_accessed_at) for c in texts}
             q = Question("recall", "backed", ch, texts, meta, rt.clock.now(), {})
             for name, var in variants.items():
-                out[name]["recall_backed_up"] = order_memories(q, var, rt.settings.ranking)[0] == ids[0]
+                out[name]["recall_backed_up"] = order_memories(q, var, Ranking())[0] == ids[0]
         finally:
             await rt.close()
     return out
@@ -529,10 +528,8 @@ async def capture(args) -> dict[str, list[Question]]:
 def evaluate(caps: dict[str, list[Question]], variants: Mapping[str, Variant], lme_limits=(8, 16)) -> dict:
     """Every metric of every set for every variant."""
     from bench import devmemory
-    from memvault.config import RankingSettings
-
     # the variants measured before the neighbour lift are scored without it, as they were
-    r = RankingSettings(neighbour_lift=0.0)
+    r = Ranking(neighbour_lift=0.0)
     res: dict[str, dict[str, Any]] = {}
     for name, var in variants.items():
         row: dict[str, Any] = {}

@@ -4,7 +4,7 @@ Indexes a copy of packages of the running interpreter's standard library (defaul
 logging, email, http, asyncio; ``--packages`` to choose) with memvault's own ``index_docs`` path
 (``Runtime`` + ``index_docs``, what ``memvault index`` runs) into a fresh data dir, then
 embeds the very chunks it stored (the text each chunk is embedded with) through
-memvault's embedder in a plain loop: length-sorted, ``embed_batch_size`` texts a call.
+memvault's embedder in a plain loop: length-sorted, ``EMBED_BATCH_SIZE`` texts a call.
 Each side runs in a child process of its own, so that its peak RSS and CPU are its own.
 
 Reported per side: files, chunks, wall seconds of the work (model loading excluded),

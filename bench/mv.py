@@ -26,7 +26,7 @@ from memvault.service.models import RememberResult, Scope
 from memvault.service.recall import rank
 from memvault.service.remember import RememberArgs, remember
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime, default_embedder
-from memvault.storage.facts import MemoryRow
+from memvault.storage.memories import MemoryRow
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,9 @@
 Fills a temp store with ``--memories`` synthetic sentences (``bench.mv.bulk_load``), or
 copies a filled one (``--store DIR``: a memvault data dir, or an entry of ``bench.speed
 --fill-cache``, whose ``store/`` is used; a store holding no memory is refused),
-then times each stage of ``recall.rank`` separately over ``--queries`` rounds, the
+then times each stage of ``recall.rank`` separately over ``--queries`` rounds (and an empty
+hand-off to a worker thread and to SQLite's thread: what each await of the path costs besides
+its work), the
 access-statistics write alone, the whole ``recall`` handler (rank + reply bounding +
 access statistics), and what the MCP SDK does with the reply (the structured dump and
 the indented JSON text copy of ``convert_result``; its client's check of the structured
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 import pydantic_core
 
 from bench import synth
@@ -37,6 +40,8 @@ from bench.common import DEFAULT_MODEL_CACHE, md_table
 from bench.mv import PROJECT, SCOPE, USER, bulk_load, open_runtime
 from memvault.embedding.embedder import Embedder
 from memvault.policy.neighbours import NEIGHBOUR_SOURCES
+from memvault.service.centroids import language_centroids
+from memvault.service.fusion import Channels, score_candidates
 from memvault.service.indexing import embed_query, keyword_vector, scope_filter
 from memvault.service.models import RecallResult
 from memvault.service.recall import RecallArgs, rank, recall, written_around
@@ -117,7 +122,9 @@ class ModelClock:
                                "the breakdown must ask questions never asked before in this process")
 
 
-STAGES = ("query embedding (model)", "dense search", "keyword search", "SQLite fetch", "conversation neighbours",
+STAGES = ("thread hand-off (empty)", "SQLite round trip (empty)",
+          "query embedding (model)", "dense search", "keyword search", "SQLite fetch", "candidate scoring",
+          "conversation neighbours",
           "rank total", "rank: model", "rank: non-model", "access-stats write",
           "recall handler total", "recall handler: model", "recall handler: non-model",
           "reply: structured dump", "reply: text copy", "client: output-schema check")
@@ -174,6 +181,10 @@ async def breakdown(rt: Runtime, questions: synth.Questions, calls: int, *,
     with ModelClock(emb) as model:
         for _ in range(calls):
             q_parts, q_rank, q_handler = questions.take(3)
+            with st("thread hand-off (empty)"):
+                await rt.run_sync(lambda: None)
+            with st("SQLite round trip (empty)"):
+                await rt.facts.database.fetchall("SELECT 1")
             with st("query embedding (model)"):
                 qv = await embed_query(rt, q_parts)
             flt = scope_filter(USER, [PROJECT], rt.clock.now())
@@ -183,7 +194,11 @@ async def breakdown(rt: Runtime, questions: synth.Questions, calls: int, *,
                 sparse = await rt.run_sync(vec.search_sparse, MEMORY_COLLECTION,
                                            keyword_vector(q_parts, query=True), flt, 100)
             with st("SQLite fetch"):
-                await rt.facts.get({h.id for h in dense} | {h.id for h in sparse})
+                rows = await rt.facts.get({h.id for h in dense} | {h.id for h in sparse})
+            channels = Channels(q_parts, {h.id: h.score for h in dense}, {h.id: h.score for h in sparse},
+                                {lang: float(np.dot(c, qv)) for lang, c in language_centroids(emb).items()})
+            with st("candidate scoring"):  # texts mostly not analysed before in this process
+                await rt.run_sync(score_candidates, channels, {r.id: r.content for r in rows}, rt.settings.ranking)
             with st("conversation neighbours"):
                 await written_around(rt, [h.id for h in dense[:NEIGHBOUR_SOURCES]], rt.clock.now())
             model.take()

@@ -31,12 +31,13 @@ import anyio
 from bench import synth
 from bench.common import DEFAULT_MODEL_CACHE, md_table
 from bench.mv import PROJECT, SCOPE, USER, bulk_load, open_runtime
+from memvault.policy.dedup import DEDUP_THRESHOLD
 from memvault.policy.text import content_hash, validate_content
 from memvault.service import validation as v
 from memvault.service.indexing import embed_memories, index_rows, scope_filter
 from memvault.service.remember import RememberArgs, _screen, remember
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
-from memvault.storage.facts import MemoryRow
+from memvault.storage.memories import MemoryRow
 
 STAGES = ("validation", "secret scan + importance", "exact-duplicate lookup", "embedding",
           "near-duplicate search", "SQLite insert + history", "vector upsert", "capacity check (count bound)",
@@ -67,7 +68,7 @@ async def _parts(rt: Runtime, text: str, t: dict[str, list[float]]) -> None:
     t0 = time.perf_counter()
     flt = scope_filter(USER, [PROJECT], now, kinds=[kind], shared_only=True)
     hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, windows[0].tolist(), flt, 3)
-    await rt.facts.get({h.id for h in hits if h.score >= s.policies.dedup_threshold})
+    await rt.facts.get({h.id for h in hits if h.score >= DEDUP_THRESHOLD})
     t["near-duplicate search"].append(time.perf_counter() - t0)
     row = MemoryRow(id=str(uuid.uuid4()), user_id=USER, project=PROJECT, kind=kind, key=key, content=content,
                     tags=tags, importance=round(scored.value, 3), source="bench", created_at=now, updated_at=now,

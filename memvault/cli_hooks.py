@@ -50,6 +50,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from memvault import defaults
+
 CONTEXT_DEADLINE_S = 3.0
 """Longest a context hook runs before it gives up silently, seconds (Claude Code waits up to its ``timeout``)."""
 OWNER_TIMEOUT_S = 1.0
@@ -78,8 +80,6 @@ REMEMBER_SOURCE = "prompt hook"
 """The ``source`` of a memory stored by the prompt hook."""
 BACKUP_SUFFIX = ".memvault-backup"
 
-_DEFAULT_USER = "local"
-_DEFAULT_HALF_LIFE_DAYS = 30.0
 
 
 # --------------------------------------------------------------------------- settings without pydantic
@@ -89,41 +89,32 @@ class HookSettings:
 
     ``data_dir``: ``--data-dir`` / ``MEMVAULT_DATA_DIR`` / the platform's data folder;
     ``user_id``: ``--user`` / ``MEMVAULT_USER_ID`` / ``local``; ``project``: ``--project`` /
-    ``MEMVAULT_PROJECT`` / None; ``clock_offset_s`` and ``half_life_days`` from their
-    variables. Raises ValueError for a value that is not a number where one is needed.
-    (A plain class: ``dataclasses`` imports ``inspect``, tens of milliseconds of a hook's start.)
+    ``MEMVAULT_PROJECT`` / None. The defaults are those of ``memvault.defaults``, which
+    ``memvault.config`` reads too. (A plain class: ``dataclasses`` imports ``inspect``, tens of
+    milliseconds of a hook's start.)
     """
 
-    def __init__(self, *, data_dir: Path, user_id: str, project: str | None, clock_offset_s: float,
-                 half_life_days: float) -> None:
+    def __init__(self, *, data_dir: Path, user_id: str, project: str | None) -> None:
         self.data_dir = data_dir
         self.user_id = user_id
         self.project = project
-        self.clock_offset_s = clock_offset_s
-        self.half_life_days = half_life_days
 
     @property
     def db_path(self) -> Path:
         """The SQLite file (as ``Settings.db_path``)."""
-        return self.data_dir / "memvault.db"
+        return self.data_dir / defaults.DB_FILE
 
     @classmethod
     def read(cls, args: argparse.Namespace, environ: dict[str, str] | None = None) -> HookSettings:
         """From the command's flags and the environment (variable names are case-insensitive, as for pydantic-settings)."""
-        env = {k.upper(): v for k, v in (os.environ if environ is None else environ).items()
-               if k.upper().startswith("MEMVAULT_")}
+        env = defaults.memvault_environ(dict(os.environ) if environ is None else environ)
         data_dir = getattr(args, "data_dir", None) or env.get("MEMVAULT_DATA_DIR")
-        if not data_dir:
-            import platformdirs
-
-            data_dir = platformdirs.user_data_dir("memvault", appauthor=False)
-        user = getattr(args, "user", None) or env.get("MEMVAULT_USER_ID") or _DEFAULT_USER
+        user = getattr(args, "user", None) or env.get("MEMVAULT_USER_ID") or defaults.USER_ID
         project = getattr(args, "project", None)
         if project is None:
             project = env.get("MEMVAULT_PROJECT")
-        half_life = float(env.get("MEMVAULT_HALF_LIFE_DAYS") or _DEFAULT_HALF_LIFE_DAYS)
-        return cls(data_dir=Path(data_dir).expanduser(), user_id=user, project=project or None,
-                   clock_offset_s=float(env.get("MEMVAULT_CLOCK_OFFSET_S") or 0.0), half_life_days=half_life)
+        return cls(data_dir=Path(data_dir).expanduser() if data_dir else defaults.data_dir(), user_id=user,
+                   project=project or None)
 
 
 # --------------------------------------------------------------------------- bounded, silent running
@@ -192,8 +183,7 @@ def context_block(settings: HookSettings, cwd: Path, max_tokens: int, *, ask_own
     from memvault.service.glance import hook_project, session_context
 
     project = hook_project(cwd, settings.project)
-    return session_context(settings.db_path, settings.user_id, project, time.time() + settings.clock_offset_s,
-                           max_tokens=max_tokens, half_life_days=settings.half_life_days)
+    return session_context(settings.db_path, settings.user_id, project, time.time(), max_tokens=max_tokens)
 
 
 def _print_context(args: argparse.Namespace, cwd: str | None, command: str) -> int:

@@ -56,7 +56,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     _log_to_stderr("WARNING")
     settings = _settings(args)
-    lines = export_lines(settings, Clock(settings.server.clock_offset_s).now(), user=args.only_user,
+    lines = export_lines(settings, Clock().now(), user=args.only_user,
                          project=args.only_project)
     counts: dict[str, int] = {}
     if args.output in (None, "-"):

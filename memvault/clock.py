@@ -1,7 +1,8 @@
 """The server's clock: wall time plus a configurable offset.
 
 Every "now" in memvault comes from here (policies take ``now`` as a parameter), so that
-tests can move time by starting the server with ``MEMVAULT_CLOCK_OFFSET_S``.
+tests can move time by giving the server a ``Clock(offset_s)`` (``Runtime.open(clock=...)``,
+``build_server(clock=...)``).
 """
 
 from __future__ import annotations

@@ -1,26 +1,28 @@
 """memvault's settings, grouped by concern (pydantic-settings, env prefix ``MEMVAULT_``).
 
-Every threshold, weight and budget used by the policies lives here with a measured
-default, so that handlers contain no magic numbers. CLI flags override the
-environment (see ``memvault.cli``).
+Only what a user or an operator sets lives here; the tuning constants (ranking weights,
+candidate counts, reply budgets, calibrated thresholds) are module constants beside the
+code that uses them, each saying where its value comes from. The defaults the hooks share
+are in ``memvault.defaults`` (no pydantic). CLI flags override the environment (see
+``memvault.cli``); the variable of a former setting is ignored with one warning line on
+stderr (``warn_former_settings``).
 
 ``Settings`` holds one group per concern; code reads ``settings.<group>.<field>``:
 
 ========== ==================== ===================================================
 group      class                what it decides
 ========== ==================== ===================================================
-server     ServerSettings       who is served, the default project, the clock
+server     ServerSettings       who is served, the default project, the owner process
 storage    StorageSettings      where data lives, which vector engine
-embedding  EmbeddingSettings    which model, where it is cached, batch size
+embedding  EmbeddingSettings    which model, where it is cached
 policies   PolicySettings       what is written and how long it lives (memories, tasks)
-ranking    RankingSettings      how recall / search_docs order candidates
-replies    ReplySettings        how much one reply may hold
-documents  DocumentSettings     what index_docs reads, how search_docs cuts
+ranking    RankingSettings      what recall leaves out by default
+documents  DocumentSettings     what index_docs reads, in what batches
 ========== ==================== ===================================================
 
 Environment names are flat and unchanged: field ``<group>.<name>`` is set by
-``MEMVAULT_<NAME>`` (``ranking.candidates`` by ``MEMVAULT_CANDIDATES``), because every field name
-is unique across the groups. Keyword arguments are flat too: ``Settings(candidates=50,
+``MEMVAULT_<NAME>`` (``ranking.min_relevance`` by ``MEMVAULT_MIN_RELEVANCE``), because every field name
+is unique across the groups. Keyword arguments are flat too: ``Settings(min_relevance=0.5,
 data_dir=p)`` puts each value in its group, and the other fields of that group still
 come from the environment.
 """
@@ -29,40 +31,32 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import platformdirs
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticUndefined
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from memvault import defaults
 from memvault.vocabulary import Kind
 
-DEFAULT_MODEL = "intfloat/multilingual-e5-small"
-
-
-def default_data_dir() -> Path:
-    """The platform's per-user data folder for memvault (e.g. ``~/.local/share/memvault``)."""
-    return Path(platformdirs.user_data_dir("memvault", appauthor=False))
-
-
-def default_model_cache_dir() -> Path:
-    """The platform's per-user cache folder for memvault's models (e.g. ``~/.cache/memvault/models``):
-    one converted model per user and machine, shared by every data dir."""
-    return Path(platformdirs.user_cache_dir("memvault", appauthor=False)) / "models"
+DEFAULT_MODEL = defaults.MODEL
+default_data_dir = defaults.data_dir
+default_model_cache_dir = defaults.model_cache_dir
 
 
 class _Group(BaseSettings):
     """A group of settings read from ``MEMVAULT_<FIELD>`` environment variables."""
 
-    model_config = SettingsConfigDict(env_prefix="MEMVAULT_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=defaults.ENV_PREFIX, extra="ignore")
 
 
 class ServerSettings(_Group):
     """Who this server serves and in which project by default."""
 
-    user_id: str = Field(default="local", min_length=1, max_length=128, description="Tenant id of this server's user.")
+    user_id: str = Field(default=defaults.USER_ID, min_length=1, max_length=128, description="Tenant id of this server's user.")
     project: str | None = Field(
         default=None, description="Project when the client offers no MCP roots and the server was not started inside a "
         "git work tree; unset = the start folder itself (global in /, home and system folders)."
@@ -71,18 +65,12 @@ class ServerSettings(_Group):
         default=None, min_length=1, max_length=128, description="Agent id of this server's client, owner of its "
         "private memories; unset = the client's MCP name (set it to tell apart agents that share a client)."
     )
-    clock_offset_s: float = Field(
-        default=0.0, description="Shift of the server clock, seconds (tests move time with it)."
-    )
     owner: bool = Field(
         default=True, description="memvault serve relays its client to the data dir's owner process (started on "
         "demand); false serves the client in this process alone (one process per store)."
     )
     owner_idle_s: float = Field(
         default=300.0, gt=0, description="Seconds without a client after which the owner exits."
-    )
-    owner_start_timeout_s: float = Field(
-        default=30.0, gt=0, description="How long a forwarder waits for a starting owner to listen, seconds."
     )
     http_tokens_file: Path | None = Field(
         default=None, description="serve --http: JSON object {token or 'sha256:<hex>': user id}, mode 0600; "
@@ -96,10 +84,6 @@ class StorageSettings(_Group):
     data_dir: Path = Field(default_factory=default_data_dir, description="Data folder (0700).")
     qdrant_url: str | None = Field(default=None, description="Use a Qdrant server instead of embedded Qdrant Edge.")
     qdrant_api_key: str | None = Field(default=None, description="API key of that Qdrant server.")
-    flush_interval_s: float = Field(default=2.0, gt=0, description="Edge flush timer (power-loss safety), seconds.")
-    hnsw_after_points: int = Field(
-        default=20_000, ge=0,
-        description="Edge: build HNSW (child process) once this many points are searched exactly; 0 = never.")
 
     @field_validator("data_dir", mode="after")
     @classmethod
@@ -108,7 +92,7 @@ class StorageSettings(_Group):
 
 
 class EmbeddingSettings(_Group):
-    """Which embedding model, from where, in what batches."""
+    """Which embedding model, from where."""
 
     embedding_model: str = Field(default=DEFAULT_MODEL, description="fastembed model name.")
     model_path: Path | None = Field(default=None, description="Local folder with an ONNX model for embedding_model.")
@@ -116,7 +100,6 @@ class EmbeddingSettings(_Group):
         default=None, description="Where the converted default model is kept, shared by every data dir; default "
         "the per-user cache folder (~/.cache/memvault/models on Linux)."
     )
-    embed_batch_size: int = Field(default=32, ge=1, le=1024, description="Texts per embedding call.")
 
     @field_validator("model_path", "model_cache_dir", mode="after")
     @classmethod
@@ -129,17 +112,7 @@ class PolicySettings(_Group):
 
     max_content_chars: int = Field(default=20_000, ge=100, description="Longest memory accepted, characters.")
     importance_threshold: float = Field(default=0.3, ge=0, le=1, description="Writes scoring below are declined.")
-    dedup_threshold: float = Field(
-        default=0.97, gt=0, le=1,
-        description="Cosine at or above which a same-scope, same-kind memory with the same content words is a "
-        "near duplicate (calibrated for multilingual-e5-small; see policy/dedup.py).",
-    )
     capacity_per_scope: int = Field(default=50_000, ge=10, description="Active memories per (user, project).")
-    consolidate_min_cosine: float = Field(
-        default=0.88, gt=0, le=1,
-        description="Floor of the cosine band in which consolidate compares memories for restatements (the "
-        "word guard decides; calibrated on tests/data/consolidation_set.jsonl, see policy/consolidation.py).",
-    )
     consolidate_every_hours: float | None = Field(
         default=None, gt=0,
         description="Apply consolidate to every scope this often, hours (unset = never: run it by hand).",
@@ -157,10 +130,6 @@ class PolicySettings(_Group):
     task_retention_days: float = Field(
         default=30.0, gt=0, description="Days a done or abandoned task stays readable before it is purged."
     )
-    task_state_max_bytes: int = Field(
-        default=65_536, ge=256, description="Largest task state, UTF-8 bytes of its JSON."
-    )
-    task_history_max: int = Field(default=50, ge=1, le=10_000, description="Versions kept per task (oldest dropped).")
 
     def default_ttl_days(self, kind: Kind) -> float | None:
         """Default TTL for a memory kind in days (None = never expires)."""
@@ -168,59 +137,16 @@ class PolicySettings(_Group):
 
 
 class RankingSettings(_Group):
-    """How candidates are gathered, fused and ordered (recall, forget by query, search_docs)."""
+    """What recall leaves out when the call does not say."""
 
-    weight_relevance: float = Field(default=0.8, ge=0, description="Weight of fused relevance in the final score.")
-    weight_importance: float = Field(default=0.1, ge=0, description="Weight of importance in the final score.")
-    weight_recency: float = Field(default=0.1, ge=0, description="Weight of recency in the final score.")
-    half_life_days: float = Field(default=30.0, gt=0, description="Recency half-life on last access, days.")
-    candidates: int = Field(default=100, ge=10, le=1000, description="Candidates per channel before fusion.")
-    # Dense weight 0.4 (was 0.6), with policy.fusion.CROSS_SCRIPT_FLOOR: LoCoMo dev (1,033 q)
-    # turn R@5/R@10 0.557/0.631 -> 0.592/0.671, LongMemEval 16 q session all@5 0.875 -> 0.938,
-    # SciFact slice nDCG@10 0.894 -> 0.908, CMRC slice 0.993 -> 0.990, bilingual probe no
-    # direction lower; 0.3 cost LongMemEval 8 q session all@5 0.125 (docs/benchmarks.md,
-    # "Convex vs RRF, measured fairly").
-    fusion_dense_weight: float = Field(
-        default=0.4, ge=0, le=1, description="Share of the dense channel in convex fusion (the keyword channel has the rest).",
-    )
-    # 0.7 (0.49 two places away): see docs/benchmarks.md ("Conversation neighbours") for
-    # the values measured on LoCoMo, LongMemEval and the bilingual probe.
-    neighbour_lift: float = Field(
-        default=0.7, ge=0, lt=1, description="A short memory (150 characters at most) written next to one of "
-        "recall's 10 best hits, in the same conversation (same writer, created within 30 minutes), ranks at least this "
-        "share of that hit's score, squared two places away, never above that hit or a likely answer (0: off).",
-    )
-    language_neutral: bool = Field(
-        default=True, description="Remove each language's mean embedding from dense scores, so that a query in one "
-        "language finds memories in another.",
-    )
     min_relevance: float = Field(
         default=0.0, ge=0, le=1, description="Default of recall's min_relevance: results with a lower calibrated "
         "relevance are left out (0: none are; the reply still says when nothing looks relevant).",
     )
-    forget_query_min_relevance: float = Field(
-        default=0.9, gt=0, le=1, description="Dense cosine a forget(query=...) match must reach."
-    )
-
-
-class ReplySettings(_Group):
-    """How much one reply may hold: result counts and character budgets."""
-
-    max_k: int = Field(default=50, ge=1, le=200, description="Most results one recall / search_docs may ask for.")
-    content_budget_chars: int = Field(default=2_000, ge=100, description="Per-memory content cut in recall replies.")
-    reply_budget_chars: int = Field(default=16_000, ge=1000, description="Total content chars in one reply.")
-    context_budget_chars: int = Field(
-        default=8_000, ge=1_000,
-        description="Size of the recall_context prompt block and the profile resource, characters.",
-    )
-    task_list_max: int = Field(default=20, ge=1, le=500, description="Tasks listed by get_task_state / get_profile.")
-    profile_max_preferences: int = Field(default=100, ge=1, le=2_000, description="Keyed entries in get_profile.")
-    profile_max_facts: int = Field(default=10, ge=0, le=200, description="Top facts by importance in get_profile.")
-    profile_value_chars: int = Field(default=500, ge=50, description="Cut of each profile value / fact, characters.")
 
 
 class DocumentSettings(_Group):
-    """What index_docs may read and how search_docs cuts its results."""
+    """What index_docs may read, and how many chunks it embeds and commits at once."""
 
     docs_allowed_dirs: list[Path] = Field(
         default_factory=list,
@@ -228,8 +154,9 @@ class DocumentSettings(_Group):
         '(env: JSON list, e.g. MEMVAULT_DOCS_ALLOWED_DIRS=\'["~/notes"]\').',
     )
     docs_max_file_bytes: int = Field(default=10_000_000, ge=1, description="Larger files are skipped by index_docs.")
-    docs_batch_chunks: int = Field(default=128, ge=1, description="Chunks gathered across files per embedding batch.")
-    docs_result_chars: int = Field(default=1_500, ge=100, description="Per-result text cut in search_docs replies.")
+    docs_batch_chunks: int = Field(
+        default=128, ge=1, description="Chunks gathered across files per embedding batch, committed together: "
+        "fewer hold less memory and lose less work to a stop, more index faster.")
 
     @field_validator("docs_allowed_dirs", mode="after")
     @classmethod
@@ -243,7 +170,6 @@ GROUPS: dict[str, type[_Group]] = {
     "embedding": EmbeddingSettings,
     "policies": PolicySettings,
     "ranking": RankingSettings,
-    "replies": ReplySettings,
     "documents": DocumentSettings,
 }
 """Group attribute of Settings -> its class, in the order of the README table."""
@@ -277,19 +203,18 @@ class Settings(BaseModel):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     policies: PolicySettings = Field(default_factory=PolicySettings)
     ranking: RankingSettings = Field(default_factory=RankingSettings)
-    replies: ReplySettings = Field(default_factory=ReplySettings)
     documents: DocumentSettings = Field(default_factory=DocumentSettings)
 
     if TYPE_CHECKING:
         # What the constructor really takes: groups by name or flat setting names
-        # (``Settings(candidates=50, data_dir=p)``), sorted into groups by ``_route_flat_names``.
-        # Type checkers would otherwise see only the seven group fields.
+        # (``Settings(min_relevance=0.5, data_dir=p)``), sorted into groups by ``_route_flat_names``.
+        # Type checkers would otherwise see only the group fields.
         def __init__(self, **settings: Any) -> None: ...
 
     @model_validator(mode="before")
     @classmethod
     def _route_flat_names(cls, data: Any) -> Any:
-        """``{"candidates": 50}`` -> ``{"ranking": RankingSettings(candidates=50)}`` (the rest from the env)."""
+        """``{"min_relevance": 0.5}`` -> ``{"ranking": RankingSettings(min_relevance=0.5)}`` (the rest from the env)."""
         if not isinstance(data, dict):
             return data
         routed: dict[str, dict[str, Any]] = {}
@@ -313,7 +238,7 @@ class Settings(BaseModel):
     @property
     def db_path(self) -> Path:
         """SQLite file of record (truth)."""
-        return self.storage.data_dir / "memvault.db"
+        return self.storage.data_dir / defaults.DB_FILE
 
     @property
     def vectors_dir(self) -> Path:
@@ -360,7 +285,7 @@ def _shown(name: str, value: Any) -> str:
 
 
 def _problems(exc: ValidationError | SettingsError, flags: dict[str, str]) -> list[str]:
-    """One phrase per bad setting: ``MEMVAULT_CANDIDATES='abc' is not allowed: <what is>; unset it for the default 100``."""
+    """One phrase per bad setting: ``MEMVAULT_CAPACITY_PER_SCOPE='abc' is not allowed: <what is>; unset it for the default 50000``."""
     out: list[str] = []
     if isinstance(exc, SettingsError):
         m = _FIELD_IN_SETTINGS_ERROR.search(str(exc))
@@ -382,8 +307,33 @@ def _problems(exc: ValidationError | SettingsError, flags: dict[str, str]) -> li
     return out
 
 
+_warned: set[str] = set()
+
+
+def former_settings(environ: dict[str, str]) -> list[str]:
+    """One sentence per ``MEMVAULT_*`` variable of ``environ`` that was a setting once and is
+    not now (``defaults.REMOVED``), sorted: it is ignored, and where its value is fixed now.
+    Other names (a test's or a bench's own variables) are not settings and not named."""
+    out = []
+    for var in sorted(defaults.memvault_environ(environ)):
+        name = var[len(defaults.ENV_PREFIX):].lower()
+        if name in defaults.REMOVED and name not in GROUP_OF:
+            out.append(f"memvault: {var} is no longer a setting and is ignored (its value is fixed in the code: "
+                       f"{defaults.REMOVED[name]})")
+    return out
+
+
+def warn_former_settings(environ: dict[str, str] | None = None) -> None:
+    """Write ``former_settings`` to stderr, each at most once per process (stdout may be the protocol)."""
+    for line in former_settings(dict(os.environ) if environ is None else environ):
+        if line not in _warned:
+            _warned.add(line)
+            sys.stderr.write(line + "\n")
+
+
 def load_settings(flags: dict[str, str] | None = None, **overrides: Any) -> Settings:
-    """``Settings(**overrides)``, or ConfigError naming every bad value at once.
+    """``Settings(**overrides)``, or ConfigError naming every bad value at once; a former
+    setting's ``MEMVAULT_*`` variable is ignored with one line on stderr (``warn_former_settings``).
 
     ``flags``: setting name -> the command-line flag that gave its override (named in the
     message instead of the environment variable), e.g. ``{"user_id": "--user"}``.
@@ -391,6 +341,7 @@ def load_settings(flags: dict[str, str] | None = None, **overrides: Any) -> Sett
     override that names no setting.
     """
     flags = flags or {}
+    warn_former_settings()
     problems: list[str] = []
     for group, cls in GROUPS.items():  # every group, so that one message names every bad variable
         values = {k: v for k, v in overrides.items() if GROUP_OF.get(k) == group}

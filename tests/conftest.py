@@ -102,8 +102,8 @@ def roots_callback(roots: list[str]) -> ListRootsFnT:
 
 @asynccontextmanager
 async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *, roots: list[str] | None = None,
-                        client_name: str = CLIENT_NAME, mode: str = "auto", cwd: Path = Path("/"), **settings: Any
-                        ) -> AsyncIterator[Client]:
+                        client_name: str = CLIENT_NAME, mode: str = "auto", cwd: Path = Path("/"),
+                        clock_offset_s: float = 0.0, **settings: Any) -> AsyncIterator[Client]:
     """A connected MCP client on a fresh in-process memvault server for ``data_dir``.
 
     The server is the real one (``build_server``: tools, SQLite, Qdrant Edge, start-up
@@ -112,18 +112,20 @@ async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *
     ``roots``: file URIs the client offers as MCP roots (None = no roots capability).
     ``client_name``: the name the client reports. ``mode``: the SDK's connect mode
     ("auto" = the 2026-07-28 protocol, "legacy" = the initialize handshake).
-    ``settings``: Settings fields (user_id="bob", clock_offset_s=86400, ...). The server
-    counts as started in ``cwd``, by default ``/`` (where Claude Desktop starts its servers:
+    ``clock_offset_s``: seconds the server's clock is ahead of the system's (a test moves
+    time with it: ``Clock(clock_offset_s)``). ``settings``: Settings fields (user_id="bob",
+    ...). The server counts as started in ``cwd``, by default ``/`` (where Claude Desktop starts its servers:
     no project folder), so a client without roots writes to the settings' project or the
     global scope.
     """
     from mcp.client.client import Client
     from mcp_types import Implementation
 
+    from memvault.clock import Clock
     from memvault.mcp.app import build_server
 
     server = build_server(Settings(data_dir=data_dir, model_cache_dir=model_cache, **settings),
-                          load_embedder=lambda _settings: embedder, cwd=cwd)
+                          load_embedder=lambda _settings: embedder, cwd=cwd, clock=Clock(clock_offset_s))
     kwargs: dict[str, Any] = {"client_info": Implementation(name=client_name, version="0"), "mode": mode}
     if roots is not None:
         kwargs["list_roots_callback"] = roots_callback(roots)
@@ -132,7 +134,7 @@ async def inproc_client(data_dir: Path, embedder: Embedder, model_cache: Path, *
 
 
 McpClient = Callable[..., "AbstractAsyncContextManager[Client]"]
-"""``mcp_client(data_dir=None, *, roots=None, client_name=CLIENT_NAME, mode="auto", **settings)``."""
+"""``mcp_client(data_dir=None, *, roots=None, client_name=CLIENT_NAME, mode="auto", clock_offset_s=0, **settings)``."""
 
 
 @pytest.fixture
@@ -177,7 +179,7 @@ async def memvault_client(data_dir: Path, model_cache: Path, *, roots: list[str]
     For tests of the process itself; tests of the tools use ``mcp_client``. The process
     loads the model from ``model_cache`` (ask for ``shared_embedder`` first so it is
     converted once). ``roots``, ``client_name``, ``mode``: as ``inproc_client``.
-    ``settings``: extra MEMVAULT_* values (user_id="bob", clock_offset_s=86400, ...).
+    ``settings``: extra MEMVAULT_* values (user_id="bob", capacity_per_scope=500, ...).
     """
     from mcp.client.client import Client
     from mcp.client.stdio import StdioServerParameters

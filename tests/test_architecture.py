@@ -6,6 +6,7 @@
     memvault.storage / embedding / ingest         -> policy, config, clock
     memvault.policy                               -> nothing of memvault, no I/O
     memvault.vocabulary (kinds, task statuses)    <- every layer but policy
+    memvault.defaults (defaults config and the hooks share) -> nothing of memvault
 
 Nothing but the MCP face imports the MCP SDK (the web face neither) (``mcp``, ``mcp_types``). Imports inside
 functions and under ``TYPE_CHECKING`` count too: a lazy import is still a dependency.
@@ -24,7 +25,8 @@ ROOT = Path(memvault.__file__).parent
 ALLOWED: dict[str, set[str]] = {
     "policy": set(),
     "vocabulary": set(),
-    "config": {"vocabulary"},
+    "defaults": set(),
+    "config": {"vocabulary", "defaults"},
     "clock": set(),
     "ingest": {"policy", "config", "vocabulary"},
     "embedding": {"config", "vocabulary"},

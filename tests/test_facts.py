@@ -9,8 +9,9 @@ import pytest
 
 from memvault.policy.text import content_hash
 from memvault.policy.units import SECONDS_PER_DAY
-from memvault.storage.facts import FactStore, MemoryRow, SchemaTooNew
-from memvault.storage.migrations import LATEST_VERSION
+from memvault.storage.facts import FactStore
+from memvault.storage.memories import MemoryRow
+from memvault.storage.migrations import LATEST_VERSION, SchemaTooNew
 
 pytestmark = pytest.mark.anyio
 

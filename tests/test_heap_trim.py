@@ -10,13 +10,14 @@ from tests.conftest import call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-PERIOD_S = 0.2  # the housekeeping timer's period in these tests (flush_interval_s)
+PERIOD_S = 0.2  # the housekeeping timer's period in these tests (FLUSH_INTERVAL_S)
 
 
 async def test_the_heap_is_trimmed_once_after_a_burst_and_not_while_idle(mcp_client, monkeypatch) -> None:
     trims: list[int] = []
     monkeypatch.setattr(housekeeping, "give_back_heap", lambda: trims.append(1))
-    async with mcp_client(flush_interval_s=PERIOD_S) as c:
+    monkeypatch.setattr(housekeeping, "FLUSH_INTERVAL_S", PERIOD_S)
+    async with mcp_client() as c:
         await call(c, "recall", query="anything at all")  # waits for the model: start-up work is done
         await anyio.sleep(6 * PERIOD_S)
         trims.clear()  # start-up's own burst (index checks, model load) may have been trimmed
@@ -35,7 +36,8 @@ async def test_the_heap_is_trimmed_once_after_a_burst_and_not_while_idle(mcp_cli
 
 async def test_no_trim_while_calls_keep_coming(mcp_client, monkeypatch) -> None:
     trims: list[int] = []
-    async with mcp_client(flush_interval_s=PERIOD_S) as c:
+    monkeypatch.setattr(housekeeping, "FLUSH_INTERVAL_S", PERIOD_S)
+    async with mcp_client() as c:
         await call(c, "recall", query="anything at all")
         await anyio.sleep(6 * PERIOD_S)
         monkeypatch.setattr(housekeeping, "give_back_heap", lambda: trims.append(1))

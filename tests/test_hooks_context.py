@@ -166,8 +166,8 @@ def test_garbage_on_stdin_prints_nothing(tmp_path):
 
 @pytest.mark.parametrize("env", [
     {},
-    {"MEMVAULT_DATA_DIR": "~/mv-data", "MEMVAULT_USER_ID": "bob", "MEMVAULT_PROJECT": "github.com/acme/blog",
-     "MEMVAULT_CLOCK_OFFSET_S": "86400", "MEMVAULT_HALF_LIFE_DAYS": "7.5"},
+    {"MEMVAULT_DATA_DIR": "~/mv-data", "MEMVAULT_USER_ID": "bob", "MEMVAULT_PROJECT": "github.com/acme/blog"},
+    {"XDG_DATA_HOME": "/srv/xdg", "MEMVAULT_HALF_LIFE_DAYS": "7.5"},  # the platform's folder; a former setting
     {"memvault_data_dir": "/srv/mv", "Memvault_User_Id": "carol"},  # names are case-insensitive
     {"MEMVAULT_PROJECT": ""},
 ])
@@ -182,8 +182,6 @@ def test_hook_settings_read_what_the_server_reads(env, monkeypatch):
     assert hook.data_dir == full.storage.data_dir and hook.db_path == full.db_path
     assert hook.user_id == full.server.user_id
     assert hook.project == (full.server.project or None)
-    assert hook.clock_offset_s == full.server.clock_offset_s
-    assert hook.half_life_days == full.ranking.half_life_days
     flags = HookSettings.read(argparse.Namespace(data_dir="/flag", user="dave", project="p"))
     assert (flags.data_dir, flags.user_id, flags.project) == (Path("/flag"), "dave", "p")
 

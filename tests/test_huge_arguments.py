@@ -19,7 +19,7 @@ import memvault.service.tasks
 from memvault.policy.tasks import MAX_STATE_DEPTH, json_overflow, state_json
 from tests.conftest import call, call_error, db_rows
 
-LIMIT = 65_536  # task_state_max_bytes, the default
+LIMIT = memvault.service.tasks.TASK_STATE_MAX_BYTES
 
 
 def nested(depth: int) -> dict[str, Any]:

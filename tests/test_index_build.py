@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from memvault.storage.vectors.base import Point, SparseVector, VectorFilter
-from memvault.storage.vectors.edge import BUILD_PREFIX, EdgeVectorIndex
+from memvault.storage.vectors.edge import EdgeVectorIndex
+from memvault.storage.vectors.edge_integrity import BUILD_PREFIX
 
 COL = "memories"
 DIM = 32
@@ -188,8 +189,9 @@ def _sparse_query(q: SparseVector):
 
 @pytest.mark.anyio
 async def test_the_runtime_builds_the_index_once_enough_points_are_searched_exactly(tmp_path, shared_embedder,
-                                                                                     model_cache):
+                                                                                     model_cache, monkeypatch):
     from memvault.config import Settings
+    from memvault.service import index_build
     from memvault.service.index_build import build_if_due, due_collection
     from memvault.service.models import Scope
     from memvault.service.recall import RecallArgs, recall
@@ -201,8 +203,9 @@ async def test_the_runtime_builds_the_index_once_enough_points_are_searched_exac
              "The data pipeline stores its config in Terraform.", "Hiro fixed a memory leak in the worker."]
     scope = Scope(user_id="local", project="", projects_read=[""], source="settings")
 
-    async def opened(**settings) -> Runtime:
-        rt = await Runtime.open(Settings(data_dir=tmp_path / "d", model_cache_dir=model_cache, **settings),
+    async def opened(hnsw_after_points: int) -> Runtime:
+        monkeypatch.setattr(index_build, "HNSW_AFTER_POINTS", hnsw_after_points)
+        rt = await Runtime.open(Settings(data_dir=tmp_path / "d", model_cache_dir=model_cache),
                                 load_embedder=lambda _s: shared_embedder)
         await rt.load()
         return rt

@@ -214,10 +214,11 @@ def test_set_aside_copies_never_take_the_last_free_space(small_disk):
     filler.unlink()
 
 
-async def test_recall_works_again_once_space_is_freed_without_a_restart(small_disk):
+async def test_recall_works_again_once_space_is_freed_without_a_restart(small_disk, monkeypatch):
     # The index cannot be opened on the full disk: every call says which disk and what to
     # free; once space is freed the next call opens it and is served (no restart, no command).
     from memvault.config import Settings
+    from memvault.service import index_build
     from memvault.service.errors import NotReady
     from memvault.service.failures import explain
     from memvault.service.health import health
@@ -234,7 +235,8 @@ async def test_recall_works_again_once_space_is_freed_without_a_restart(small_di
     scope = Scope(user_id="local", project="", projects_read=[""], source="settings")
 
     async def opened() -> Runtime:
-        rt = await Runtime.open(Settings(data_dir=disk / "d", hnsw_after_points=0),
+        monkeypatch.setattr(index_build, "HNSW_AFTER_POINTS", 0)  # exact search only
+        rt = await Runtime.open(Settings(data_dir=disk / "d"),
                                 load_embedder=lambda _s: emb)  # type: ignore[arg-type,return-value]
         await rt.load(after_ready)
         return rt

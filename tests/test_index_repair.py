@@ -24,6 +24,7 @@ import pytest
 
 from memvault.config import Settings
 from memvault.policy.text import content_hash
+from memvault.service import index_build
 from memvault.service.health import health
 from memvault.service.housekeeping import after_ready
 from memvault.service.index_health import INLINE_REPAIR_MAX, disagreement, memories_expected
@@ -31,7 +32,7 @@ from memvault.service.indexing import index_rows
 from memvault.service.models import Scope
 from memvault.service.recall import RecallArgs, recall
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
-from memvault.storage.facts import MemoryRow
+from memvault.storage.memories import MemoryRow
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -71,8 +72,14 @@ class TopicEmbedder:
         return [text]
 
 
+@pytest.fixture(autouse=True)
+def _no_hnsw_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exact search only: no HNSW build starts beside these repairs."""
+    monkeypatch.setattr(index_build, "HNSW_AFTER_POINTS", 0)
+
+
 def settings(data_dir: Path) -> Settings:
-    return Settings(data_dir=data_dir, hnsw_after_points=0)
+    return Settings(data_dir=data_dir)
 
 
 async def open_rt(data_dir: Path, emb: TopicEmbedder) -> Runtime:

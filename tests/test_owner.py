@@ -261,7 +261,7 @@ async def test_each_client_brings_its_own_settings_and_is_told_of_the_others(dat
         got = await a.call_tool("index_docs", {"paths": ["notes.md"]})
         assert not got.is_error and got.structured_content is not None
         assert got.structured_content["scope"]["project_name"] == "alpha"
-        async with forwarded_client(data_dir, model_cache, cwd=beta, user_id="bob", candidates=50,
+        async with forwarded_client(data_dir, model_cache, cwd=beta, user_id="bob", capacity_per_scope=500,
                                     docs_allowed_dirs=json.dumps([str(extra)])) as b:
             # b's allowed folders and user are its own, though a started the owner
             res = await b.call_tool("index_docs", {"paths": [str(extra / "notes.md"), "notes.md"]})
@@ -274,13 +274,13 @@ async def test_each_client_brings_its_own_settings_and_is_told_of_the_others(dat
             refused = await a.call_tool("index_docs", {"paths": [str(extra / "notes.md")]})
             assert refused.is_error
             # the owner's settings apply; its log and doctor say which of b's it does not use
-            report = await anyio.to_thread.run_sync(lambda: _doctor(data_dir, model_cache, candidates="50"))
-            assert "the owner runs with other values than these: MEMVAULT_CANDIDATES (owner 100, client 50)" \
+            report = await anyio.to_thread.run_sync(lambda: _doctor(data_dir, model_cache, capacity_per_scope="500"))
+            assert "the owner runs with other values than these: MEMVAULT_CAPACITY_PER_SCOPE (owner 50000, client 500)" \
                 in report.stdout, report.stdout
-            assert "has other values, not used: MEMVAULT_CANDIDATES" in report.stdout
+            assert "has other values, not used: MEMVAULT_CAPACITY_PER_SCOPE" in report.stdout
             assert "MEMVAULT_DOCS_ALLOWED_DIRS" not in report.stdout  # per client: no difference
     log = owner_files(data_dir).log.read_text()
-    assert "does not use: MEMVAULT_CANDIDATES (owner 100, client 50)" in log and "memvault stop" in log
+    assert "does not use: MEMVAULT_CAPACITY_PER_SCOPE (owner 50000, client 500)" in log and "memvault stop" in log
     assert "MEMVAULT_USER_ID" not in log
 
 

@@ -247,7 +247,12 @@ CHUNK_CASES = ["The billing service's config lives in Postgres 16; Bob's on-call
                "Ｆｕｌｌ－width ＡＢＣ and zero\u200bwidth, “curly” don’t it’s",
                "用户喜欢深色主题 but prefers pnpm over npm; 上周 deployed 3.11 at 12,000 rps",
                "https://example.com/a_b/c-d?x=1#frag user@example.com c++ c# f# ~/.bashrc",
-               "a " * 50 + "x" * 300 + " useEffect useEffect useEffect"]
+               "a " * 50 + "x" * 300 + " useEffect useEffect useEffect",
+               # no CJK character (the chunks-only paths): ASCII, and other scripts and forms
+               "plain ascii: it's v2.0.1-rc.1 on node_18, ERR_X at 09:30 -- don't @me #42 a/b\\c ~x+y",
+               "Café naïve résumé Straße ΑΘΗΝΑ Москва déjà-vu l'été ﬁle ①②",
+               "Ｆｕｌｌ－ｗｉｄｔｈ ＮＯ ＣＪＫ, soft\u00adhyphen, bom\ufeffhere, joiner\u2060x, it\u2019s",
+               "ascii then 中 one CJK character at the end: 中"]
 
 
 @pytest.mark.parametrize("text", CHUNK_CASES)
@@ -256,6 +261,21 @@ def test_memoised_chunks_give_the_same_terms_and_counts(text: str) -> None:
     for _ in range(2):
         assert keyword_terms(text) == _uncached_terms(text)
         assert keyword_term_set(text + " ") == frozenset(_uncached_terms(text + " "))
+
+
+def test_any_mix_of_scripts_gives_the_terms_of_the_reference() -> None:
+    # ASCII text and text without CJK take shorter paths (no NFKC, no look-ahead for CJK):
+    # random texts over every kind of character they could differ on give the same terms.
+    import random
+
+    rng = random.Random(5)
+    alphabet = ("abcXYZ019 _.-/\\:@+#~'\n\t,;!?\"" + "éßΑжﬁ①Ｆｗ－" + "\u200b\u00ad\ufeff\u2019\u2018\u02bc"
+                + "中文の한。")
+    for n in range(800):
+        pool = alphabet[:-5] if n % 3 else alphabet  # two in three texts hold no CJK character
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 40)))
+        assert keyword_terms(text) == _uncached_terms(text), text
+        assert keyword_term_set(text) == frozenset(_uncached_terms(text)), text
 
 
 def test_a_new_text_of_known_words_is_analysed_from_the_chunk_memo() -> None:

@@ -252,8 +252,8 @@ async def test_every_request_is_answered_over_http(tmp_path, model_cache, shared
 # --------------------------------------------------------------------------- bad configuration
 
 BAD_SETTINGS = [
-    ({"candidates": "abc"}, ["MEMVAULT_CANDIDATES='abc'", "valid integer"]),
-    ({"max_k": "-3"}, ["MEMVAULT_MAX_K='-3'", "greater than or equal to 1"]),
+    ({"capacity_per_scope": "abc"}, ["MEMVAULT_CAPACITY_PER_SCOPE='abc'", "valid integer"]),
+    ({"docs_max_file_bytes": "-3"}, ["MEMVAULT_DOCS_MAX_FILE_BYTES='-3'", "greater than or equal to 1"]),
     ({"user_id": ""}, ["MEMVAULT_USER_ID=''", "at least 1 character"]),
     ({"docs_allowed_dirs": "[not json"}, ["MEMVAULT_DOCS_ALLOWED_DIRS", "must be JSON"]),
 ]
@@ -287,15 +287,15 @@ async def test_bad_settings_are_told_to_the_client(tmp_path, model_cache, mode, 
 
 
 def test_doctor_and_the_other_commands_name_a_bad_setting(tmp_path, model_cache):
-    env = _env(tmp_path / "d", model_cache, candidates="abc")
+    env = _env(tmp_path / "d", model_cache, capacity_per_scope="abc")
     doctor = subprocess.run([MEMVAULT, "doctor"], env=env, capture_output=True, text=True, timeout=120)
     assert doctor.returncode != 0
-    assert "MEMVAULT_CANDIDATES='abc'" in doctor.stdout and "valid integer" in doctor.stdout, doctor.stdout
+    assert "MEMVAULT_CAPACITY_PER_SCOPE='abc'" in doctor.stdout and "valid integer" in doctor.stdout, doctor.stdout
     assert "Traceback" not in doctor.stderr, doctor.stderr
     for command in (["stats"], ["reindex"], ["status"], ["stop"]):
         got = subprocess.run([MEMVAULT, *command], env=env, capture_output=True, text=True, timeout=120)
         assert got.returncode == 2, got
-        assert "MEMVAULT_CANDIDATES='abc'" in got.stderr and "Traceback" not in got.stderr, got.stderr
+        assert "MEMVAULT_CAPACITY_PER_SCOPE='abc'" in got.stderr and "Traceback" not in got.stderr, got.stderr
         assert len(got.stderr.strip().splitlines()) == 1, got.stderr
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+import memvault.service.recall
 from tests.conftest import call
 
 pytestmark = pytest.mark.anyio
@@ -41,7 +42,7 @@ async def _write(c, lines: list[str]) -> None:
         await call(c, "remember", content=line, force=True)
 
 
-async def test_the_memory_written_after_the_best_hit_comes_right_after_it(mcp_client, tmp_path):
+async def test_the_memory_written_after_the_best_hit_comes_right_after_it(mcp_client, tmp_path, monkeypatch):
     data = tmp_path / "d"
     async with mcp_client(data, client_name="claude-code") as c:
         await _write(c, [*BEFORE, CUE, ANSWER, *AFTER])
@@ -52,7 +53,8 @@ async def test_the_memory_written_after_the_best_hit_comes_right_after_it(mcp_cl
         assert top == [CUE, BEFORE[0], ANSWER], top
         assert got["memories"][2]["neighbour_of"] == got["memories"][0]["id"]
         assert got["memories"][2]["relevance"] < 0.3 < got["memories"][1]["relevance"]
-    async with mcp_client(data, client_name="claude-code", neighbour_lift=0.0) as c:
+    monkeypatch.setattr(memvault.service.recall, "NEIGHBOUR_LIFT", 0.0)
+    async with mcp_client(data, client_name="claude-code") as c:
         # what the lift changed: on its own words the answer ranks lower
         assert await _place(c, ANSWER) > 3
 

@@ -10,6 +10,7 @@ import json
 import anyio
 import pytest
 
+from memvault.service import housekeeping
 from tests.conftest import CLIENT_NAME, call, call_error, db_rows
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -134,7 +135,7 @@ async def test_bad_arguments_are_refused_with_what_is_allowed(tmp_path, mcp_clie
         assert "already active" in plain
 
 
-async def test_periodic_job_is_off_by_default_and_applies_when_set(tmp_path, mcp_client):
+async def test_periodic_job_is_off_by_default_and_applies_when_set(tmp_path, mcp_client, monkeypatch):
     from memvault.config import Settings
 
     assert Settings().policies.consolidate_every_hours is None
@@ -142,7 +143,8 @@ async def test_periodic_job_is_off_by_default_and_applies_when_set(tmp_path, mcp
     async with mcp_client(d, project="shop") as c:  # stored first, so that no run sees half of them
         ids = await _store(c, PNPM)
         apart = await _store(c, [(t, [], 0.6) for t in DISTINCT])
-    async with mcp_client(d, project="shop", flush_interval_s=0.1, consolidate_every_hours=0.0001):
+    monkeypatch.setattr(housekeeping, "FLUSH_INTERVAL_S", 0.1)  # the timers' period
+    async with mcp_client(d, project="shop", consolidate_every_hours=0.0001):
         for _ in range(300):  # the job runs every 0.36 s; give it up to 30 s on a loaded machine
             if {s for (s,) in db_rows(d, "SELECT status FROM memories WHERE id IN (?,?,?)", tuple(ids))} == \
                     {"superseded"}:
@@ -185,7 +187,7 @@ APART_PAIRS = [
 ]
 
 
-async def test_facts_that_differ_in_a_unit_or_a_time_of_day_are_never_merged(tmp_path, mcp_client):
+async def test_facts_that_differ_in_a_unit_or_a_time_of_day_are_never_merged(tmp_path, mcp_client, monkeypatch):
     """Both are stored (write-time dedup), neither consolidate proposes nor the periodic job applies
     a merge of them, while restatements in the same store are merged."""
     d = tmp_path / "d"
@@ -197,7 +199,8 @@ async def test_facts_that_differ_in_a_unit_or_a_time_of_day_are_never_merged(tmp
         assert set(ids) in grouped, res
         for (a, b), pair in zip(APART_PAIRS, pairs, strict=True):
             assert not any(set(pair) <= g for g in grouped), (a, b, res["proposals"])
-    async with mcp_client(d, project="shop", flush_interval_s=0.1, consolidate_every_hours=0.0001):
+    monkeypatch.setattr(housekeeping, "FLUSH_INTERVAL_S", 0.1)  # the timers' period
+    async with mcp_client(d, project="shop", consolidate_every_hours=0.0001):
         for _ in range(300):  # the job runs every 0.36 s; give it up to 30 s on a loaded machine
             if {s for (s,) in db_rows(d, "SELECT status FROM memories WHERE id IN (?,?,?)", tuple(ids))} == \
                     {"superseded"}:

@@ -372,9 +372,12 @@ async def test_bad_arguments_give_clear_errors_and_server_survives(tmp_path, mcp
         assert [m["content"] for m in got["memories"]] == ["The API gateway is Kong"]
 
 
-async def test_reply_is_bounded(tmp_path, mcp_client):
-    async with mcp_client(tmp_path / "d", content_budget_chars=300,
-                               reply_budget_chars=1000) as c:
+async def test_reply_is_bounded(tmp_path, mcp_client, monkeypatch):
+    import memvault.service.recall
+
+    monkeypatch.setattr(memvault.service.recall, "CONTENT_BUDGET_CHARS", 300)
+    monkeypatch.setattr(memvault.service.recall, "REPLY_BUDGET_CHARS", 1000)
+    async with mcp_client(tmp_path / "d") as c:
         long = "The release checklist: " + "; ".join(f"step {i}: verify artefact {i} checksum" for i in range(200))
         r = await call(c, "remember", content=long, kind="procedure")
         for i in range(6):

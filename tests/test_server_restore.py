@@ -123,8 +123,11 @@ async def test_other_users_memories_cannot_be_restored_or_read(tmp_path, mcp_cli
     assert db_rows(d, "SELECT status FROM memories WHERE id=?", (r["id"],)) == [("deleted",)]
 
 
-async def test_history_is_bounded_and_checks_its_arguments(tmp_path, mcp_client):
-    async with mcp_client(content_budget_chars=120) as c:
+async def test_history_is_bounded_and_checks_its_arguments(tmp_path, mcp_client, monkeypatch):
+    import memvault.service.history
+
+    monkeypatch.setattr(memvault.service.history, "CONTENT_BUDGET_CHARS", 120)
+    async with mcp_client() as c:
         long_text = "The release checklist: " + ", ".join(f"step {i} verify the build artefact" for i in range(40))
         r = await call(c, "remember", content=long_text, force=True)
         for _ in range(5):

@@ -27,7 +27,7 @@ import memvault.service.forget
 import memvault.service.indexing
 import memvault.service.remember
 import memvault.service.tasks
-import memvault.storage.facts
+import memvault.storage.memories
 from memvault.config import Settings
 from memvault.embedding.embedder import Embedder
 from memvault.mcp.app import build_server
@@ -35,7 +35,8 @@ from memvault.policy.ranking import pick_evictions
 from memvault.policy.text import content_hash
 from memvault.service.indexing import embed_passages, index_rows
 from memvault.service.runtime import Runtime
-from memvault.storage.facts import FactStore, MemoryRow
+from memvault.storage.facts import FactStore
+from memvault.storage.memories import MemoryRow
 from tests.conftest import call, db_rows
 from tests.corpus import filler_memories
 
@@ -274,13 +275,13 @@ async def test_write_at_capacity_reads_a_bounded_number_of_rows(tmp_path, model_
             ids.append(r["id"])
 
         materialised = Counter()
-        real = memvault.storage.facts.row_from_sql
+        real = memvault.storage.memories.row_from_sql
 
         def counting(row):
             materialised["rows"] += 1
             return real(row)
 
-        monkeypatch.setattr(memvault.storage.facts, "row_from_sql", counting)
+        monkeypatch.setattr(memvault.storage.memories, "row_from_sql", counting)
         r = await call(c, "remember", content="The search API ranks results with BM25 and a reranker",
                        importance=0.6)
         assert r["status"] == "stored" and r["evicted_ids"] == [ids[7]], r

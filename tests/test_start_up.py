@@ -25,7 +25,7 @@ async def test_language_centroids_are_ready_before_the_first_recall(tmp_path: Pa
                                                                     shared_embedder: Embedder) -> None:
     centroids._cache.pop(shared_embedder, None)
     s = Settings(data_dir=tmp_path / "d", model_cache_dir=model_cache)
-    assert s.ranking.language_neutral
+    assert centroids.LANGUAGE_NEUTRAL
     rt = await Runtime.open(s, load_embedder=lambda _s: shared_embedder)
     try:
         await rt.load()

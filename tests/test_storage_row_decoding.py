@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memvault.storage.facts import checked_row, row_from_sql
+from memvault.storage.memories import checked_row, row_from_sql
 from memvault.storage.rows import BadValue
 
 GOOD = ("id-1", "alice", "", "fact", None, "Alice uses fish", "[]", 0.5, 1.0, "bench", 1.7e9, 1.7e9, 1.7e9, 0,

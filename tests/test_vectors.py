@@ -547,14 +547,14 @@ def test_edge_concurrent_threads(tmp_path):
 
 
 def test_edge_set_aside_moves_a_collection_and_keeps_the_newest_few(tmp_path, monkeypatch):
-    import memvault.storage.vectors.edge as edge
+    from memvault.storage.vectors import edge_integrity
 
     root = tmp_path / "vectors"
     idx = EdgeVectorIndex(root)
     idx.ensure_collection(COL, DIM, MODEL)
     idx.upsert(COL, fixture_points()[:2])
     stamps = iter(f"20300101T00000{i}Z" for i in range(9))
-    monkeypatch.setattr(edge.time, "strftime", lambda *_: next(stamps))
+    monkeypatch.setattr(edge_integrity.time, "strftime", lambda *_: next(stamps))
     moved = Path(idx.set_aside(COL) or "")
     assert moved == tmp_path / "vectors.broken-20300101T000000Z" / COL
     assert (moved / "shard").is_dir() and not (root / COL).exists()
@@ -564,7 +564,7 @@ def test_edge_set_aside_moves_a_collection_and_keeps_the_newest_few(tmp_path, mo
         idx.set_aside(COL)
         idx.ensure_collection(COL, DIM, MODEL)
     kept = sorted(p.name for p in tmp_path.glob("vectors.broken-*"))
-    assert edge.BROKEN_KEPT == 3 and kept == [f"vectors.broken-20300101T00000{i}Z" for i in (2, 3, 4)]
+    assert edge_integrity.BROKEN_KEPT == 3 and kept == [f"vectors.broken-20300101T00000{i}Z" for i in (2, 3, 4)]
     assert idx.set_aside("docs") == ""  # nothing to move
     idx.close()
 

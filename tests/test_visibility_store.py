@@ -8,8 +8,9 @@ import uuid
 import pytest
 
 from memvault.policy.text import content_hash
-from memvault.storage.facts import FactStore, MemoryRow
+from memvault.storage.facts import FactStore
 from memvault.storage.history import HistoryStore
+from memvault.storage.memories import MemoryRow
 from memvault.storage.migrations import LATEST_VERSION, MIGRATIONS
 from memvault.storage.profile import ProfileReader
 

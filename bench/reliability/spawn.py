@@ -31,7 +31,7 @@ def server_env(data_dir: Path, model_cache: Path, *, user: str = "local", owner:
     """Environment of a spawned ``memvault serve``: the base variables plus MEMVAULT_* settings.
 
     ``owner``: MEMVAULT_OWNER (forward to the shared owner, or serve alone);
-    ``settings``: further MEMVAULT_<NAME> values (``flush_interval_s=2`` -> MEMVAULT_FLUSH_INTERVAL_S).
+    ``settings``: further MEMVAULT_<NAME> values (``capacity_per_scope=500`` -> MEMVAULT_CAPACITY_PER_SCOPE).
     """
     env = {k: os.environ[k] for k in _BASE_ENV if k in os.environ}
     env.update({k: os.environ[k] for k in ("MEMVAULT_EMBEDDING_MODEL", "MEMVAULT_MODEL_PATH") if k in os.environ})

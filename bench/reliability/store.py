@@ -63,7 +63,8 @@ def index_ids(data_dir: Path) -> set[str] | None:
     No server may run on ``data_dir`` (the shard admits one process: ``StoreLocked``).
     """
     from memvault.service.runtime import MEMORY_COLLECTION
-    from memvault.storage.vectors.edge import META_FILE, EdgeVectorIndex
+    from memvault.storage.vectors.edge import EdgeVectorIndex
+    from memvault.storage.vectors.edge_integrity import META_FILE
 
     root = data_dir / "vectors"
     meta = root / MEMORY_COLLECTION / META_FILE

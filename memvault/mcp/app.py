@@ -21,6 +21,7 @@ from mcp_types import ResourceTemplate as MCPResourceTemplate
 from mcp_types import Tool as MCPTool
 
 from memvault import __version__
+from memvault.clock import Clock
 from memvault.config import Settings
 from memvault.mcp.consolidate_tools import register_consolidate_tools
 from memvault.mcp.docs_tools import register_doc_tools
@@ -200,7 +201,7 @@ class MemvaultServer(MCPServer):
 
 def build_server(settings: Settings, *, load_embedder: EmbedderLoader | None = None,
                  open_vectors: VectorsOpener | None = None, cwd: Path | None = None,
-                 runtime: Runtime | Unavailable | None = None) -> MemvaultServer:
+                 runtime: Runtime | Unavailable | None = None, clock: Clock | None = None) -> MemvaultServer:
     """The memvault MCP server for ``settings`` (not yet running).
 
     ``load_embedder`` / ``open_vectors``: what builds the model and the vector index
@@ -208,11 +209,12 @@ def build_server(settings: Settings, *, load_embedder: EmbedderLoader | None = N
     a test session. ``runtime``: an already running Runtime to serve with (the owner's),
     instead of opening one per run. ``cwd``: the folder the server counts as started in
     (default: the process's working directory now), whose git project serves clients
-    without roots. A store that cannot be opened does not stop the server: it answers
+    without roots. ``clock``: where every "now" comes from (default the system's; tests move
+    time with ``Clock(offset_s)``). A store that cannot be opened does not stop the server: it answers
     every call with the problem (``MemvaultServer``).
     """
     lifespan = shared_lifespan(runtime) if runtime is not None else \
-        make_lifespan(settings, load_embedder=load_embedder, open_vectors=open_vectors)
+        make_lifespan(settings, load_embedder=load_embedder, open_vectors=open_vectors, clock=clock)
     return _server(lifespan, cwd)
 
 

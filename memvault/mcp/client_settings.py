@@ -22,7 +22,7 @@ from memvault.config import GROUP_OF, GROUPS, Settings
 PER_CLIENT = frozenset({"user_id", "project", "agent_id", "docs_allowed_dirs"})
 """Settings that apply to one connection, sent in its handshake."""
 
-NOT_COMPARED = frozenset({"owner", "owner_start_timeout_s", "data_dir", "http_tokens_file"})
+NOT_COMPARED = frozenset({"owner", "data_dir", "http_tokens_file"})
 """Settings of the forwarder itself, or equal by construction (the data dir): never a difference."""
 
 _SECRET_WORDS = ("key", "token", "secret", "password")
@@ -70,7 +70,8 @@ def differences(owner: dict[str, Any], client: Any) -> list[str]:
 
 
 def describe(names: list[str], owner: dict[str, Any], client: dict[str, Any]) -> str:
-    """``MEMVAULT_CANDIDATES (owner 100, client 50), MEMVAULT_QDRANT_API_KEY (differs)``: secrets unquoted."""
+    """``MEMVAULT_CAPACITY_PER_SCOPE (owner 50000, client 500), MEMVAULT_QDRANT_API_KEY (differs)``: secrets
+    unquoted."""
     parts = []
     for n in names:
         if _secret(n) or n not in GROUP_OF:

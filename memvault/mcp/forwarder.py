@@ -40,6 +40,9 @@ from memvault.service.errors import StoreUnavailable
 log = logging.getLogger(__name__)
 
 HANDSHAKE_TIMEOUT_S = 10.0
+OWNER_START_TIMEOUT_S = 30.0
+"""How long a forwarder waits for the owner it started to listen, seconds: a cold start
+(model load, index open, start-up checks) takes a few seconds; 30 leaves room for a busy machine."""
 
 # Requests that change nothing: retried once on a new owner when the old one died.
 READ_ONLY_METHODS = frozenset({
@@ -163,7 +166,7 @@ async def _start_lock(files: OwnerFiles) -> AsyncIterator[None]:
 async def connect_or_start(settings: Settings, hello: Hello) -> Link:
     """Connect to the data dir's owner, starting one when none runs.
 
-    Raises OwnerUnavailable when no owner listens within ``owner_start_timeout_s`` (or the
+    Raises OwnerUnavailable when no owner listens within ``OWNER_START_TIMEOUT_S`` (or the
     started one failed), HandshakeError when the owner refuses this forwarder.
     """
     files = owner_files(settings.storage.data_dir)
@@ -178,7 +181,7 @@ async def connect_or_start(settings: Settings, hello: Hello) -> Link:
         except (OSError, OwnerUnavailable):
             pass
         proc = spawn_owner(settings, files)
-        with anyio.move_on_after(settings.server.owner_start_timeout_s):
+        with anyio.move_on_after(OWNER_START_TIMEOUT_S):
             while True:
                 try:
                     return await connect(files, hello)
@@ -193,7 +196,7 @@ async def connect_or_start(settings: Settings, hello: Hello) -> Link:
                         proc = spawn_owner(settings, files)
                     await anyio.sleep(0.02)
     raise OwnerUnavailable(f"no memvault owner listened on {files.socket} within "
-                           f"{settings.server.owner_start_timeout_s:g} s; its log is {files.log}")
+                           f"{OWNER_START_TIMEOUT_S:g} s; its log is {files.log}")
 
 
 @dataclass

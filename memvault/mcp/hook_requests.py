@@ -81,8 +81,7 @@ async def context(rt: Runtime | None, settings: Settings, hello: dict[str, Any])
 
     def read() -> str:
         where = hook_project(Path(cwd), project if isinstance(project, str) else None)
-        return session_context(settings.db_path, user, where, rt.clock.now(), max_tokens=max_tokens,
-                               half_life_days=settings.ranking.half_life_days)
+        return session_context(settings.db_path, user, where, rt.clock.now(), max_tokens=max_tokens)
 
     try:
         return answer(True, text=await anyio.to_thread.run_sync(read))

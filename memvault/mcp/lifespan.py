@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from memvault.clock import Clock
 from memvault.config import Settings
 from memvault.service.errors import StoreUnavailable
 from memvault.service.housekeeping import after_ready, housekeeping
@@ -69,10 +70,12 @@ async def running_runtime(settings: Settings, *, load_embedder: EmbedderLoader |
 
 @asynccontextmanager
 async def runtime_or_problem(settings: Settings, *, load_embedder: EmbedderLoader | None = None,
-                             open_vectors: VectorsOpener | None = None) -> AsyncIterator[Runtime | Unavailable]:
-    """``running_runtime``, or an ``Unavailable`` when the store cannot be opened (logged as one line)."""
+                             open_vectors: VectorsOpener | None = None, clock: Clock | None = None
+                             ) -> AsyncIterator[Runtime | Unavailable]:
+    """``running_runtime``, or an ``Unavailable`` when the store cannot be opened (logged as one line).
+    ``clock``: as ``Runtime.open``."""
     try:
-        rt = await Runtime.open(settings, load_embedder=load_embedder, open_vectors=open_vectors)
+        rt = await Runtime.open(settings, load_embedder=load_embedder, open_vectors=open_vectors, clock=clock)
     except StoreUnavailable as exc:
         log.error("%s", exc)
         yield Unavailable(str(exc))
@@ -82,12 +85,12 @@ async def runtime_or_problem(settings: Settings, *, load_embedder: EmbedderLoade
 
 
 def make_lifespan(settings: Settings, *, load_embedder: EmbedderLoader | None = None,
-                  open_vectors: VectorsOpener | None = None
+                  open_vectors: VectorsOpener | None = None, clock: Clock | None = None
                   ) -> Callable[[Any], AbstractAsyncContextManager[Runtime | Unavailable]]:
     """Lifespan context manager factory for ``MCPServer(lifespan=...)``: ``runtime_or_problem`` per run."""
 
     def lifespan(_server: Any) -> AbstractAsyncContextManager[Runtime | Unavailable]:
-        return runtime_or_problem(settings, load_embedder=load_embedder, open_vectors=open_vectors)
+        return runtime_or_problem(settings, load_embedder=load_embedder, open_vectors=open_vectors, clock=clock)
 
     return lifespan
 

@@ -34,7 +34,7 @@ from memvault.mcp.errors import reported
 from memvault.mcp.scope import Roots, client_roots, resolve_scope
 from memvault.service.errors import MemvaultError
 from memvault.service.models import Scope
-from memvault.service.profile import context_block, profile_markdown
+from memvault.service.profile import CONTEXT_BUDGET_CHARS, context_block, profile_markdown
 from memvault.service.profile import get_profile as profile_handler
 from memvault.service.task_models import GetTaskResult, ProfileResult, SetTaskResult
 from memvault.service.tasks import SetTaskArgs
@@ -76,7 +76,7 @@ async def _profile_markdown(ctx: Ctx) -> str | InputRequiredResult:
     if isinstance(scope, InputRequiredResult):
         return scope
     profile = await profile_handler(rt, scope)
-    return profile_markdown(profile, rt.settings.replies.context_budget_chars)
+    return profile_markdown(profile, CONTEXT_BUDGET_CHARS)
 
 
 async def read_profile(ctx: Ctx) -> str | InputRequiredResult:

@@ -23,6 +23,12 @@ __all__ = ["MIN_ROOM_CHARS", "Fitted", "cut_to_budget", "whole_within_budget"]
 
 T = TypeVar("T")
 
+CONTENT_BUDGET_CHARS = 2_000
+"""Per-memory content cut in recall, history and consolidate replies, characters: about 500
+tokens, longer than nearly every memory a client writes."""
+REPLY_BUDGET_CHARS = 16_000
+"""Total content characters in one reply (recall, search_docs, history, task versions): about
+4,000 tokens, what a client can take into its context without crowding it."""
 MIN_ROOM_CHARS = 80
 """Characters an item gets at least; with less left of the total, the reply stops there
 (a shorter snippet, mostly the truncation marker, tells the reader nothing)."""

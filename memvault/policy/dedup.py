@@ -6,7 +6,7 @@ facts: "prefers pnpm over npm" / "npm over pnpm" 0.999, "requires Python >= 3.10
 "<= 3.10" 0.997, "accepts JSON and YAML" / "JSON or YAML" 0.992, "深色主题" / "浅色主题"
 0.981, "tabs in C" / "tabs in C++" 0.980, "offset -5" / "offset 5" 0.978. Cosine alone
 cannot tell them apart, so a near duplicate must pass every gate: cosine at or above
-the calibrated threshold (setting ``dedup_threshold``, 0.97), the same content words in
+the calibrated threshold (``DEDUP_THRESHOLD``, 0.97), the same content words in
 the same order (:func:`content_words`), and the same meaning marks (quantities with their
 units, times of day, negation: :func:`memvault.policy.meaning.same_meaning`, the guard
 consolidation uses too).
@@ -37,6 +37,10 @@ import unicodedata
 
 from memvault.policy.cjk import CJK_CLASS as _CJK_CLASS
 from memvault.policy.meaning import marks, same_meaning
+
+DEDUP_THRESHOLD = 0.97
+"""Cosine at or above which two same-scope, same-kind memories may be near duplicates: the floor
+of the restatements above on multilingual-e5-small, held by ``tests/data/dedup_pairs.jsonl``."""
 
 FUNCTION_WORDS = frozenset("a an the please just really also".split())
 """Words whose presence or absence never changes what a memory says (see the module docstring)."""

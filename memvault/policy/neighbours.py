@@ -45,6 +45,11 @@ NEIGHBOUR_WINDOW_S = 30 * 60.0
 """A memory written near a hit belongs to the hit's conversation when their creation
 times are at most this far apart, seconds."""
 
+NEIGHBOUR_LIFT = 0.7
+"""Share of a hit's score a conversation neighbour ranks at least (squared two places away; 0:
+off): measured on LoCoMo, LongMemEval and the bilingual probe (docs/benchmarks.md,
+"Conversation neighbours")."""
+
 Id = TypeVar("Id", bound=Hashable)
 
 

@@ -20,6 +20,18 @@ __all__ = [
     "pick_evictions",
 ]
 
+WEIGHT_RELEVANCE = 0.8
+"""Weight of fused relevance in recall's final score (``final_score``)."""
+WEIGHT_IMPORTANCE = 0.1
+"""Weight of importance in recall's final score."""
+WEIGHT_RECENCY = 0.1
+"""Weight of recency in recall's final score. The three weights: relevance first, importance and
+recency as tie-breakers; ``bench.fusion_compare``'s "no importance or recency" row shows what they
+change on the quality sets (docs/benchmarks.md)."""
+HALF_LIFE_DAYS = 30.0
+"""Recency half-life on last access, days: a memory not read for a month counts half as recent
+(recall, eviction order, the session hooks' block)."""
+
 # The smallest positive normal float: recency never reaches 0, however old the access.
 _MIN_RECENCY = sys.float_info.min
 

@@ -113,6 +113,11 @@ _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
+LANGUAGE_NEUTRAL = True
+"""Whether dense scores have each language's mean embedding removed, so that a query in one
+language finds memories in another (docs/benchmarks.md: "no language correction" costs the
+bilingual probe zh->en R@1 0.87 -> 0.49)."""
+
 PROBE_TOLERANCE = 1e-4
 """Largest difference, per component, between the probe vector kept with saved centroids and
 the loaded model's: above it the model is not the one that computed them (they are recomputed)."""

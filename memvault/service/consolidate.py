@@ -2,7 +2,7 @@
 
 Finding (``policy.consolidation``): the newest ``SCAN_MAX`` active memories of the scope
 are compared by the cosine of their stored vectors (pairs at or above
-``policies.consolidate_min_cosine``, at most ``NEIGHBOURS`` per memory) and the word
+``policy.consolidation.MIN_COSINE``, at most ``NEIGHBOURS`` per memory) and the word
 guard; clusters are grown by complete linkage. A proposal keeps the most specific
 member's text, the highest importance and confidence, every member's tags and sources,
 the earliest creation time, the latest expiry (none when a member has none), the sum of
@@ -31,7 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from memvault.clock import to_iso
-from memvault.policy.budget import whole_within_budget
+from memvault.policy.budget import CONTENT_BUDGET_CHARS, REPLY_BUDGET_CHARS, whole_within_budget
+from memvault.policy.consolidation import MIN_COSINE
 from memvault.policy.text import cut, preview
 from memvault.service import validation as v
 from memvault.service.consolidate_models import ConsolidateResult, Proposal, ProposalMember
@@ -204,7 +205,7 @@ async def _find(rt: Runtime, user: str, project: str, now: float, limit: int,
     found, rows = await _every_merge(rt, user, project, now, reader)
     merges = found[:limit]
     _cut_contents(rt, merges)
-    kept, _ = whole_within_budget(merges, _size, total=rt.settings.replies.reply_budget_chars)
+    kept, _ = whole_within_budget(merges, _size, total=REPLY_BUDGET_CHARS)
     return kept, len(found), len(rows)
 
 
@@ -218,7 +219,7 @@ async def _every_merge(rt: Runtime, user: str, project: str, now: float,
     owners: dict[str | None, list[MemoryRow]] = {}
     for r in rows:
         owners.setdefault(r.private_to, []).append(r)
-    floor = rt.settings.policies.consolidate_min_cosine
+    floor = MIN_COSINE
     found: list[_Merge] = []
     for group in owners.values():
         if len(group) < 2:
@@ -232,10 +233,10 @@ async def _every_merge(rt: Runtime, user: str, project: str, now: float,
 
 
 def _cut_contents(rt: Runtime, merges: list[_Merge]) -> None:
-    """Cut each proposal's text to ``replies.content_budget_chars`` (the merged row keeps it whole)."""
+    """Cut each proposal's text to ``CONTENT_BUDGET_CHARS`` (the merged row keeps it whole)."""
     for m in merges:
         m.proposal.content, m.proposal.content_truncated = cut(m.kept.content,
-                                                               rt.settings.replies.content_budget_chars)
+                                                               CONTENT_BUDGET_CHARS)
 
 
 def _size(m: _Merge) -> int:

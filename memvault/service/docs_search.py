@@ -9,16 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memvault.policy.budget import cut_to_budget
+from memvault.policy.budget import REPLY_BUDGET_CHARS, cut_to_budget
 from memvault.service import validation as v
 from memvault.service.docs_index import DOCS_COLLECTION, check_path_prefix, ensure_docs_collection
 from memvault.service.docs_models import DocHit, SearchDocsResult
 from memvault.service.docs_owner import read_keys, split_key
-from memvault.service.fusion import Scored, score_texts, search_channels
+from memvault.service.fusion import CANDIDATES, Scored, score_texts, search_channels
 from memvault.service.models import Scope
 from memvault.service.runtime import Runtime
 from memvault.storage.docs import ChunkRow, DocStore
 from memvault.storage.vectors.base import VectorFilter
+
+RESULT_CHARS = 1_500
+"""Per-result text cut in search_docs replies, characters (about 375 tokens): enough to judge a
+chunk by; a cut result keeps its line range, so the rest can be opened."""
 
 
 async def rank_chunks(
@@ -43,12 +47,12 @@ async def rank_chunks(
     await ensure_docs_collection(rt, rebuild_on_mismatch=False)
     flt = VectorFilter(projects=list(projects), status=None, path_prefix=path_prefix,
                        equals={"collection": collection} if collection else None)
-    channels = await search_channels(rt, DOCS_COLLECTION, query, flt, max(s.ranking.candidates, limit))
+    channels = await search_channels(rt, DOCS_COLLECTION, query, flt, max(CANDIDATES, limit))
     async with DocStore.connect(s.db_path) as store:
         rows = await store.chunks(channels.ids())
     live = {cid: row for cid, row in rows.items() if row.file is not None and row.file.project in projects}
     # a chunk without a live row is an orphan of an interrupted run, or a chunk replaced since
-    scored = await score_texts(rt, DOCS_COLLECTION, channels, {cid: row.text for cid, row in live.items()}, s.ranking)
+    scored = await score_texts(rt, DOCS_COLLECTION, channels, {cid: row.text for cid, row in live.items()})
     out: list[tuple[ChunkRow, Scored]] = []
     for cid, sc in scored.items():
         out.append((live[cid], sc))
@@ -83,25 +87,24 @@ async def search_docs(
     """Chunks of indexed documents matching ``query`` over ``scope.projects_read``, best first:
     the documents shared in those projects and the user's own (``docs_owner.read_keys``).
 
-    Each result's text is cut to ``settings.documents.docs_result_chars`` and the whole reply to
-    ``settings.replies.reply_budget_chars``; a cut text keeps its line range (``start_line`` ..
+    Each result's text is cut to ``RESULT_CHARS`` and the whole reply to
+    ``policy.budget.REPLY_BUDGET_CHARS``; a cut text keeps its line range (``start_line`` ..
     ``end_line``) so the rest can be opened. ``min_relevance`` (0..1, default 0 = off) leaves
     out chunks of a lower calibrated relevance. When nothing at all is indexed there, the reply
     says so (``nothing_indexed``, with a ``hint`` naming what to run) instead of an empty list
     alone. Raises InvalidArgument on bad input, NotReady.
     """
-    s = rt.settings
     q = v.check_query(query)
-    k = v.check_k(k, s.replies.max_k)
+    k = v.check_k(k, v.MAX_K)
     name = v.check_collection(collection)
     prefix = check_path_prefix(path_prefix)
     floor = v.check_min_relevance(min_relevance)
-    ranked = await rank_chunks(rt, read_keys(scope.projects_read, scope.user_id), q, limit=k if floor <= 0 else max(k, s.ranking.candidates),
+    ranked = await rank_chunks(rt, read_keys(scope.projects_read, scope.user_id), q, limit=k if floor <= 0 else max(k, CANDIDATES),
                                collection=name, path_prefix=prefix)
     below = sum(1 for _, sc in ranked[:k] if sc.relevance < floor)
     ranked = [hit for hit in ranked if hit[1].relevance >= floor][:k]
-    fitted, truncated = cut_to_budget(ranked, lambda hit: hit[0].text, per_item=s.documents.docs_result_chars,
-                                      total=s.replies.reply_budget_chars)
+    fitted, truncated = cut_to_budget(ranked, lambda hit: hit[0].text, per_item=RESULT_CHARS,
+                                      total=REPLY_BUDGET_CHARS)
     results = [_hit(*f.item, f.text, f.cut) for f in fitted]  # item: (chunk row, Scored)
     hint = None
     if not ranked and not below:

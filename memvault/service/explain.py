@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memvault.policy.ranking import recency
+from memvault.policy.ranking import HALF_LIFE_DAYS, recency
 from memvault.service import validation as v
 from memvault.service.browse import Checked, MemoryView, memory_view, user_projects
 from memvault.service.errors import InvalidArgument
+from memvault.service.fusion import CANDIDATES
 from memvault.service.indexing import embed_query, keyword_vector, scope_filter
 from memvault.service.recall import rank
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
@@ -66,7 +67,7 @@ async def explain(rt: Runtime, user_id: str, query: str, checked: Checked, *, li
     dense, keyword = await _channel_ranks(rt, user_id, projects, query, kinds, tags, q.created_from, q.created_to,
                                           limit)
     now = rt.clock.now()
-    hl = rt.settings.ranking.half_life_days
+    hl = HALF_LIFE_DAYS
     return [Explained(memory=memory_view(r.row, now), rank=i, score=round(r.score, 4),
                       relevance=round(r.relevance, 4), importance=r.row.importance,
                       recency=round(recency(r.row.last_accessed_at, now, hl), 4), dense_rank=dense.get(r.row.id),
@@ -81,11 +82,10 @@ async def _channel_ranks(rt: Runtime, user_id: str, projects: list[str], query: 
                          limit: int) -> tuple[dict[str, int], dict[str, int]]:
     """(rank by id in the dense channel, rank by id in the keyword channel), from 1, as recall's
     ``hybrid_search`` asks them (same filter, same number of candidates)."""
-    r = rt.settings.ranking
     _, vectors = await rt.ready()
     flt = scope_filter(user_id, projects, rt.clock.now(), kinds=kinds, tags_any=tags, created_from=since,
                        created_to=until)
-    n = max(r.candidates, limit)
+    n = max(CANDIDATES, limit)
     qvec = await embed_query(rt, query)
     dense = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, qvec.tolist(), flt, n)
     sparse = await rt.run_sync(lambda: keyword_vector(query, query=True))

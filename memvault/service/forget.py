@@ -26,6 +26,9 @@ from memvault.storage.facts import MemoryRow
 from memvault.vocabulary import Kind
 
 MAX_FORGET = 1000
+QUERY_MIN_COSINE = 0.9
+"""Dense cosine a ``forget(query=...)`` match must reach: restatements of one memory score above
+it on multilingual-e5-small (``policy.dedup``'s measurements), related but other memories below."""
 MAX_LISTED = 50  # the reply lists at most this many; count says how many were forgotten
 
 
@@ -95,7 +98,7 @@ async def _query_matches(rt: Runtime, scope: Scope, query: str, *, ids: list[str
     content words), only those are taken: cosine cannot tell "prefers pnpm over npm" from
     "prefers npm over pnpm" (0.999). SQLite then applies every selector to the candidates.
     """
-    bar = rt.settings.ranking.forget_query_min_relevance
+    bar = QUERY_MIN_COSINE
     user = scope.user_id
     qvec = await embed_query(rt, query)
     if ids:

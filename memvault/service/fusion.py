@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memvault.config import RankingSettings
 from memvault.embedding.embedder import Embedder
+from memvault.policy.cjk import CJK_CHAR
 from memvault.policy.fusion import (
     calibrated_relevance,
     convex_fuse,
@@ -34,10 +34,18 @@ from memvault.policy.language import (
     script_class,
     terms_weight,
 )
-from memvault.service.centroids import language_centroids, language_neutral_query, language_positions
-from memvault.service.indexing import embed_query, keyword_vector
+from memvault.service.centroids import LANGUAGE_NEUTRAL, language_centroids, language_neutral_query, language_positions
+from memvault.service.indexing import keyword_vector
 from memvault.service.runtime import Runtime
 from memvault.storage.vectors.base import VectorFilter, VectorIndex, canonical_id
+
+CANDIDATES = 100
+"""Candidates each channel (dense, keyword) gives before fusion, at least the k asked for: the
+value every recall figure of docs/benchmarks.md was measured with."""
+DENSE_WEIGHT = 0.4
+"""Share of the dense channel in convex fusion (the keyword channel has the rest): chosen on
+LoCoMo, LongMemEval, SciFact, CMRC and the bilingual probe (docs/benchmarks.md, "Convex vs RRF,
+measured fairly")."""
 
 
 @dataclass(frozen=True)
@@ -71,18 +79,26 @@ async def search_channels(rt: Runtime, collection: str, query: str, flt: VectorF
                           *, language_neutral: bool | None = None) -> Channels:
     """Dense and keyword candidates of ``query`` (``n`` per channel and, with language
     neutrality on, up to ``n`` more dense ones found regardless of language: see
-    ``dense_candidates``), filtered in the engine by ``flt``."""
+    ``dense_candidates``), filtered in the engine by ``flt``.
+
+    One worker-thread call does all of it (the query embedding, its keyword vector, both
+    searches, the dot products with the language centroids): each hand-off to a worker
+    thread and back is a thread wake-up and a GIL hand-over, which on a loaded machine
+    costs more than the small steps between them.
+    """
     emb, vectors = await rt.ready()
-    neutral = rt.settings.ranking.language_neutral if language_neutral is None else language_neutral
-    qvec = await embed_query(rt, query)
-    centroids = await rt.run_sync(language_centroids, emb) if neutral else {}
-    dense = await rt.run_sync(dense_candidates, vectors, collection, qvec, flt, n, centroids)
-    sparse = await rt.run_sync(lambda: keyword_vector(query, query=True))
-    sparse_hits = []
-    if sparse.indices:
-        sparse_hits = await rt.run_sync(vectors.search_sparse, collection, sparse, flt, n)
-    dots = {lang: float(np.dot(c, qvec)) for lang, c in centroids.items()}
-    return Channels(query=query, dense=dense, keyword={h.id: h.score for h in sparse_hits}, query_dots=dots)
+    neutral = LANGUAGE_NEUTRAL if language_neutral is None else language_neutral
+
+    def search() -> Channels:
+        qvec = emb.embed_queries([query])[0]
+        centroids = language_centroids(emb) if neutral else {}
+        dense = dense_candidates(vectors, collection, qvec, flt, n, centroids)
+        sparse = keyword_vector(query, query=True)
+        sparse_hits = vectors.search_sparse(collection, sparse, flt, n) if sparse.indices else []
+        dots = {lang: float(np.dot(c, qvec)) for lang, c in centroids.items()}
+        return Channels(query=query, dense=dense, keyword={h.id: h.score for h in sparse_hits}, query_dots=dots)
+
+    return await rt.run_sync(search)
 
 
 def dense_candidates(vectors: VectorIndex, collection: str, qvec: np.ndarray, flt: VectorFilter, n: int,
@@ -149,17 +165,28 @@ def stored_positions(emb: Embedder, vectors: VectorIndex, collection: str, ids: 
     return language_positions(found, language_centroids(emb))
 
 
-async def score_texts(rt: Runtime, collection: str, ch: Channels, texts: Mapping[str, str],
-                      r: RankingSettings) -> dict[str, Scored]:
+async def score_texts(rt: Runtime, collection: str, ch: Channels, texts: Mapping[str, str]) -> dict[str, Scored]:
     """``score_candidates`` of ``ch`` over ``texts``, with the model's language positions of the
     candidates that mix two languages read from ``collection`` first (one worker-thread call)."""
     emb, vectors = await rt.ready()
 
     def work() -> dict[str, Scored]:
         positions = stored_positions(emb, vectors, collection, mixed_ids(ch, texts))
-        return score_candidates(ch, texts, r, positions)
+        return score_candidates(ch, texts, positions)
 
     return await rt.run_sync(work)
+
+
+def language_of(text: str) -> tuple[str, float]:
+    """``(policy.language.script_class(text), policy.language.cjk_weight(text))``.
+
+    A text without a CJK character is ``"other"`` with CJK weight 0.0 whatever its words,
+    so its words are not counted (a regex pass with a look-ahead per character, ~0.1-0.3 ms
+    for a memory's text not seen before; recall asks about ~160 candidates a call).
+    """
+    if text.isascii() or CJK_CHAR.search(text) is None:
+        return OTHER, 0.0
+    return script_class(text), cjk_weight(text)
 
 
 def fusion_inputs(ch: Channels, texts: Mapping[str, str],
@@ -170,28 +197,38 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str],
     correction reads their CJK weight from it (``policy.language.passage_cjk_weight``)."""
     where = positions or {}
     ids = [i for i in ch.ids() if i in texts]
-    qlang = script_class(ch.query)
-    qmix = cjk_weight(ch.query)
+    qlang, qmix = language_of(ch.query)
     qterms = keyword_term_set(ch.query)
+    qweight = terms_weight(qterms)
+    langs = {i: language_of(texts[i]) for i in ids}
+    for i, pos in where.items():  # a text mixing the two languages: where the model places it
+        if i in langs:
+            langs[i] = (passage_script(texts[i], pos), passage_cjk_weight(texts[i], pos))
     by_lang: dict[str, list[float]] = {CJK: [], OTHER: []}
     for i, cos in ch.dense.items():
-        if i in texts:
-            by_lang[passage_script(texts[i], where.get(i))].append(cos)
+        if i in langs:
+            by_lang[langs[i][0]].append(cos)
     gap = store_language_gap(by_lang[CJK], by_lang[OTHER])
     dense: dict[str, float] = {}
     coverage: dict[str, float] = {}
     unjudged: dict[str, float] = {}
+    # A candidate is judged by its script and by which of the query's terms it holds, nothing
+    # else of its text (``judged_terms``, ``keyword_coverage``): candidates alike in both
+    # (most hold none or one) share one answer, computed over those few terms.
+    judged_by: dict[tuple[str, frozenset[str]], tuple[float, float]] = {}
     for i in ids:
-        plang = passage_script(texts[i], where.get(i))
         if i in ch.dense:
-            dense[i] = ch.dense[i] - language_shift(ch.query_dots, qmix, passage_cjk_weight(texts[i], where.get(i)), gap)
+            dense[i] = ch.dense[i] - language_shift(ch.query_dots, qmix, langs[i][1], gap)
         if not qterms:
             continue
-        dterms = keyword_term_set(texts[i])
-        judged = judged_terms(qterms, dterms, plang)
-        unjudged[i] = 1.0 - terms_weight(judged) / terms_weight(qterms)
+        key = (langs[i][0], qterms & keyword_term_set(texts[i]))
+        got = judged_by.get(key)
+        if got is None:
+            judged = judged_terms(qterms, key[1], key[0])
+            got = judged_by[key] = (1.0 - terms_weight(judged) / qweight, keyword_coverage(judged, key[1]))
+        unjudged[i] = got[0]
         if i in ch.keyword:
-            coverage[i] = keyword_coverage(judged, dterms)
+            coverage[i] = got[1]
     keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
     return FusionInputs(ids, dense, keyword, coverage, unjudged, qterms, qlang)
 
@@ -205,17 +242,18 @@ def scored(f: FusionInputs, fused: Mapping[str, float], ch: Channels) -> dict[st
                       similarity=ch.dense.get(i)) for i, s in fused.items()}
 
 
-def score_candidates(ch: Channels, texts: Mapping[str, str], r: RankingSettings,
+def score_candidates(ch: Channels, texts: Mapping[str, str],
                      positions: Mapping[str, float] | None = None) -> dict[str, Scored]:
     """Fused and calibrated scores of the candidates of ``ch`` that have a text in ``texts``
     (the others, e.g. rows gone since, are left out), best first by ``score``: convex fusion
     (``policy.fusion.convex_fuse``) with keyword coverage over the terms each candidate can
-    be judged by and the cross-language stand-in for the rest.
+    be judged by and the cross-language stand-in for the rest; the dense channel's share is
+    ``DENSE_WEIGHT``.
 
     ``positions``: see ``fusion_inputs``. Blocking (keyword analysis of the candidates'
     texts): call from a worker thread.
     """
     f = fusion_inputs(ch, texts, positions)
-    fused = convex_fuse(f.dense, f.keyword, dense_weight=r.fusion_dense_weight, coverage=f.coverage,
+    fused = convex_fuse(f.dense, f.keyword, dense_weight=DENSE_WEIGHT, coverage=f.coverage,
                         unjudged=f.unjudged)
     return scored(f, fused, ch)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memvault.clock import to_iso
+from memvault.policy.ranking import HALF_LIFE_DAYS
 from memvault.policy.session_context import (
     ContextMemory,
     ContextPreference,
@@ -74,7 +75,7 @@ def _day(ts: float) -> str:
 
 
 def session_context(db_path: Path, user_id: str, project: HookProject, now: float, *, max_tokens: int,
-                    half_life_days: float) -> str:
+                    half_life_days: float = HALF_LIFE_DAYS) -> str:
     """The session block for ``user_id`` in ``project`` at ``now`` (unix seconds), at most ``max_tokens``
     estimated tokens (``policy.session_context``); ``""`` when there is nothing to show.
 

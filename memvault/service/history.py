@@ -3,10 +3,10 @@
 Newest first: ``limit`` keeps the latest changes, which are the ones asked about most;
 ``total`` says how many there are. Each entry says what happened (the stored action in
 words: ``add`` -> added, ``delete`` -> forgotten, ...), when, by which client, why, and
-the memory's text at that version, cut to ``replies.content_budget_chars``. A memory's
+the memory's text at that version, cut to ``policy.budget.CONTENT_BUDGET_CHARS``. A memory's
 text never changes between its versions, so it is given once per memory, on its newest
 entry listed (the others say ``content_repeated``). The contents of one reply add up to
-at most ``replies.reply_budget_chars``; entries past it are left out (``truncated``).
+at most ``policy.budget.REPLY_BUDGET_CHARS``; entries past it are left out (``truncated``).
 An erased memory keeps only the record that it was erased: no content, actor or reason.
 
 By key: the memories holding the key in the scope read (current project and global by
@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memvault.clock import to_iso
+from memvault.policy.budget import CONTENT_BUDGET_CHARS, REPLY_BUDGET_CHARS
 from memvault.policy.text import cut as cut_text
 from memvault.service import validation as v
 from memvault.service.errors import InvalidArgument, NotFound
@@ -79,7 +80,7 @@ async def history(rt: Runtime, scope: Scope, args: HistoryArgs) -> HistoryResult
         if not found:
             where = ", ".join(repr(p) if p else "global" for p in scope.projects_read)
             raise NotFound(f"no memory of this user has held key {key!r} in {where}; pass project to look elsewhere")
-    items, cut = _items(found, rt.settings.replies.content_budget_chars, rt.settings.replies.reply_budget_chars)
+    items, cut = _items(found, CONTENT_BUDGET_CHARS, REPLY_BUDGET_CHARS)
     return HistoryResult(entries=items, total=total, truncated=cut or len(items) < total, scope=scope)
 
 

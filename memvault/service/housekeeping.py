@@ -3,7 +3,7 @@
 Start-up (once the model and index are loaded): check the index against SQLite and
 rebuild what disagrees (``index_health``; expired memories are purged on the way), purge
 expired tasks, re-weigh documents indexed under an older keyword weighting.
-While serving: flush the embedded index every ``flush_interval_s`` (power-loss safety;
+While serving: flush the embedded index every ``FLUSH_INTERVAL_S`` (power-loss safety;
 Qdrant Edge's WAL already survives a process crash), index rows left pending by a failed
 index write (a full disk) every ``SETTLE_INTERVAL_S``, sweep expired records every
 ``SWEEP_INTERVAL_S``, build the embedded index's HNSW graph in a child process when
@@ -35,6 +35,9 @@ from memvault.service.tasks import sweep_tasks
 
 log = logging.getLogger(__name__)
 
+FLUSH_INTERVAL_S = 2.0
+"""Seconds between two flushes of the embedded index (fsync of its files: what a power loss can
+take); ``bench.stalls`` measures what a flush costs the calls beside it (docs/benchmarks.md)."""
 SWEEP_INTERVAL_S = 600.0
 SETTLE_INTERVAL_S = 60.0
 """Seconds between two passes over rows left ``pending`` while serving (their index write failed)."""
@@ -68,7 +71,7 @@ async def housekeeping(rt: Runtime) -> None:
 async def _timers(rt: Runtime, tg: anyio.abc.TaskGroup) -> None:
     since_sweep = since_consolidate = since_settle = 0.0
     since_index = CHECK_INTERVAL_S  # checked once start-up housekeeping is done
-    interval = rt.settings.storage.flush_interval_s
+    interval = FLUSH_INTERVAL_S
     every_h = rt.settings.policies.consolidate_every_hours
     building = False
     seen_work, heap_dirty = rt.work_done, False

@@ -1,6 +1,6 @@
 """When to build the embedded index's HNSW graph (the build itself: ``VectorIndex.build_index``).
 
-A collection is searched exactly until ``storage.hnsw_after_points`` of its points are
+A collection is searched exactly until ``HNSW_AFTER_POINTS`` of its points are
 searched exactly (all of them before a first build, those written since the last build
 after); then its HNSW index is built in a child process and swapped in, calls going on
 meanwhile (Qdrant Edge; a Qdrant server indexes by itself). Checked at start and every
@@ -23,13 +23,16 @@ log = logging.getLogger(__name__)
 
 CHECK_INTERVAL_S = 60.0
 """Seconds between two checks of whether a collection needs its HNSW index (re)built."""
+HNSW_AFTER_POINTS = 20_000
+"""Points searched exactly after which a collection's HNSW index is built (0 = never): exact
+search stays within recall's latency up to about this size (``bench.engine``, docs/benchmarks.md)."""
 
 
 async def due_collection(rt: Runtime) -> str | None:
     """The first collection (memories, then documents) whose exactly searched points reached
-    ``storage.hnsw_after_points``; None when none did, the setting is 0, the index is not
+    ``HNSW_AFTER_POINTS``; None when none did, it is 0, the index is not
     loaded or a build already runs."""
-    threshold = rt.settings.storage.hnsw_after_points
+    threshold = HNSW_AFTER_POINTS
     vectors = rt.vectors
     if threshold <= 0 or vectors is None or rt.error is not None:
         return None

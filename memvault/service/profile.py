@@ -18,21 +18,29 @@ from memvault.service.models import Scope
 from memvault.service.recall import RecallArgs, recall
 from memvault.service.runtime import Runtime
 from memvault.service.task_models import Overridden, PreferenceOut, ProfileFact, ProfileResult, TaskSummary
-from memvault.service.tasks import open_tasks, task_summary
+from memvault.service.tasks import TASK_LIST_MAX, open_tasks, task_summary
 from memvault.storage.facts import MemoryRow
 from memvault.storage.profile import ProfileReader
 
 FACT_KINDS = ("fact", "preference", "decision", "procedure")
 CONTEXT_MEMORIES = 8
+CONTEXT_BUDGET_CHARS = 8_000
+"""Size of the recall_context prompt block and the profile resource, characters (about 2,000
+tokens, the session hooks' default block)."""
+MAX_PREFERENCES = 100
+"""Keyed entries (preferences and other keyed memories) listed by get_profile."""
+MAX_FACTS = 10
+"""Unkeyed facts listed by get_profile, by importance."""
+VALUE_CHARS = 500
+"""Cut of each profile value and fact, characters (a preference is a sentence or two)."""
 
 
 async def get_profile(rt: Runtime, scope: Scope) -> ProfileResult:
     """The profile over ``scope.projects_read`` (project values win over global ones). Read-only."""
-    s = rt.settings
     now = rt.clock.now()
     reader = ProfileReader.on(rt.facts)
     projects = scope.projects_read
-    fetch = 2 * s.replies.profile_max_preferences + 1
+    fetch = 2 * MAX_PREFERENCES + 1
     keyed = await reader.keyed(scope.user_id, projects, now, fetch, reader=scope.agent)
     truncated = len(keyed) >= fetch
 
@@ -42,18 +50,18 @@ async def get_profile(rt: Runtime, scope: Scope) -> ProfileResult:
         by_key.setdefault(row.key or "", {}).setdefault(row.project, row)
     prefs: dict[str, PreferenceOut] = {}
     for key in sorted(by_key):
-        if len(prefs) >= s.replies.profile_max_preferences:
+        if len(prefs) >= MAX_PREFERENCES:
             truncated = True
             break
         slots = by_key[key]
         proj = slots.get(scope.project) if scope.project else None
         glob = slots.get("")
         winner = proj or glob or next(iter(slots.values()))
-        value, cut_ = cut(winner.content, s.replies.profile_value_chars)
+        value, cut_ = cut(winner.content, VALUE_CHARS)
         truncated |= cut_
         overrides = None
         if proj is not None and glob is not None:
-            overrides = Overridden(id=glob.id, value=cut(glob.content, s.replies.profile_value_chars)[0],
+            overrides = Overridden(id=glob.id, value=cut(glob.content, VALUE_CHARS)[0],
                                    project="")
         prefs[key] = PreferenceOut(
             value=value, id=winner.id, updated_at=to_iso(winner.updated_at) or "", source=winner.source,
@@ -63,15 +71,15 @@ async def get_profile(rt: Runtime, scope: Scope) -> ProfileResult:
         )
 
     facts = []
-    for row in await reader.top_unkeyed(scope.user_id, projects, FACT_KINDS, now, s.replies.profile_max_facts,
+    for row in await reader.top_unkeyed(scope.user_id, projects, FACT_KINDS, now, MAX_FACTS,
                                         reader=scope.agent):
-        text, cut_ = cut(row.content, s.replies.profile_value_chars)
+        text, cut_ = cut(row.content, VALUE_CHARS)
         truncated |= cut_
         facts.append(ProfileFact(id=row.id, content=text, kind=row.kind, importance=row.importance,
                                  project=row.project, updated_at=to_iso(row.updated_at) or "",
                                  content_truncated=cut_,
                                  visibility="private" if row.visibility == "private" else "shared"))
-    tasks = await open_tasks(rt, scope, s.replies.task_list_max)
+    tasks = await open_tasks(rt, scope, TASK_LIST_MAX)
     counts = await rt.facts.counts_by_kind(scope.user_id, projects, now, reader=scope.agent)
     return ProfileResult(scope=scope, preferences=prefs, facts=facts, open_tasks=[task_summary(t) for t in tasks],
                          counts=dict(sorted(counts.items())), truncated=truncated)
@@ -120,11 +128,10 @@ def tasks_markdown(tasks: list[TaskSummary]) -> list[str]:
 async def context_block(rt: Runtime, scope: Scope, topic: str) -> str:
     """One bounded Markdown block for a client to insert: profile + memories for ``topic`` + open tasks.
 
-    At most ``context_budget_chars`` characters: the profile gets about 40 %, the
+    At most ``CONTEXT_BUDGET_CHARS`` characters: the profile gets about 40 %, the
     memories the rest. When the model is not loaded the memories part says so.
     """
-    s = rt.settings
-    budget = s.replies.context_budget_chars
+    budget = CONTEXT_BUDGET_CHARS
     profile = await get_profile(rt, scope)
     tasks = profile.open_tasks
     profile.open_tasks = []  # listed once, at the end

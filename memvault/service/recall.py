@@ -17,19 +17,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memvault.clock import to_iso
-from memvault.policy.budget import cut_to_budget
+from memvault.policy.budget import CONTENT_BUDGET_CHARS, REPLY_BUDGET_CHARS, cut_to_budget
 from memvault.policy.neighbours import (
+    NEIGHBOUR_LIFT,
     NEIGHBOUR_REACH,
     NEIGHBOUR_SOURCES,
     conversation_neighbours,
     final_scores_with_neighbours,
 )
-from memvault.policy.ranking import final_score, recency
+from memvault.policy.ranking import (
+    HALF_LIFE_DAYS,
+    WEIGHT_IMPORTANCE,
+    WEIGHT_RECENCY,
+    WEIGHT_RELEVANCE,
+    final_score,
+    recency,
+)
 from memvault.policy.time_expressions import time_boosted, time_spans
 from memvault.service import validation as v
 from memvault.service.deixis_query import deictic_query
 from memvault.service.errors import InvalidArgument
-from memvault.service.fusion import score_texts, search_channels
+from memvault.service.fusion import CANDIDATES, score_texts, search_channels
 from memvault.service.indexing import scope_filter
 from memvault.service.models import MemoryOut, RecallResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
@@ -103,11 +111,10 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
     memory (the user). Does not touch access statistics (``recall`` does). Used by recall
     and benches.
     """
-    r = rt.settings.ranking
     now = rt.clock.now()
     flt = scope_filter(user_id, projects, now, kinds=kinds, tags_any=tags or None,
                        created_from=since, created_to=until, reader=reader)
-    channels = await search_channels(rt, MEMORY_COLLECTION, query, flt, max(r.candidates, limit))
+    channels = await search_channels(rt, MEMORY_COLLECTION, query, flt, max(CANDIDATES, limit))
     rows = {m.id: m for m in await rt.facts.get(channels.ids())}
     # The index may briefly lag SQLite, and widens time bounds by a float step
     # (``engine_bounds``); SQLite decides what is alive and in [since, until].
@@ -115,18 +122,18 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
              if row.status == "active" and (row.expires_at is None or row.expires_at > now)
              and row.readable_by(reader) and (since is None or row.created_at >= since)
              and (until is None or row.created_at <= until)}
-    scored = await score_texts(rt, MEMORY_COLLECTION, channels, {mid: row.content for mid, row in alive.items()}, r)
+    scored = await score_texts(rt, MEMORY_COLLECTION, channels, {mid: row.content for mid, row in alive.items()})
     fused = {mid: sc.score for mid, sc in scored.items()}
-    near = await neighbours_of_best(rt, fused, alive, now, reader) if r.neighbour_lift > 0 else {}
+    near = await neighbours_of_best(rt, fused, alive, now, reader) if NEIGHBOUR_LIFT > 0 else {}
     spans = time_spans(query, now)  # "in June", "上周": memories stored then rank up
 
     def final(mid: str, fused_score: float) -> float:
         row = alive[mid]
-        rec = recency(row.last_accessed_at, now, r.half_life_days)
+        rec = recency(row.last_accessed_at, now, HALF_LIFE_DAYS)
         return final_score(time_boosted(fused_score, row.created_at, spans), row.importance, rec,
-                           r.weight_relevance, r.weight_importance, r.weight_recency)
+                           WEIGHT_RELEVANCE, WEIGHT_IMPORTANCE, WEIGHT_RECENCY)
 
-    scores = final_scores_with_neighbours(fused, near, r.neighbour_lift, final,
+    scores = final_scores_with_neighbours(fused, near, NEIGHBOUR_LIFT, final,
                                           {mid: sc.relevance for mid, sc in scored.items()}, LIKELY_ANSWER)
     ranked = [Ranked(row=alive[mid], score=scores[mid][0], relevance=sc.relevance, similarity=sc.similarity,
                      neighbour_of=scores[mid][1]) for mid, sc in scored.items()]
@@ -155,7 +162,7 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     """Ranked memories for ``args.query`` over ``scope.projects_read``; raises InvalidArgument on bad input."""
     s = rt.settings
     query = v.check_query(args.query)
-    k = v.check_k(args.k, s.replies.max_k)
+    k = v.check_k(args.k, v.MAX_K)
     kinds = v.check_kinds(args.kinds)
     tags = v.check_tag_filter(args.tags)
     since, until = v.check_time("since", args.since), v.check_time("until", args.until, end=True)
@@ -166,7 +173,7 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     await rt.started()
     # Every candidate is ranked (same cost: the channels fetch this many anyway), so that a
     # relevant memory ranked below k irrelevant ones still comes back once those are left out.
-    ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=max(k, s.ranking.candidates),
+    ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=max(k, CANDIDATES),
                         kinds=kinds, tags=tags, since=since, until=until, reader=scope.agent)
     below = sum(1 for r in ranked[:k] if r.relevance < floor)
     kept = [r for r in ranked if r.relevance >= floor][:k]
@@ -178,7 +185,7 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     elif kept and best < LIKELY_ANSWER:
         note = (f"no memory reached relevance {LIKELY_ANSWER:g} (best {best:.2f}): these are the closest matches, "
                 "and nothing stored may answer this query")
-    memories, truncated = bounded(kept, s.replies.content_budget_chars, s.replies.reply_budget_chars)
+    memories, truncated = bounded(kept, CONTENT_BUDGET_CHARS, REPLY_BUDGET_CHARS)
     await rt.facts.touch([m.id for m in memories], rt.clock.now())
     repairing = rt.repairing.get(MEMORY_COLLECTION)
     return RecallResult(scope=scope, memories=memories, truncated=truncated, query_note=query_note,

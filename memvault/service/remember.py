@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from memvault.clock import to_iso
-from memvault.policy.dedup import is_near_duplicate, restates_exactly
+from memvault.policy.dedup import DEDUP_THRESHOLD, is_near_duplicate, restates_exactly
 from memvault.policy.importance import ImportanceScore, score_importance
-from memvault.policy.ranking import pick_evictions
+from memvault.policy.ranking import HALF_LIFE_DAYS, pick_evictions
 from memvault.policy.text import content_hash, preview, validate_content
 from memvault.policy.ttl import resolve_expiry
 from memvault.service import validation as v
@@ -173,14 +173,14 @@ async def remember(rt: Runtime, scope: Scope, args: RememberArgs) -> RememberRes
         # 3. near duplicate (same scope and kind): calibrated cosine AND same content words
         flt = scope_filter(user, [project], now, kinds=[kind], private_to=owner, shared_only=owner is None)
         hits = await rt.run_sync(vectors.search_dense, MEMORY_COLLECTION, windows[0].tolist(), flt, 3)
-        close = {h.id: h.score for h in hits if h.score >= s.policies.dedup_threshold and h.id not in supersedes}
+        close = {h.id: h.score for h in hits if h.score >= DEDUP_THRESHOLD and h.id not in supersedes}
         rows = sorted((r for r in await rt.facts.get(close)
                        if r.status == "active" and r.private_to == owner and _compatible(r.key, key)),
                       key=lambda r: -close[r.id])
         near = None
         if rows:
             near = await rt.run_sync(_first_near_duplicate, content, [(r, close[r.id]) for r in rows],
-                                     s.policies.dedup_threshold)
+                                     DEDUP_THRESHOLD)
         if near is not None:
             return await _absorb(rt, scope, near, write, now,
                                  why=f"this restates an existing memory (cosine {close[near.id]:.3f})",
@@ -342,7 +342,7 @@ async def _enforce_capacity(rt: Runtime, user: str, project: str, *, keep: str, 
     count = await rt.facts.count_active(user, project, now)
     if count <= cap:
         return []
-    hl = rt.settings.ranking.half_life_days
+    hl = HALF_LIFE_DAYS
     rows = await rt.facts.lowest_retention(user, project, now, limit=count - cap + EVICTION_MARGIN,
                                            half_life_days=hl, exclude=keep)
     ids = set(pick_evictions([(r.id, r.importance, r.last_accessed_at) for r in rows], count - cap, now, hl))

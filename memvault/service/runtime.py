@@ -24,7 +24,7 @@ from memvault.clock import Clock
 from memvault.config import Settings
 from memvault.embedding.embedder import Embedder, load_embedder
 from memvault.embedding.model_cache import converting_now
-from memvault.service.centroids import language_centroids
+from memvault.service.centroids import LANGUAGE_NEUTRAL, language_centroids
 from memvault.service.datadir import prepare_data_dir
 from memvault.service.errors import NotReady, StoreUnavailable
 from memvault.service.failures import open_failure
@@ -128,11 +128,12 @@ class Runtime:
 
     @classmethod
     async def open(cls, settings: Settings, *, load_embedder: EmbedderLoader | None = None,
-                   open_vectors: VectorsOpener | None = None) -> Runtime:
+                   open_vectors: VectorsOpener | None = None, clock: Clock | None = None) -> Runtime:
         """Create the data dir (0700) and open the fact store. Model and index load later (``load``).
 
         ``load_embedder`` / ``open_vectors``: what builds the model and the index (default:
-        the configured model and engine). Raises StoreUnavailable (its message says what is
+        the configured model and engine). ``clock``: where every "now" comes from (default the
+        system's; tests move time with ``Clock(offset_s)``). Raises StoreUnavailable (its message says what is
         wrong and what to do, the original exception is its cause) when the data dir or the
         database cannot be opened; nothing is left open then.
         """
@@ -141,7 +142,7 @@ class Runtime:
             facts = await FactStore.open(settings.db_path)
         except Exception as exc:
             raise StoreUnavailable(open_failure(exc, settings.storage.data_dir, settings.db_path)) from exc
-        return cls(settings=settings, clock=Clock(settings.server.clock_offset_s), facts=facts,
+        return cls(settings=settings, clock=clock or Clock(), facts=facts,
                    load_embedder=load_embedder or default_embedder,
                    open_vectors=open_vectors or open_vector_index)
 
@@ -226,7 +227,7 @@ class Runtime:
         language centroids of language-neutral ranking (read from the data dir's CENTROIDS_FILE
         when they belong to this model; else 80 short passages embedded, and kept there). A
         failure is logged only: the first recall computes them then."""
-        if not self.settings.ranking.language_neutral:
+        if not LANGUAGE_NEUTRAL:
             return
         try:
             saved = self.settings.storage.data_dir / CENTROIDS_FILE

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memvault.clock import to_iso
-from memvault.policy.budget import whole_within_budget
+from memvault.policy.budget import REPLY_BUDGET_CHARS, whole_within_budget
 from memvault.policy.merge_patch import merge_patch
 from memvault.policy.tasks import MAX_STATE_DEPTH, episode_text, json_overflow, state_json, task_step
 from memvault.policy.units import SECONDS_PER_DAY
@@ -43,6 +43,12 @@ log = logging.getLogger(__name__)
 
 MAX_TITLE_CHARS = 200
 MAX_OUTCOME_CHARS = 2_000
+TASK_STATE_MAX_BYTES = 65_536
+"""Largest task state, UTF-8 bytes of its JSON: a plan with its steps and notes, not a file."""
+TASK_HISTORY_MAX = 50
+"""Versions kept per task (the oldest dropped)."""
+TASK_LIST_MAX = 20
+"""Tasks listed by get_task_state without a task_id, and by get_profile."""
 
 
 @dataclass
@@ -73,9 +79,8 @@ def _check_text(name: str, value: str | None, limit: int, *, control_ok: bool = 
 
 
 def _too_big(what: str, size: int, limit: int, *, at_least: bool = False) -> str:
-    return (f"{what} {'more than ' if at_least else ''}{size} bytes; the limit is {limit} bytes (setting "
-            "MEMVAULT_TASK_STATE_MAX_BYTES). Keep bulky text in files or memories and store references "
-            "(paths, ids) in the state.")
+    return (f"{what} {'more than ' if at_least else ''}{size} bytes; the limit is {limit} bytes. Keep "
+            "bulky text in files or memories and store references (paths, ids) in the state.")
 
 
 def _check_bounds(name: str, value: dict[str, Any], limit: int) -> None:
@@ -137,7 +142,7 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
     """Create or update one task in ``scope.project``; returns the task as stored.
 
     Raises InvalidArgument (nothing written) for bad arguments, a version conflict (the message
-    carries the current version), a state or patch over ``task_state_max_bytes`` or nested
+    carries the current version), a state or patch over ``TASK_STATE_MAX_BYTES`` or nested
     deeper than MAX_STATE_DEPTH (checked before any scan, reading no more than the limit), or
     when an episode is due and the model is not loaded.
     """
@@ -159,7 +164,7 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
     # Size and nesting before any scan: a 20 MB state is refused after reading 64 kB of it.
     for name, value in (("state", args.state), ("patch", args.patch)):
         if value is not None:
-            _check_bounds(name, value, s.policies.task_state_max_bytes)
+            _check_bounds(name, value, TASK_STATE_MAX_BYTES)
     # Within bounds the state is at most a few hundred kilobytes: the scan runs in a worker thread.
     found = await rt.run_sync(_first_secret, [("task_id", task_id), ("task_id", args.task_id), ("title", title),
                                               ("outcome", outcome), ("state", args.state), ("patch", args.patch)])
@@ -195,8 +200,8 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
             size = len(state_json(new_state).encode("utf-8"))
         except (ValueError, TypeError) as exc:
             raise InvalidArgument(f"state is not valid JSON: {exc}") from None
-        if size > s.policies.task_state_max_bytes:
-            raise InvalidArgument(_too_big("task state would be", size, s.policies.task_state_max_bytes))
+        if size > TASK_STATE_MAX_BYTES:
+            raise InvalidArgument(_too_big("task state would be", size, TASK_STATE_MAX_BYTES))
         status: TaskStatus = status_arg or (cur.status if cur is not None else "active")
         finished = status in FINISHED_TASK_STATUSES
         task_ttl = ttl_days if ttl_days is not None else (cur.ttl_days if cur is not None else None)
@@ -212,7 +217,7 @@ async def set_task_state(rt: Runtime, scope: Scope, args: SetTaskArgs) -> SetTas
             outcome=outcome or (cur.outcome if cur is not None and finished else None),
             episode_id=cur.episode_id if cur is not None and finished else None, actor=args.actor,
         )
-        await store.write(row, history_max=s.policies.task_history_max)
+        await store.write(row, history_max=TASK_HISTORY_MAX)
 
     episode = None
     if outcome is not None:
@@ -231,7 +236,7 @@ async def get_task_state(rt: Runtime, scope: Scope, task_id: str | None = None, 
     """One task (``task_id`` given; looked up in ``scope.projects_read`` in order) or the scope's tasks.
 
     Lists are open tasks (plus finished ones with ``include_done``), active before
-    blocked, newest first, at most ``task_list_max``. ``include_history`` adds the
+    blocked, newest first, at most ``TASK_LIST_MAX``. ``include_history`` adds the
     stored versions of one task, newest first, within the reply budget. Raises
     NotFound when the named task does not exist (or has expired).
     """
@@ -240,7 +245,7 @@ async def get_task_state(rt: Runtime, scope: Scope, task_id: str | None = None, 
     now = rt.clock.now()
     if task_id is None:
         rows, total = await store.list_tasks(scope.user_id, scope.projects_read, now, include_done=include_done,
-                                             limit=s.replies.task_list_max)
+                                             limit=TASK_LIST_MAX)
         return GetTaskResult(scope=scope, tasks=[task_summary(r) for r in rows], total=total,
                              truncated=total > len(rows))
     tid = v.check_task_id(task_id)
@@ -254,8 +259,8 @@ async def get_task_state(rt: Runtime, scope: Scope, task_id: str | None = None, 
     history: list[TaskVersionOut] = []
     truncated = False
     if include_history:
-        versions = await store.history(scope.user_id, row.project, tid, s.policies.task_history_max)
-        kept, truncated = whole_within_budget(versions, lambda h: len(state_json(h.state)), total=s.replies.reply_budget_chars)
+        versions = await store.history(scope.user_id, row.project, tid, TASK_HISTORY_MAX)
+        kept, truncated = whole_within_budget(versions, lambda h: len(state_json(h.state)), total=REPLY_BUDGET_CHARS)
         history = [_version_out(h) for h in kept]
     return GetTaskResult(scope=scope, task=task_out(row), history=history, total=1, truncated=truncated)
 

@@ -61,6 +61,9 @@ from memvault.vocabulary import (
     is_task_status,
 )
 
+MAX_K = 50
+"""Most results one recall / search_docs may ask for: past it a reply is cut by
+``policy.budget.REPLY_BUDGET_CHARS`` anyway."""
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64
 MAX_KEY_CHARS = 128

@@ -14,7 +14,8 @@ from typing import Any
 
 from memvault.storage import rows as col
 from memvault.storage.database import Database
-from memvault.storage.facts import MEMORY_COLUMNS, FactStore, MemoryRow, memory_rows
+from memvault.storage.facts import FactStore
+from memvault.storage.memories import MEMORY_COLUMNS, MemoryRow, memory_rows
 
 LIFE_STATES = ("active", "expired", "superseded", "deleted")
 """What the page's status filter offers: ``active`` = status active and unexpired; ``expired``

@@ -19,7 +19,8 @@ from typing import Any
 
 from memvault.storage import rows as col
 from memvault.storage.database import Database
-from memvault.storage.facts import FactStore, HistoryEntry, history_entry, readable_sql
+from memvault.storage.facts import FactStore, readable_sql
+from memvault.storage.memories import HistoryEntry, history_entry
 
 _COLUMNS = "seq, memory_id, action, actor, at, old, new, reason, project"
 

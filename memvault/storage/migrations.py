@@ -1,11 +1,20 @@
-"""Versioned SQLite schema migrations for the fact store.
+"""Versioned SQLite schema migrations for the fact store, and bringing a file up to date.
 
 Each entry of ``MIGRATIONS`` is applied once, in order, inside one transaction, and
-``PRAGMA user_version`` records the last one applied. Never edit a released
-migration: append a new one.
+``PRAGMA user_version`` records the last one applied (``migrate``). Never edit a released
+migration: append a new one. A file at a schema above ``LATEST_VERSION`` is refused
+(``SchemaTooNew``), never written.
 """
 
 from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+
+from memvault.storage.database import Database
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS: list[tuple[int, str]] = [
     (
@@ -212,3 +221,51 @@ MIGRATIONS: list[tuple[int, str]] = [
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was written by a newer memvault (a schema this code does not know).
+
+    Opening it anyway would let this version write rows without the newer columns'
+    values (e.g. re-index a document under an old weighting while the row says new).
+    """
+
+
+def _statements(script: str) -> list[str]:
+    """Split an SQL script into complete statements (comments may contain anything)."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out
+
+
+async def schema_version(db: Database) -> int:
+    """The schema version recorded in the file."""
+    row = await db.fetchone("PRAGMA user_version")
+    assert row is not None  # this pragma always returns one row
+    return row[0]
+
+
+async def migrate(db: Database, path: Path) -> None:
+    """Apply to the database ``db`` (the file at ``path``) every migration above its schema version,
+    each in one transaction. Raises SchemaTooNew, writing nothing, when the file is newer than ``LATEST_VERSION``."""
+    version = await schema_version(db)
+    if version > LATEST_VERSION:
+        raise SchemaTooNew(
+            f"{path} was written by a newer memvault (database schema {version}); this "
+            f"version reads schema {LATEST_VERSION} at most. Run the memvault that wrote it "
+            f"(or a newer one), or set MEMVAULT_DATA_DIR to another folder."
+        )
+    for number, script in MIGRATIONS:
+        if number <= version:
+            continue
+        log.info("migrating %s to schema %d", path, number)
+        async with db.transaction() as tx:
+            for statement in _statements(script):
+                await tx.execute(statement)
+            await tx.execute(f"PRAGMA user_version = {int(number)}")

@@ -27,7 +27,7 @@ from typing import Any
 from memvault.policy.tasks import state_json
 from memvault.storage import rows as col
 from memvault.storage.database import Transaction
-from memvault.storage.facts import MEMORY_STATUSES
+from memvault.storage.memories import MEMORY_STATUSES
 from memvault.storage.snapshot import read_snapshot
 from memvault.vocabulary import KINDS, TASK_STATUSES, VISIBILITIES
 

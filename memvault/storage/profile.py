@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memvault.storage.database import Database
-from memvault.storage.facts import MEMORY_COLUMNS, FactStore, MemoryRow, memory_rows, readable_sql
+from memvault.storage.facts import FactStore, readable_sql
+from memvault.storage.memories import MEMORY_COLUMNS, MemoryRow, memory_rows
 
 
 class ProfileReader:

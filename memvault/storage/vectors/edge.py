@@ -1,16 +1,13 @@
 """Qdrant Edge (``qdrant-edge-py==0.9.0``, module ``qdrant_edge``) embedded in the process.
 
-Layout under the root folder (``settings.vectors_dir``), one folder per collection::
-
-    <root>/<collection>/collection.json   model id + dim (written before the shard), and
-                                          after a clean close the size and mtime of every
-                                          shard file (the closing record)
-    <root>/<collection>/shard/            the EdgeShard (segments, WAL, edge_config.json)
-    <root>/<collection>/index-<ns>/shard/ the same after an index build swapped it in (the
-                                          record's ``shard`` names the one in use, and
-                                          ``built_points`` how many points it held when
-                                          built; any other shard folder is a left-over,
-                                          deleted once open)
+``EdgeVectorIndex`` is the adapter: memvault's VectorIndex (collections, writes, reads,
+flush, close) over one EdgeShard per collection, with memvault's filters and points
+translated to the engine's and the engine's failures to memvault's errors. Beside it:
+the collection folder's layout and record, the closing record and setting aside in
+``edge_integrity``; the state of an open collection in ``edge_shard``; the disk's free
+space and the refusal of writes and loads that would not fit (``DiskFull``) in
+``edge_disk``; the HNSW build, swapped in by ``edge_swap`` from a child running
+``edge_build``.
 
 Damage: a collection whose record is unreadable or missing beside a shard, whose files
 differ from its closing record (truncated, rewritten or deleted while memvault was not
@@ -18,12 +15,9 @@ running), or that Qdrant Edge refuses to load (an error, or a Rust panic) raises
 DamagedCollection. ``set_aside`` then moves the folder to ``<root>.broken-<UTC time>/``
 (the newest ``BROKEN_KEPT`` such folders are kept, while the disk has room) so that the
 collection can be made anew and rebuilt from SQLite. A panic of the engine on an open
-collection becomes DamagedCollection too, instead of escaping as a BaseException. The
-closing record and setting aside live in ``edge_integrity``; the disk's free space, the
-refusal of writes and loads that would not fit (``DiskFull``) in ``edge_disk``; the HNSW
-build's child in ``edge_build``.
+collection becomes DamagedCollection too, instead of escaping as a BaseException.
 
-Choices, measured on 2 cores with 384-dim vectors at 10k and 100k points:
+Choices:
 
 - WAL always on (Edge's default; never disabled): a write is in the WAL when ``update``
   returns, so it survives kill -9 without flush or close. For OS-crash / power-loss
@@ -32,23 +26,21 @@ Choices, measured on 2 cores with 384-dim vectors at 10k and 100k points:
 - ``optimize()`` never runs in this process: it holds the GIL for seconds to minutes.
   Points live in a plain appendable segment, searched exactly (``SearchParams(exact=True)``),
   until ``build_index`` has a child process build HNSW on a copy of the shard
-  (``edge_build``) and swaps the copy in; a shard holding indexed vectors is searched
-  with HNSW (``exact=False``; its appendable segment is still scanned exactly).
+  (``edge_swap``, ``edge_build``) and swaps the copy in; a shard holding indexed vectors is
+  searched with HNSW (``exact=False``; its appendable segment is still scanned exactly).
 - One process per store: a second ``EdgeShard.load`` on the same folder (another process
   or another object in this one) fails with ``WouldBlock``; that becomes StoreLocked.
 
-Threads: an EdgeShard may be called from any thread (it is not thread-bound, and 2
-readers + 2 writers + a flusher in parallel gave no error and no lost update), but every
-call in 0.9.0 holds the GIL for its whole run (measured: a 20k-point upsert stalled all
-other Python threads for 0.3 s; ``query_batch`` and ``flush`` likewise), so threads add no
-parallelism. One lock per index serialises calls (free, given the GIL) so that ``close``
-and ``drop_collection`` can never race an operation; upserts are cut into batches of
+Threads: an EdgeShard may be called from any thread (it is not thread-bound), but every
+call in 0.9.0 holds the GIL for its whole run (a large upsert, ``query_batch`` and
+``flush`` stall every other Python thread meanwhile), so threads add no parallelism. One
+lock per index serialises calls (free, given the GIL) so that ``close`` and
+``drop_collection`` can never race an operation; upserts are cut into batches of
 ``upsert_batch`` points so that one big write never stalls the event loop for long.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -58,7 +50,6 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import qdrant_edge as qe
@@ -79,7 +70,6 @@ from .base import (
     CollectionMismatch,
     DamagedCollection,
     Hit,
-    IndexState,
     Point,
     SparseVector,
     StoredPoint,
@@ -96,58 +86,22 @@ from .base import (
     item_id,
     stored_point,
 )
-from .edge_integrity import changed_files, shard_files
+from .edge_integrity import META_FILE, SHARD_DIR, SHARD_REL, changed_files, has_hnsw, shard_files
+from .edge_shard import OpenShard, is_panic
+from .edge_swap import JOURNAL_MAX, IndexSwap
 
 log = logging.getLogger(__name__)
 
-META_FILE = "collection.json"
-SHARD_DIR = "shard"
-META_FORMAT = 1
 SCROLL_PAGE = 2048
-BROKEN_KEPT = edge_integrity.BROKEN_KEPT
-"""Damaged collections set aside: the newest this many ``<root>.broken-*`` folders are kept."""
-BUILD_PREFIX = "index-"
-"""Folders (``<collection>/index-<time ns>/shard``) holding a shard copied for an index build."""
-_SHARD_REL = re.compile(r"^(shard|index-\d+/shard)$")
-JOURNAL_MAX = 50_000
-"""Writes kept for replay during an index build; past this the build is given up (tried again later)."""
-BUILD_POLL_S = 0.2
 _NO_SPACE = re.compile(r"No space left on device|os error 28|ENOSPC", re.I)
 """How Qdrant Edge's errors say the disk is full."""
 PAYLOAD_INDEX_AFTER = 500
 """Points a collection holds before its payload indexes are made (a shard that has them keeps
-them). Below, filters read the payload of each point, in time linear in the points
-(measured on a loaded 2-core machine: a filtered exact top-50 search of 1,000 points in
-3.7 ms median without the indexes, 0.1 ms with), while a small store takes almost no
-disk: each payload index allocates ~7 MB (a 4 MB page, a 1 MB tracker, two 1 MB bitmaps)
-on tmpfs, where loading reads it in whole (20 memories: 0.2 MB without, 77 MB with)."""
+them). Below, filters read the payload of each point, in time linear in the points (small
+at this size), while a small store takes almost no disk: each payload index allocates a
+4 MB page, a 1 MB tracker and two 1 MB bitmaps, which loading on tmpfs reads in whole."""
 FULL_FLUSH_S = 300.0
 """Least seconds between two of Qdrant Edge's own flushes (GIL held) by the flush timer."""
-
-
-
-
-@dataclass
-class _Open:
-    shard: qe.EdgeShard
-    dim: int
-    model_id: str
-    path: Path
-    name: str
-    rel: str = SHARD_DIR  # ``path`` relative to the collection folder (the record's ``shard``)
-    dirty: bool = False  # written since the last flush
-    indexed: bool = False  # holds HNSW-indexed segments: searched with exact=False
-    journal: list[qe.UpdateOperation] | None = None  # writes since an index build's copy
-    wal_dirty: bool = False  # written since the last fsync of the WAL
-    written_since: int = 0  # points upserted since this shard was built (or opened)
-    built_points: int = 0  # points the shard held when its HNSW index was built (the record's ``built_points``)
-    payload_indexed: bool = False  # has its payload indexes (made once PAYLOAD_INDEX_AFTER points are held)
-
-
-def _has_hnsw(sdir: Path) -> bool:
-    """True when a segment of the shard in ``sdir`` has an HNSW graph of its dense vectors
-    (Qdrant Edge's ``indexed_vectors_count`` also counts plain and sparse indexes)."""
-    return any((sdir / "segments").glob(f"*/vector_index-{DENSE}/graph.bin"))
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -170,21 +124,8 @@ def _fsync_folder(folder: Path) -> None:
             os.close(fd)
 
 
-def _tail(path: Path, chars: int = 400) -> str:
-    """The end of a log file, one line ("" when unreadable)."""
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")[-chars:].strip().replace("\n", " | ")
-    except OSError:
-        return ""
-
-
 def _describe(model_id: str, dim: int) -> str:
     return f"model {model_id!r} (dim {dim})"
-
-
-def _is_panic(exc: BaseException) -> bool:
-    """True for a Rust panic raised through pyo3 (``pyo3_runtime.PanicException``, a BaseException)."""
-    return type(exc).__name__ == "PanicException"
 
 
 def edge_filter(flt: VectorFilter | None) -> qe.Filter | None:
@@ -228,7 +169,7 @@ def _items_filter(ids: Sequence[str]) -> qe.Filter:
                              qe.FieldCondition(PARENT, match=qe.MatchAny(sorted(str(i) for i in id_set)))])
 
 
-class EdgeVectorIndex(VectorIndex):
+class EdgeVectorIndex(IndexSwap, VectorIndex):
     """VectorIndex over Qdrant Edge shards under ``root`` (see the module docstring).
 
     root: folder holding one sub-folder per collection (created 0700 if absent).
@@ -255,7 +196,7 @@ class EdgeVectorIndex(VectorIndex):
         self._upsert_batch = max(1, upsert_batch)
         self._full_flush_s = full_flush_s
         self._last_full = time.monotonic()
-        self._open: dict[str, _Open] = {}
+        self._open: dict[str, OpenShard] = {}
         self._lock = threading.RLock()
         self._writes = threading.RLock()
         self._closed = False
@@ -279,9 +220,9 @@ class EdgeVectorIndex(VectorIndex):
             cdir = self.root / name
             meta_path = cdir / META_FILE
             cdir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            stored = self._read_meta(name, meta_path)
+            stored = edge_integrity.read_record(name, meta_path)
             rel = SHARD_DIR if stored is None else stored.get("shard", SHARD_DIR)
-            if not isinstance(rel, str) or not _SHARD_REL.match(rel):
+            if not isinstance(rel, str) or not SHARD_REL.match(rel):
                 raise DamagedCollection(name, str(cdir), f"{META_FILE} names no shard folder ({rel!r})")
             sdir = cdir / rel
             built_points = stored.get("built_points", 0) if stored is not None else 0
@@ -306,7 +247,7 @@ class EdgeVectorIndex(VectorIndex):
                 # finished by memvault, or lost its record since.
                 raise DamagedCollection(name, str(cdir), f"its shard has no {META_FILE}")
             else:
-                self._write_meta(meta_path, self._meta(model_id, dim))
+                edge_integrity.write_record(meta_path, edge_integrity.record(model_id, dim))
             if has_shard:  # on a disk too small to load it the process would die (SIGBUS) half-way
                 edge_disk.check_load(self.root, sdir)
             else:
@@ -317,7 +258,7 @@ class EdgeVectorIndex(VectorIndex):
                 # some (it applies and deletes its journals), so a process that dies while
                 # loading (a full tmpfs kills it with SIGBUS) must leave no closing record
                 # to compare them with; the next start then checks the index against SQLite.
-                self._write_meta(meta_path, self._meta(model_id, dim, rel, built_points))
+                edge_integrity.write_record(meta_path, edge_integrity.record(model_id, dim, rel, built_points))
             shard = self._open_shard(name, sdir, dim, model_id, has_shard)
             try:
                 with self._engine(name):
@@ -325,10 +266,10 @@ class EdgeVectorIndex(VectorIndex):
             except BaseException:
                 shard.close()
                 raise
-            indexed = _has_hnsw(sdir)
-            self._open[name] = _Open(shard, dim, model_id, sdir, name, rel, dirty=True, indexed=indexed,
-                                     built_points=built_points if indexed else 0, payload_indexed=payload_indexed)
-            self._remove_leftovers(cdir, sdir)
+            indexed = has_hnsw(sdir)
+            self._open[name] = OpenShard(shard, dim, model_id, sdir, name, rel, dirty=True, indexed=indexed,
+                                         built_points=built_points if indexed else 0, payload_indexed=payload_indexed)
+            edge_integrity.remove_leftovers(cdir, sdir)
             log.info("vector collection %s open at %s (%s)", name, sdir, _describe(model_id, dim))
 
     def drop_collection(self, name: str) -> None:
@@ -337,7 +278,7 @@ class EdgeVectorIndex(VectorIndex):
         with self._writes, self._lock:
             cur = self._open.pop(name, None)
             cdir = self.root / name
-            sdir = self._current_dir(cdir)
+            sdir = edge_integrity.current_dir(cdir)
             if cur is not None:
                 cur.shard.close()
             elif sdir.is_dir() and any(sdir.iterdir()):
@@ -362,12 +303,12 @@ class EdgeVectorIndex(VectorIndex):
         with self._writes, self._lock:
             cur = self._open.pop(name, None)
             cdir = self.root / name
-            sdir = self._current_dir(cdir)
+            sdir = edge_integrity.current_dir(cdir)
             if cur is not None:
                 try:
                     cur.shard.close()
                 except BaseException as exc:  # a damaged shard may fail to close; it is moved anyway
-                    if not (isinstance(exc, Exception) or _is_panic(exc)):
+                    if not (isinstance(exc, Exception) or is_panic(exc)):
                         raise
                     log.warning("closing damaged vector collection %s: %s", name, exc)
             elif sdir.is_dir() and any(sdir.iterdir()):
@@ -477,12 +418,11 @@ class EdgeVectorIndex(VectorIndex):
 
     def flush(self) -> None:
         """Make the writes acknowledged so far survive an OS crash or power loss: fsync the WAL
-        files of every shard written since (Python's ``os.fsync`` releases the GIL: ~7 ms,
-        calls go on). Every ``full_flush_s`` also Qdrant Edge's own ``flush()`` (segments
-        written out, WAL trimmed), which holds the GIL for its whole run (measured with 10k
-        points on a loaded disk: ~190 ms median, 550 ms worst, every thread stalled; ~12 ms
-        quiet), so it is kept rare. An idle store costs nothing. Skipped while a write or an
-        index build's copy runs (the next timer catches up)."""
+        files of every shard written since (Python's ``os.fsync`` releases the GIL: calls go
+        on). Every ``full_flush_s`` also Qdrant Edge's own ``flush()`` (segments written out,
+        WAL trimmed), which holds the GIL for its whole run (every thread stalls, for
+        hundreds of ms on a loaded disk), so it is kept rare. An idle store costs nothing.
+        Skipped while a write or an index build's copy runs (the next timer catches up)."""
         if not self._writes.acquire(blocking=False):
             return
         try:
@@ -521,10 +461,10 @@ class EdgeVectorIndex(VectorIndex):
                     failed = failed or exc
                     continue
                 # Only a clean close leaves a closing record (see the module docstring).
-                meta = self._meta(cur.model_id, cur.dim, cur.rel, cur.built_points)
+                meta = edge_integrity.record(cur.model_id, cur.dim, cur.rel, cur.built_points)
                 try:
                     meta["closed"] = shard_files(cur.path)
-                    self._write_meta(self.root / name / META_FILE, meta)
+                    edge_integrity.write_record(self.root / name / META_FILE, meta)
                 except OSError as exc:  # the folder went away under us: the next start checks it
                     log.warning("vector collection %s: no closing record written (%s)", name, exc)
                 log.debug("vector collection %s closed", name)
@@ -546,158 +486,6 @@ class EdgeVectorIndex(VectorIndex):
             line += f"; {edge_disk.what_to_free(self.root)} when you no longer need them"
         return use.free >= 2 * edge_disk.WRITE_RESERVE, line
 
-    # --- the HNSW index ----------------------------------------------------------
-
-    def index_state(self, collection: str) -> IndexState:
-        """How much of ``collection`` its HNSW index covers (cheap: the shard's own counters)."""
-        with self._lock:
-            cur = self._get(collection)
-            with self._engine(collection):
-                points = cur.shard.info().points_count
-            unindexed = max(cur.written_since, points - cur.built_points) if cur.indexed else points
-            return IndexState(points, cur.indexed, min(points, unindexed), self._building)
-
-    def build_index(self, collection: str, *, indexing_threshold_kb: int = 1,
-                    full_scan_threshold_kb: int = edge_build.FULL_SCAN_THRESHOLD_KB) -> dict | None:
-        """Build the HNSW index of ``collection`` in a child process, without stalling calls,
-        and swap it in. Blocks until done (minutes at 100k points): call it from a thread
-        of its own, never from one that serving needs.
-
-        Steps: flush; copy the shard folder to ``index-<ns>/shard`` while writes wait (searches
-        go on); the child (``edge_build``) optimizes the copy; load the copy (holds the GIL
-        ~0.3 s at 100k points); then, with every call waiting, replay on it the writes made
-        since the copy (kept in memory), flush it, point the collection record at it (atomic
-        rename, fsynced) and close and delete the old shard. A crash before the record
-        changes leaves the old shard in use and the copy a left-over (deleted at the next
-        open); after, the copy holds every write. Given up (None returned, the old shard kept)
-        when another build runs, the child fails or is killed, ``close``/``drop_collection``/
-        ``set_aside`` come first, or more than ``JOURNAL_MAX`` writes arrive meanwhile.
-
-        indexing_threshold_kb: segments with more vectors than this (KB) get HNSW (Qdrant's
-        ``indexing_threshold``; 1 = every segment); full_scan_threshold_kb: filtered searches
-        matching fewer points than this many KB of vectors go through the payload indexes,
-        exactly (Qdrant's ``full_scan_threshold``). Returns the child's report (points,
-        indexed, segments, seconds) plus ``copy_s``, ``load_s`` (GIL held) and ``swap_s`` (calls wait),
-        and ``replayed`` (writes made during the build).
-        """
-        t0 = time.perf_counter()
-        with self._writes:
-            with self._lock:
-                cur = self._get(collection)
-                if self._closed or self._building:
-                    return None
-                with self._engine(collection):
-                    cur.shard.flush()
-                cur.dirty = False
-                folder = self.root / collection / f"{BUILD_PREFIX}{time.time_ns()}"
-                self._building = True
-                cur.journal = []
-            try:  # writes wait, searches go on (they do not change the shard's files)
-                folder.mkdir(mode=0o700)
-                shutil.copytree(cur.path, folder / SHARD_DIR)
-            except BaseException:
-                self._end_build(cur, folder)
-                raise
-        copy_s = time.perf_counter() - t0
-        with self._lock:
-            if self._closed or self._open.get(collection) is not cur:
-                proc = None
-            else:
-                try:
-                    proc = self._child = edge_build.start_child(folder, cur.dim, indexing_threshold_kb,
-                                                                        full_scan_threshold_kb)
-                except BaseException:
-                    self._end_build(cur, folder)
-                    raise
-        if proc is None:
-            self._end_build(cur, folder)
-            return None
-        while proc.poll() is None:
-            time.sleep(BUILD_POLL_S)
-        built = edge_build.read_built(folder) if proc.returncode == 0 else None
-        if built is None:
-            log.warning("index build of vector collection %s failed (exit %s): %s", collection, proc.returncode,
-                        _tail(folder / "build.log"))
-            self._end_build(cur, folder)
-            return None
-        t1 = time.perf_counter()
-        try:
-            with self._engine(collection):
-                new = qe.EdgeShard.load(str(folder / SHARD_DIR), edge_build.edge_config(cur.dim))
-        except BaseException as exc:
-            if not (isinstance(exc, Exception) or _is_panic(exc)):
-                raise
-            log.warning("index build of vector collection %s: the built copy does not load (%s)", collection, exc)
-            self._end_build(cur, folder)
-            return None
-        t2 = time.perf_counter()
-        rel = f"{folder.name}/{SHARD_DIR}"
-        with self._writes, self._lock:
-            journal = cur.journal
-            if self._closed or self._open.get(collection) is not cur or journal is None:
-                new.close()
-                self._end_build(cur, folder)
-                return None
-            try:
-                with self._engine(collection):
-                    for op in journal:
-                        new.update(op)
-                    new.flush()
-                indexed = _has_hnsw(folder / SHARD_DIR)
-                self._write_meta(folder.parent / META_FILE,
-                                 self._meta(cur.model_id, cur.dim, rel, int(built.get("points", 0))))
-            except BaseException:
-                new.close()
-                self._end_build(cur, folder)
-                raise
-            self._open[collection] = _Open(new, cur.dim, cur.model_id, folder / SHARD_DIR, collection, rel,
-                                           indexed=indexed, built_points=int(built.get("points", 0)))
-            cur.journal, self._child, self._building = None, None, False
-            old = cur
-        swap_s = time.perf_counter() - t2
-        try:
-            old.shard.close()
-        except BaseException as exc:
-            if not (isinstance(exc, Exception) or _is_panic(exc)):
-                raise
-            log.warning("closing the replaced shard of %s: %s", collection, exc)
-        shutil.rmtree(old.path if old.rel == SHARD_DIR else old.path.parent, ignore_errors=True)
-        built.update(copy_s=round(copy_s, 3), load_s=round(t2 - t1, 3), swap_s=round(swap_s, 3),
-                     replayed=len(journal))
-        log.info("vector collection %s: HNSW index built in a child process and swapped in (%s)", collection, built)
-        return built
-
-    def _end_build(self, cur: _Open, folder: Path) -> None:
-        """Forget a build that did not swap in, and delete its copy."""
-        with self._lock:
-            cur.journal, self._child, self._building = None, None, False
-        shutil.rmtree(folder, ignore_errors=True)
-
-    def _stop_build(self) -> None:
-        """Kill the index build's child, if one runs (its thread then gives the build up)."""
-        with self._lock:
-            child = self._child
-        if child is not None and child.poll() is None:
-            child.kill()
-
-    def _current_dir(self, cdir: Path) -> Path:
-        """The shard folder the record of collection folder ``cdir`` names (``shard`` when unreadable)."""
-        try:
-            rel = json.loads((cdir / META_FILE).read_text(encoding="utf-8")).get("shard", SHARD_DIR)
-        except (OSError, ValueError, AttributeError):
-            rel = SHARD_DIR
-        return cdir / (rel if isinstance(rel, str) and _SHARD_REL.match(rel) else SHARD_DIR)
-
-    @staticmethod
-    def _remove_leftovers(cdir: Path, sdir: Path) -> None:
-        """Delete the shard folders of ``cdir`` other than ``sdir`` (the one in use, now locked by us):
-        copies of builds a crash interrupted, or the shard a swap replaced."""
-        keep = sdir if sdir.parent == cdir else sdir.parent
-        for p in cdir.iterdir():
-            if p != keep and p.is_dir() and (p.name == SHARD_DIR or p.name.startswith(BUILD_PREFIX)):
-                log.info("deleting left-over shard folder %s", p)
-                shutil.rmtree(p, ignore_errors=True)
-
     # --- helpers -----------------------------------------------------------------
 
     @contextmanager
@@ -711,7 +499,7 @@ class EdgeVectorIndex(VectorIndex):
         except BaseException as exc:
             if isinstance(exc, Exception) and _NO_SPACE.search(str(exc)):
                 raise edge_disk.DiskFull(self.root, "the engine", edge_disk.WRITE_RESERVE) from exc
-            if _is_panic(exc):
+            if is_panic(exc):
                 raise DamagedCollection(name, str(self.root / name), f"Qdrant Edge failed: {exc}") from exc
             raise
 
@@ -738,22 +526,13 @@ class EdgeVectorIndex(VectorIndex):
         try:
             qe.EdgeShard.load(str(sdir)).close()
         except BaseException as exc:
-            if not (isinstance(exc, Exception) or _is_panic(exc)):
+            if not (isinstance(exc, Exception) or is_panic(exc)):
                 raise
             if "WouldBlock" in str(exc):
                 raise StoreLocked(str(sdir)) from exc
             log.debug("vector collection %s does not load (%s)", name, exc)
 
-    @staticmethod
-    def _meta(model_id: str, dim: int, shard: str = SHARD_DIR, built_points: int = 0) -> dict:
-        out: dict = {"format": META_FORMAT, "model_id": model_id, "dim": dim}
-        if shard != SHARD_DIR:
-            out["shard"] = shard
-        if built_points:
-            out["built_points"] = built_points  # points when the HNSW index was built
-        return out
-
-    def _get(self, name: str) -> _Open:
+    def _get(self, name: str) -> OpenShard:
         cur = self._open.get(name)
         if cur is None:
             raise UnknownCollection(name)
@@ -776,7 +555,7 @@ class EdgeVectorIndex(VectorIndex):
                              name, JOURNAL_MAX)
                     cur.journal = None
 
-    def _query(self, cur: _Open, query: qe.Query, flt: VectorFilter, limit: int,
+    def _query(self, cur: OpenShard, query: qe.Query, flt: VectorFilter, limit: int,
                params: qe.SearchParams) -> list[Hit]:
         if limit <= 0 or flt.matches_nothing():
             return []
@@ -811,7 +590,7 @@ class EdgeVectorIndex(VectorIndex):
             # load() with a config also checks it against the stored segments.
             return qe.EdgeShard.load(str(sdir), config) if exists else qe.EdgeShard.create(str(sdir), config)
         except BaseException as exc:  # qdrant_edge raises bare Exception, or a panic (BaseException)
-            if not (isinstance(exc, Exception) or _is_panic(exc)):
+            if not (isinstance(exc, Exception) or is_panic(exc)):
                 raise
             msg = str(exc) or type(exc).__name__
             if "WouldBlock" in msg:
@@ -833,7 +612,7 @@ class EdgeVectorIndex(VectorIndex):
             shard.update(op)
         return True
 
-    def _index_payload_when_due(self, name: str, cur: _Open) -> None:
+    def _index_payload_when_due(self, name: str, cur: OpenShard) -> None:
         """After a write: make the payload indexes once the collection reached ``PAYLOAD_INDEX_AFTER``
         points (through ``_update``, so that an index build's journal keeps them)."""
         if cur.payload_indexed:
@@ -852,32 +631,3 @@ class EdgeVectorIndex(VectorIndex):
             self._update(name, op)
         cur.payload_indexed = True
         log.info("vector collection %s: %d points, payload indexes made", name, info.points_count)
-
-    @staticmethod
-    def _read_meta(name: str, path: Path) -> dict | None:
-        """The collection record, None when absent; DamagedCollection when unreadable."""
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:  # ValueError: bad JSON or bad UTF-8
-            raise DamagedCollection(name, str(path.parent), f"{META_FILE} is unreadable ({exc})") from exc
-        if (not isinstance(data, dict) or not isinstance(data.get("model_id"), str)
-                or not isinstance(data.get("dim"), int)):
-            raise DamagedCollection(name, str(path.parent), f"{META_FILE} is not a memvault collection record")
-        return data
-
-    @staticmethod
-    def _write_meta(path: Path, data: dict) -> None:
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        if hasattr(os, "O_DIRECTORY"):  # make the rename itself durable (POSIX)
-            fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)

@@ -1,8 +1,8 @@
 """Building the HNSW index of a Qdrant Edge shard in a child process.
 
 ``EdgeShard.optimize()`` (merge segments, build HNSW) holds the GIL for its whole run
-(measured on 2 cores: 14.6 s at 30k points, 138 s at 100k), so it never runs in the
-serving process. ``EdgeVectorIndex.build_index`` copies the shard folder (writes paused,
+(minutes at 100k points), so it never runs in the serving process.
+``EdgeVectorIndex.build_index`` (``edge_swap``) copies the shard folder (writes paused,
 reads go on), and this module's child (which first makes the payload indexes if the
 shard has none yet), started as
 ``python -m memvault.storage.vectors.edge_build <folder> --dim D --indexing-threshold-kb N``,
