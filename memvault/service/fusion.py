@@ -78,7 +78,7 @@ class Scored:
 async def search_channels(rt: Runtime, collection: str, query: str, flt: VectorFilter, n: int,
                           *, language_neutral: bool | None = None) -> Channels:
     """Dense and keyword candidates of ``query`` (``n`` per channel and, with language
-    neutrality on, up to ``n`` more dense ones found regardless of language: see
+    neutrality on, up to ``n`` more dense ones in the other language: see
     ``dense_candidates``), filtered in the engine by ``flt``.
 
     One worker-thread call does all of it (the query embedding, its keyword vector, both
@@ -92,7 +92,7 @@ async def search_channels(rt: Runtime, collection: str, query: str, flt: VectorF
     def search() -> Channels:
         qvec = emb.embed_queries([query])[0]
         centroids = language_centroids(emb) if neutral else {}
-        dense = dense_candidates(vectors, collection, qvec, flt, n, centroids)
+        dense = dense_candidates(vectors, collection, qvec, flt, n, centroids, language_of(query)[0] == CJK)
         sparse = keyword_vector(query, query=True)
         sparse_hits = vectors.search_sparse(collection, sparse, flt, n) if sparse.indices else []
         dots = {lang: float(np.dot(c, qvec)) for lang, c in centroids.items()}
@@ -102,23 +102,31 @@ async def search_channels(rt: Runtime, collection: str, query: str, flt: VectorF
 
 
 def dense_candidates(vectors: VectorIndex, collection: str, qvec: np.ndarray, flt: VectorFilter, n: int,
-                     centroids: Mapping[str, np.ndarray]) -> dict[str, float]:
+                     centroids: Mapping[str, np.ndarray], query_cjk: bool = False) -> dict[str, float]:
     """Item id -> cosine to ``qvec`` (of the item's best point), best first: the top ``n`` by
-    cosine, and, given the language ``centroids``, the top ``n`` by the language-neutral
-    query (``service.centroids.language_neutral_query``) that the first search missed, their
-    cosine computed from their own point's stored vector (an item's first window). Without
-    the second search a store with more than ``n`` memories in the question's language
-    never offers one in the other language. Blocking: call from a worker thread."""
+    cosine, and, given the language ``centroids``, those of the top ``n`` by the
+    language-neutral query (``service.centroids.language_neutral_query``) that the first
+    search missed and that the model places in the other language than the query's
+    (``query_cjk``: the query is Chinese; ``service.centroids.language_positions`` of their
+    own point's stored vector, an item's first window, on the other side of the midpoint),
+    with their cosine computed from that vector. Without the second search a store with more
+    than ``n`` memories in the question's language never offers one in the other language;
+    keeping only the other language's leaves a store in one language ranked exactly as by
+    the first search alone. Blocking: call from a worker thread."""
     hits = {h.id: h.score for h in vectors.search_dense(collection, qvec.tolist(), flt, n)}
     neutral_q = language_neutral_query(qvec, dict(centroids)) if centroids else None
     if neutral_q is None:
         return hits
     missed = [h.id for h in vectors.search_dense(collection, neutral_q.tolist(), flt, n) if h.id not in hits]
-    if missed:
-        by_point = {canonical_id(i): i for i in missed}
-        for p, pt in vectors.retrieve(collection, list(by_point)).items():
-            if p in by_point and len(pt.dense) == len(qvec):
-                hits[by_point[p]] = float(np.dot(np.asarray(pt.dense, dtype=np.float32), qvec))
+    if not missed:
+        return hits
+    by_point = {canonical_id(i): i for i in missed}
+    found = {by_point[p]: pt.dense for p, pt in vectors.retrieve(collection, list(by_point)).items()
+             if p in by_point and len(pt.dense) == len(qvec)}
+    positions = language_positions(found, dict(centroids))
+    for i, vec in found.items():
+        if i in positions and (positions[i] >= 0.5) != query_cjk:
+            hits[i] = float(np.dot(np.asarray(vec, dtype=np.float32), qvec))
     return dict(sorted(hits.items(), key=lambda kv: -kv[1]))
 
 
