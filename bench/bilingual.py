@@ -147,13 +147,14 @@ def order(asked: Asked, option: str, rk) -> list[tuple[str, float]]:
     """(memory id, relevance) best first, as ``recall.rank`` orders them under ``option``."""
     from dataclasses import replace
 
+    from bench.fusion_compare import text_positions
     from memvault.policy.neighbours import conversation_neighbours, final_scores_with_neighbours
     from memvault.policy.ranking import final_score
     from memvault.service.recall import LIKELY_ANSWER
 
     r = replace(rk, **OPTIONS[option])
     ch = asked.channels if r.language_neutral else replace(asked.channels, query_dots={})
-    scored = score_with(ch, asked.texts, r.fusion_dense_weight)
+    scored = score_with(ch, asked.texts, r.fusion_dense_weight, text_positions(ch, asked.texts))
     # the probe's memories are stored at one time: one conversation, in the probe's order
     near = conversation_neighbours(asked.beside, dict.fromkeys(asked.texts, 0.0),
                                    {i: len(t) for i, t in asked.texts.items()})
@@ -205,6 +206,7 @@ def calibration_rows(asked: list[Asked], rk, option: str = DEFAULT_OPTION, top: 
     is the answer) for the ``top`` best-ranked candidates of every question (what a reply
     could show) under ``option``; gap = corrected cosine minus the query's
     ``dense_background`` (``service.fusion.fusion_inputs``, as recall computes them)."""
+    from bench.fusion_compare import text_positions
     from memvault.policy.fusion import dense_background
     from memvault.service.fusion import fusion_inputs
 
@@ -212,7 +214,7 @@ def calibration_rows(asked: list[Asked], rk, option: str = DEFAULT_OPTION, top: 
     out = []
     for a in asked:
         ch = a.channels if r.language_neutral else replace(a.channels, query_dots={})
-        f = fusion_inputs(ch, a.texts)
+        f = fusion_inputs(ch, a.texts, text_positions(ch, a.texts))
         background = dense_background(f.dense.values(), f.query_script)
         for mid, _ in order(a, option, rk)[:top]:
             if mid in f.dense:

@@ -39,7 +39,7 @@ def _is_answer(q: Any) -> Callable[[str], bool]:
 
 def rows(qs: Iterable[Any]) -> list[tuple[float, float, float, int]]:
     """(gap, coverage, unjudged share, is an answer) of the ``TOP`` best candidates of each question."""
-    from bench.fusion_compare import DEFAULT, VARIANTS, order_memories
+    from bench.fusion_compare import DEFAULT, VARIANTS, order_memories, text_positions
     from bench.ranking import Ranking
     from memvault.policy.fusion import dense_background
     from memvault.service.fusion import fusion_inputs
@@ -47,7 +47,7 @@ def rows(qs: Iterable[Any]) -> list[tuple[float, float, float, int]]:
     r = Ranking()
     out = []
     for q in qs:
-        f = fusion_inputs(q.channels, q.texts)
+        f = fusion_inputs(q.channels, q.texts, text_positions(q.channels, q.texts))
         background = dense_background(f.dense.values(), f.query_script)
         answer = _is_answer(q)
         for i in order_memories(q, VARIANTS[DEFAULT], r)[:TOP]:

@@ -43,7 +43,7 @@ from bench.common import DEFAULT_MODEL_CACHE, REPO, md_table, write_result
 from bench.ranking import Ranking
 
 SET_DIR = REPO / "tests" / "data" / "devmemory"
-SET_NAMES = ("dev", "guard")
+SET_NAMES = ("dev", "guard", "holdout")
 SLICES = ("en->en", "zh->zh", "zh->zh+id", "zh->en", "en->zh", "cross-lingual", "identifier", "mixed", "all")
 SYSTEMS = ("memvault", "dense", "bm25")
 

@@ -46,7 +46,7 @@ import anyio
 from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result
 from bench.ranking import Ranking, score_with
 
-SETS = ("locomo", "lme", "scifact", "cmrc", "bilingual", "devmem-dev", "devmem-guard")
+SETS = ("locomo", "lme", "scifact", "cmrc", "bilingual", "devmem-dev", "devmem-guard", "devmem-holdout")
 
 
 # --------------------------------------------------------------------------------------
@@ -239,6 +239,31 @@ async def capture_bilingual(args) -> list[Question]:
 
 Variant = Callable[[Any, Mapping[str, str], Any, Question], dict]
 
+_POSITIONS: dict[str, float] = {}  # text -> the model's language position (``service.centroids``)
+_EMBEDDER: list[Any] = []
+
+
+def text_positions(ch: Any, texts: Mapping[str, str]) -> dict[str, float]:
+    """The bench's ``service.fusion.stored_positions``: the candidates that mix two languages
+    (``service.fusion.mixed_ids``) placed by their text embedded as a passage, which is the
+    vector a store holds for a memory or chunk of one window (every text of these sets).
+    Captures need not carry them; the model is loaded once, on first need."""
+    from memvault.config import Settings
+    from memvault.embedding.embedder import load_embedder
+    from memvault.service.centroids import language_centroids, language_positions
+    from memvault.service.fusion import mixed_ids
+
+    ids = mixed_ids(ch, texts)
+    todo = sorted({texts[i] for i in ids} - _POSITIONS.keys())
+    if todo:
+        if not _EMBEDDER:
+            _EMBEDDER.append(load_embedder(Settings(model_cache_dir=DEFAULT_MODEL_CACHE)))
+        emb = _EMBEDDER[0]
+        vecs = emb.embed_passages(todo)
+        _POSITIONS.update(language_positions({t: list(map(float, v)) for t, v in zip(todo, vecs, strict=True)},
+                                             language_centroids(emb)))
+    return {i: _POSITIONS[texts[i]] for i in ids if texts[i] in _POSITIONS}
+
 
 def v_shipped(**over) -> Variant:
     """``service.fusion.score_candidates`` with ``bench.ranking.Ranking`` overrides (``order_memories``
@@ -246,7 +271,7 @@ def v_shipped(**over) -> Variant:
     def f(ch, texts, r, q):
         rr = replace(r, **over)
         c = ch if rr.language_neutral else replace(ch, query_dots={})
-        return score_with(c, texts, rr.fusion_dense_weight)
+        return score_with(c, texts, rr.fusion_dense_weight, text_positions(c, texts))
     f.ranking_over = over  # type: ignore[attr-defined]
     return f
 
@@ -258,7 +283,7 @@ def v_options(coverage_weighted: bool = True, cross_script: bool = True) -> Vari
     def f(ch, texts, r, q):
         from memvault.policy.fusion import convex_fuse
         from memvault.service.fusion import fusion_inputs, scored
-        fi = fusion_inputs(ch, texts)
+        fi = fusion_inputs(ch, texts, text_positions(ch, texts))
         fused = convex_fuse(fi.dense, fi.keyword, dense_weight=r.fusion_dense_weight,
                             coverage=fi.coverage if coverage_weighted else None,
                             unjudged=fi.unjudged if cross_script else None)
@@ -485,7 +510,8 @@ async def capture(args) -> dict[str, list[Question]]:
               "cmrc": lambda: capture_beir(args, "cmrc", "cmrc2018_zh"),
               "bilingual": lambda: capture_bilingual(args),
               "devmem-dev": lambda: devmemory.capture("dev", args.model_cache),
-              "devmem-guard": lambda: devmemory.capture("guard", args.model_cache)}
+              "devmem-guard": lambda: devmemory.capture("guard", args.model_cache),
+              "devmem-holdout": lambda: devmemory.capture("holdout", args.model_cache)}
     args.capture_dir.mkdir(parents=True, exist_ok=True)
     for s in args.sets:
         path = args.capture_dir / f"{s}.pkl"

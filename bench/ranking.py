@@ -42,14 +42,16 @@ class Ranking:
     min_relevance: float = field(default_factory=_min_relevance)
 
 
-def score_with(ch: Any, texts: Mapping[str, str], dense_weight: float) -> dict:
+def score_with(ch: Any, texts: Mapping[str, str], dense_weight: float,
+               positions: Mapping[str, float] | None = None) -> dict:
     """``service.fusion.score_candidates`` with the dense channel's share ``dense_weight``: the
-    shipped function itself at ``DENSE_WEIGHT``, else its steps with that weight."""
+    shipped function itself at ``DENSE_WEIGHT``, else its steps with that weight.
+    ``positions``: the model's language positions of mixed texts (``fusion_inputs``)."""
     from memvault.policy.fusion import convex_fuse
     from memvault.service.fusion import fusion_inputs, score_candidates, scored
 
     if dense_weight == DENSE_WEIGHT:
-        return score_candidates(ch, texts)
-    fi = fusion_inputs(ch, texts)
+        return score_candidates(ch, texts, positions)
+    fi = fusion_inputs(ch, texts, positions)
     fused = convex_fuse(fi.dense, fi.keyword, dense_weight=dense_weight, coverage=fi.coverage, unjudged=fi.unjudged)
     return scored(fi, fused, ch)

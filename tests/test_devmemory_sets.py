@@ -13,7 +13,7 @@ import pytest
 SETS = Path(__file__).parent / "data" / "devmemory"
 
 
-@pytest.mark.parametrize("name", ["dev", "guard"])
+@pytest.mark.parametrize("name", ["dev", "guard", "holdout"])
 def test_the_set_meets_every_requirement(name: str) -> None:
     done = subprocess.run([sys.executable, str(SETS / "check_set.py"), str(SETS / f"{name}.json")],
                           capture_output=True, text=True, timeout=60)

@@ -72,6 +72,6 @@ async def test_chinese_questions_find_their_memory_among_mixed_ones(mcp_client):
         for q in NOT_STORED:
             got = await call(c, "recall", query=q, k=10)
             flagged[q] = (got["nothing_relevant"], got["memories"][0]["relevance"])
-        # two of the three are flagged today (the third's best relevance is 0.39: see
-        # docs/benchmarks.md, "Developer memory"); before the term-level language judgement none was
-        assert sum(f for f, _ in flagged.values()) >= 2, flagged
+        # each is flagged (before the term-level language judgement none was; before the model's
+        # placement of mixed texts, "发票 PDF 用什么字体？" read 0.39 against a mixed memory)
+        assert all(f for f, _ in flagged.values()), flagged

@@ -54,7 +54,7 @@ __all__ = [
 Id = TypeVar("Id", bound=Hashable)
 
 LANGUAGE_SHIFT_SCALE = 1.0
-LANGUAGE_SHIFT_SCALE_CJK = 0.75
+LANGUAGE_SHIFT_SCALE_CJK = 0.6
 """Share of the language component :func:`language_shift` removes, for an English query and
 for a Chinese one (a query mixing both: in proportion). The component is measured on
 everyday parallel sentences (``service.centroids``); for Chinese questions on a developer's

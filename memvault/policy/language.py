@@ -32,6 +32,8 @@ from collections.abc import Collection, Iterable
 from memvault.policy.cjk import CJK_CHAR, CJK_CLASS
 
 __all__ = [
+    "passage_cjk_weight",
+    "passage_script",
     "CJK",
     "OTHER",
     "WORD",
@@ -108,6 +110,30 @@ def cjk_weight(text: str) -> float:
     words; 0.0 for a text with neither (a bare identifier, written in Latin letters)."""
     cjk, words = language_units(text)
     return cjk / (cjk + words) if cjk else 0.0
+
+
+def passage_cjk_weight(text: str, model_position: float | None = None) -> float:
+    """The CJK weight the language correction of dense scores uses for a passage: its
+    :func:`cjk_weight` for a text in one language; for a text that mixes CJK characters with
+    words of another language, where the embedding model places it between the two languages
+    (``model_position``, ``service.centroids.language_positions``: 0 English, 1 Chinese),
+    clipped to [0, 1], when known. Counting words misjudges such texts: e5 embeds a Chinese
+    sentence full of English words and identifiers next to Chinese text."""
+    w = cjk_weight(text)
+    if model_position is None or w in (0.0, 1.0):
+        return w
+    return min(max(model_position, 0.0), 1.0)
+
+
+def passage_script(text: str, model_position: float | None = None) -> str:
+    """The script class of a passage for keyword judgement and the language correction: its
+    :func:`script_class` for a text in one language or an unknown ``model_position``; for a
+    text mixing CJK characters with words of another language, the side of the midpoint
+    between the two languages the model places it on (see :func:`passage_cjk_weight`)."""
+    w = cjk_weight(text)
+    if model_position is None or w in (0.0, 1.0):
+        return script_class(text)
+    return CJK if model_position >= 0.5 else OTHER
 
 
 @functools.lru_cache(maxsize=8192)

@@ -21,7 +21,7 @@ import numpy as np
 
 from memvault.policy.language import CJK, OTHER
 
-__all__ = ["PARALLEL_SENTENCES", "language_centroids"]
+__all__ = ["PARALLEL_SENTENCES", "language_centroids", "language_positions", "language_neutral_query"]
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +150,52 @@ def language_centroids(embedder, saved: Path | None = None) -> dict[str, np.ndar
                 _write(saved, embedder, got, _probe(embedder))
         _cache[embedder] = got
     return got
+
+
+def language_positions(vectors: dict[str, list[float]], centroids: dict[str, np.ndarray]) -> dict[str, float]:
+    """Where the model places each passage between the two languages: 0.0 at the mean English
+    passage of the parallel sentences, 1.0 at the mean Chinese one, by the projection of its
+    vector on the line between the two centroids (``{id: vector}`` -> ``{id: position}``,
+    not clipped; empty when either centroid is missing).
+
+    Why: a Chinese sentence that carries English identifiers and words (``Git 默认 rebase 不
+    merge：git config pull.rebase true``) counts more English words than CJK units, yet
+    e5 embeds it beside Chinese text, not English; correcting its score as English text lifts
+    it above every Chinese answer. Since each centroid is the mean of its language's
+    normalised vectors, the centroid's own projection is its language's mean projection.
+    """
+    if CJK not in centroids or OTHER not in centroids or not vectors:
+        return {}
+    axis = centroids[CJK] - centroids[OTHER]
+    lo, hi = float(np.dot(centroids[OTHER], axis)), float(np.dot(centroids[CJK], axis))
+    if hi - lo <= 1e-9:
+        return {}
+    ids = list(vectors)
+    mat = np.asarray([vectors[i] for i in ids], dtype=np.float32)
+    proj = (mat @ axis - lo) / (hi - lo)
+    return {i: float(x) for i, x in zip(ids, proj, strict=True)}
+
+
+def language_neutral_query(query: np.ndarray, centroids: dict[str, np.ndarray]) -> np.ndarray | None:
+    """A query vector whose dot product with a passage ranks passages as if language did not
+    count: ``q - (q . axis) / (hi - lo) * axis`` with ``axis`` the Chinese centroid minus the
+    English one and ``lo`` / ``hi`` their projections on it (see :func:`language_positions`).
+
+    Why: the dense channel's first search ranks by raw cosine, and e5 scores any passage in
+    the query's language above any in the other (the language part of a cosine is about
+    ``position * (q . c_cjk) + (1 - position) * (q . c_other)``); in a store holding more
+    memories in the query's language than the channel returns, a memory in the other
+    language never becomes a candidate, however well it answers. Subtracting that part,
+    linear in the passage's position, is a dot product with this vector. None when either
+    centroid is missing."""
+    if CJK not in centroids or OTHER not in centroids:
+        return None
+    axis = centroids[CJK] - centroids[OTHER]
+    lo, hi = float(np.dot(centroids[OTHER], axis)), float(np.dot(centroids[CJK], axis))
+    if hi - lo <= 1e-9:
+        return None
+    q = np.asarray(query, dtype=np.float32)
+    return q - (float(np.dot(q, axis)) / (hi - lo)) * axis
 
 
 def _probe(embedder) -> np.ndarray:

@@ -14,7 +14,7 @@ from memvault.service import validation as v
 from memvault.service.docs_index import DOCS_COLLECTION, check_path_prefix, ensure_docs_collection
 from memvault.service.docs_models import DocHit, SearchDocsResult
 from memvault.service.docs_owner import read_keys, split_key
-from memvault.service.fusion import CANDIDATES, Scored, score_candidates, search_channels
+from memvault.service.fusion import CANDIDATES, Scored, score_texts, search_channels
 from memvault.service.models import Scope
 from memvault.service.runtime import Runtime
 from memvault.storage.docs import ChunkRow, DocStore
@@ -38,7 +38,7 @@ async def rank_chunks(
 
     Dense (e5 query vs passage, cosine) and keyword (the CJK-aware sparse channel of
     recall) candidates are filtered in the engine (projects, collection, path prefix),
-    fused (``service.fusion.score_candidates``), and kept only when their chunk row exists
+    fused (``service.fusion.score_texts``), and kept only when their chunk row exists
     (SQLite decides).
     Raises NotReady, Conflict when the index was built with another model.
     """
@@ -52,7 +52,7 @@ async def rank_chunks(
         rows = await store.chunks(channels.ids())
     live = {cid: row for cid, row in rows.items() if row.file is not None and row.file.project in projects}
     # a chunk without a live row is an orphan of an interrupted run, or a chunk replaced since
-    scored = await rt.run_sync(score_candidates, channels, {cid: row.text for cid, row in live.items()})
+    scored = await score_texts(rt, DOCS_COLLECTION, channels, {cid: row.text for cid, row in live.items()})
     out: list[tuple[ChunkRow, Scored]] = []
     for cid, sc in scored.items():
         out.append((live[cid], sc))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memvault.embedding.embedder import Embedder
 from memvault.policy.cjk import CJK_CHAR
 from memvault.policy.fusion import (
     calibrated_relevance,
@@ -23,11 +24,20 @@ from memvault.policy.fusion import (
     store_language_gap,
 )
 from memvault.policy.keywords import keyword_term_set
-from memvault.policy.language import CJK, OTHER, cjk_weight, judged_terms, script_class, terms_weight
-from memvault.service.centroids import LANGUAGE_NEUTRAL, language_centroids
+from memvault.policy.language import (
+    CJK,
+    OTHER,
+    cjk_weight,
+    judged_terms,
+    passage_cjk_weight,
+    passage_script,
+    script_class,
+    terms_weight,
+)
+from memvault.service.centroids import LANGUAGE_NEUTRAL, language_centroids, language_neutral_query, language_positions
 from memvault.service.indexing import keyword_vector
 from memvault.service.runtime import Runtime
-from memvault.storage.vectors.base import VectorFilter
+from memvault.storage.vectors.base import VectorFilter, VectorIndex, canonical_id
 
 CANDIDATES = 100
 """Candidates each channel (dense, keyword) gives before fusion, at least the k asked for: the
@@ -41,7 +51,7 @@ measured fairly")."""
 @dataclass(frozen=True)
 class Channels:
     """What each channel found for one query: ``dense`` cosine and ``keyword`` score by item id
-    (each best first, at most n), and ``query_dots``: the query embedding's dot product with
+    (each best first; see ``search_channels`` for how many), and ``query_dots``: the query embedding's dot product with
     each language's mean passage embedding (empty when language neutrality is off)."""
 
     query: str
@@ -67,7 +77,9 @@ class Scored:
 
 async def search_channels(rt: Runtime, collection: str, query: str, flt: VectorFilter, n: int,
                           *, language_neutral: bool | None = None) -> Channels:
-    """Dense and keyword candidates of ``query`` (``n`` per channel, filtered in the engine by ``flt``).
+    """Dense and keyword candidates of ``query`` (``n`` per channel and, with language
+    neutrality on, up to ``n`` more dense ones in the other language: see
+    ``dense_candidates``), filtered in the engine by ``flt``.
 
     One worker-thread call does all of it (the query embedding, its keyword vector, both
     searches, the dot products with the language centroids): each hand-off to a worker
@@ -79,16 +91,43 @@ async def search_channels(rt: Runtime, collection: str, query: str, flt: VectorF
 
     def search() -> Channels:
         qvec = emb.embed_queries([query])[0]
-        dense_hits = vectors.search_dense(collection, qvec.tolist(), flt, n)
+        centroids = language_centroids(emb) if neutral else {}
+        dense = dense_candidates(vectors, collection, qvec, flt, n, centroids, language_of(query)[0] == CJK)
         sparse = keyword_vector(query, query=True)
         sparse_hits = vectors.search_sparse(collection, sparse, flt, n) if sparse.indices else []
-        dots: dict[str, float] = {}
-        if neutral:
-            dots = {lang: float(np.dot(c, qvec)) for lang, c in language_centroids(emb).items()}
-        return Channels(query=query, dense={h.id: h.score for h in dense_hits},
-                        keyword={h.id: h.score for h in sparse_hits}, query_dots=dots)
+        dots = {lang: float(np.dot(c, qvec)) for lang, c in centroids.items()}
+        return Channels(query=query, dense=dense, keyword={h.id: h.score for h in sparse_hits}, query_dots=dots)
 
     return await rt.run_sync(search)
+
+
+def dense_candidates(vectors: VectorIndex, collection: str, qvec: np.ndarray, flt: VectorFilter, n: int,
+                     centroids: Mapping[str, np.ndarray], query_cjk: bool = False) -> dict[str, float]:
+    """Item id -> cosine to ``qvec`` (of the item's best point), best first: the top ``n`` by
+    cosine, and, given the language ``centroids``, those of the top ``n`` by the
+    language-neutral query (``service.centroids.language_neutral_query``) that the first
+    search missed and that the model places in the other language than the query's
+    (``query_cjk``: the query is Chinese; ``service.centroids.language_positions`` of their
+    own point's stored vector, an item's first window, on the other side of the midpoint),
+    with their cosine computed from that vector. Without the second search a store with more
+    than ``n`` memories in the question's language never offers one in the other language;
+    keeping only the other language's leaves a store in one language ranked exactly as by
+    the first search alone. Blocking: call from a worker thread."""
+    hits = {h.id: h.score for h in vectors.search_dense(collection, qvec.tolist(), flt, n)}
+    neutral_q = language_neutral_query(qvec, dict(centroids)) if centroids else None
+    if neutral_q is None:
+        return hits
+    missed = [h.id for h in vectors.search_dense(collection, neutral_q.tolist(), flt, n) if h.id not in hits]
+    if not missed:
+        return hits
+    by_point = {canonical_id(i): i for i in missed}
+    found = {by_point[p]: pt.dense for p, pt in vectors.retrieve(collection, list(by_point)).items()
+             if p in by_point and len(pt.dense) == len(qvec)}
+    positions = language_positions(found, dict(centroids))
+    for i, vec in found.items():
+        if i in positions and (positions[i] >= 0.5) != query_cjk:
+            hits[i] = float(np.dot(np.asarray(vec, dtype=np.float32), qvec))
+    return dict(sorted(hits.items(), key=lambda kv: -kv[1]))
 
 
 @dataclass(frozen=True)
@@ -112,6 +151,40 @@ class FusionInputs:
     query_script: str
 
 
+def mixed_ids(ch: Channels, texts: Mapping[str, str]) -> list[str]:
+    """The dense candidates of ``ch`` whose text in ``texts`` mixes CJK characters with words
+    of another language (``policy.language.cjk_weight`` strictly between 0 and 1): the ones
+    whose language the correction reads from the model (``policy.language.passage_cjk_weight``).
+    Empty when language neutrality is off (``ch.query_dots`` empty)."""
+    if not ch.query_dots:
+        return []
+    return [i for i in ch.dense if i in texts and 0.0 < cjk_weight(texts[i]) < 1.0]
+
+
+def stored_positions(emb: Embedder, vectors: VectorIndex, collection: str, ids: list[str]) -> dict[str, float]:
+    """``service.centroids.language_positions`` of the stored items ``ids`` of ``collection``
+    (their own point's dense vector, read from the index; ids without a point are left out).
+    Blocking: call from a worker thread."""
+    if not ids:
+        return {}
+    by_point = {canonical_id(i): i for i in ids}
+    points = vectors.retrieve(collection, list(by_point))
+    found = {by_point[p]: pt.dense for p, pt in points.items() if p in by_point and pt.dense}
+    return language_positions(found, language_centroids(emb))
+
+
+async def score_texts(rt: Runtime, collection: str, ch: Channels, texts: Mapping[str, str]) -> dict[str, Scored]:
+    """``score_candidates`` of ``ch`` over ``texts``, with the model's language positions of the
+    candidates that mix two languages read from ``collection`` first (one worker-thread call)."""
+    emb, vectors = await rt.ready()
+
+    def work() -> dict[str, Scored]:
+        positions = stored_positions(emb, vectors, collection, mixed_ids(ch, texts))
+        return score_candidates(ch, texts, positions)
+
+    return await rt.run_sync(work)
+
+
 def language_of(text: str) -> tuple[str, float]:
     """``(policy.language.script_class(text), policy.language.cjk_weight(text))``.
 
@@ -124,14 +197,21 @@ def language_of(text: str) -> tuple[str, float]:
     return script_class(text), cjk_weight(text)
 
 
-def fusion_inputs(ch: Channels, texts: Mapping[str, str]) -> FusionInputs:
+def fusion_inputs(ch: Channels, texts: Mapping[str, str],
+                  positions: Mapping[str, float] | None = None) -> FusionInputs:
     """``FusionInputs`` of the candidates of ``ch`` found in ``texts`` (pure; the keyword
-    analysis of the texts is memoised by ``keyword_term_set``)."""
+    analysis of the texts is memoised by ``keyword_term_set``). ``positions``: where the
+    model places candidates that mix two languages (``stored_positions``); the language
+    correction reads their CJK weight from it (``policy.language.passage_cjk_weight``)."""
+    where = positions or {}
     ids = [i for i in ch.ids() if i in texts]
     qlang, qmix = language_of(ch.query)
     qterms = keyword_term_set(ch.query)
     qweight = terms_weight(qterms)
     langs = {i: language_of(texts[i]) for i in ids}
+    for i, pos in where.items():  # a text mixing the two languages: where the model places it
+        if i in langs:
+            langs[i] = (passage_script(texts[i], pos), passage_cjk_weight(texts[i], pos))
     by_lang: dict[str, list[float]] = {CJK: [], OTHER: []}
     for i, cos in ch.dense.items():
         if i in langs:
@@ -170,16 +250,18 @@ def scored(f: FusionInputs, fused: Mapping[str, float], ch: Channels) -> dict[st
                       similarity=ch.dense.get(i)) for i, s in fused.items()}
 
 
-def score_candidates(ch: Channels, texts: Mapping[str, str]) -> dict[str, Scored]:
+def score_candidates(ch: Channels, texts: Mapping[str, str],
+                     positions: Mapping[str, float] | None = None) -> dict[str, Scored]:
     """Fused and calibrated scores of the candidates of ``ch`` that have a text in ``texts``
     (the others, e.g. rows gone since, are left out), best first by ``score``: convex fusion
     (``policy.fusion.convex_fuse``) with keyword coverage over the terms each candidate can
     be judged by and the cross-language stand-in for the rest; the dense channel's share is
     ``DENSE_WEIGHT``.
 
-    Blocking (keyword analysis of the candidates' texts): call from a worker thread.
+    ``positions``: see ``fusion_inputs``. Blocking (keyword analysis of the candidates'
+    texts): call from a worker thread.
     """
-    f = fusion_inputs(ch, texts)
+    f = fusion_inputs(ch, texts, positions)
     fused = convex_fuse(f.dense, f.keyword, dense_weight=DENSE_WEIGHT, coverage=f.coverage,
                         unjudged=f.unjudged)
     return scored(f, fused, ch)

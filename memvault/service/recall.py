@@ -37,7 +37,7 @@ from memvault.policy.time_expressions import time_boosted, time_spans
 from memvault.service import validation as v
 from memvault.service.deixis_query import deictic_query
 from memvault.service.errors import InvalidArgument
-from memvault.service.fusion import CANDIDATES, score_candidates, search_channels
+from memvault.service.fusion import CANDIDATES, score_texts, search_channels
 from memvault.service.indexing import scope_filter
 from memvault.service.models import MemoryOut, RecallResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
@@ -122,7 +122,7 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
              if row.status == "active" and (row.expires_at is None or row.expires_at > now)
              and row.readable_by(reader) and (since is None or row.created_at >= since)
              and (until is None or row.created_at <= until)}
-    scored = await rt.run_sync(score_candidates, channels, {mid: row.content for mid, row in alive.items()})
+    scored = await score_texts(rt, MEMORY_COLLECTION, channels, {mid: row.content for mid, row in alive.items()})
     fused = {mid: sc.score for mid, sc in scored.items()}
     near = await neighbours_of_best(rt, fused, alive, now, reader) if NEIGHBOUR_LIFT > 0 else {}
     spans = time_spans(query, now)  # "in June", "上周": memories stored then rank up
