@@ -37,9 +37,9 @@ import anyio
 
 from bench.common import DEFAULT_MODEL_CACHE, md_table, write_result
 from memvault.policy.consolidation import fold, restates
-from memvault.service.consolidate import MAX_LIMIT, ConsolidateArgs, consolidate
-from memvault.service.models import Scope
-from memvault.service.remember import RememberArgs, remember
+from memvault.service.memory.consolidate import MAX_LIMIT, ConsolidateArgs, consolidate
+from memvault.service.memory.models import Scope
+from memvault.service.memory.remember import RememberArgs, remember
 from memvault.service.runtime import Runtime
 
 SET_FILE = Path(__file__).resolve().parent.parent / "tests" / "data" / "consolidation_set.jsonl"

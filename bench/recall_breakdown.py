@@ -38,8 +38,8 @@ from bench.mv import PROJECT, SCOPE, USER, bulk_load, open_runtime
 from memvault.embedding.embedder import Embedder
 from memvault.policy.neighbours import NEIGHBOUR_SOURCES
 from memvault.service.indexing import embed_query, keyword_vector, scope_filter
-from memvault.service.models import RecallResult
-from memvault.service.recall import RecallArgs, rank, recall, written_around
+from memvault.service.memory.models import RecallResult
+from memvault.service.memory.recall import RecallArgs, rank, recall, written_around
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 
 

@@ -187,7 +187,7 @@ def memvault_system(model_cache: Path, *, progress: bool = True) -> System:
         measured server searches the way a long-running one does instead of spending the
         run building it."""
         from bench.mv import open_runtime
-        from memvault.service.index_build import build_if_due
+        from memvault.service.upkeep.index_build import build_if_due
 
         t0 = time.perf_counter()
         rt = await open_runtime(data_dir, model_cache)

@@ -1,10 +1,10 @@
-"""Fusion of the two channels' candidates (``service.fusion.score_candidates``): a pure function
+"""Fusion of the two channels' candidates (``service.search.score_candidates``): a pure function
 of the channels' scores and the candidates' texts."""
 
 from __future__ import annotations
 
 from memvault.config import RankingSettings
-from memvault.service.fusion import Channels, score_candidates
+from memvault.service.search import Channels, score_candidates
 
 
 def test_a_borrowed_word_does_not_give_an_english_memory_full_keyword_credit() -> None:

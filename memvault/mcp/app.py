@@ -22,16 +22,16 @@ from mcp_types import Tool as MCPTool
 
 from memvault import __version__
 from memvault.config import Settings
-from memvault.mcp.consolidate_tools import register_consolidate_tools
-from memvault.mcp.docs_tools import register_doc_tools
 from memvault.mcp.errors import ReasonsMiddleware, argument_failure, request_failure, tool_failure
-from memvault.mcp.history_tools import register_history_tools
 from memvault.mcp.lifespan import Unavailable, make_lifespan, shared_lifespan
 from memvault.mcp.listing import lean_description, lean_schema
-from memvault.mcp.memory_tools import register_memory_tools
-from memvault.mcp.profile_tools import PROFILE_URI, read_profile, register_profile_tools
 from memvault.mcp.scope import Workspace, on_roots_list_changed
-from memvault.mcp.session_prompt import register_session_prompt
+from memvault.mcp.tools.consolidate import register_consolidate_tools
+from memvault.mcp.tools.docs import register_doc_tools
+from memvault.mcp.tools.history import register_history_tools
+from memvault.mcp.tools.memory import register_memory_tools
+from memvault.mcp.tools.profile import PROFILE_URI, read_profile, register_profile_tools
+from memvault.mcp.tools.session_prompt import register_session_prompt
 from memvault.service.runtime import EmbedderLoader, Runtime, VectorsOpener
 
 INSTRUCTIONS = """\
