@@ -84,8 +84,8 @@ GOAL_RSS_RATIO = 1.3
 FORWARDERS = 3
 OWNER_STOP_TIMEOUT_S = 30.0
 OWNER_INFO_WAIT_S = 10.0
-#: What a forwarder runs before it touches the socket (``memvault.cli.entry`` -> ``cmd_serve``).
-FORWARDER_START = ("import memvault.cli.entry, memvault.process.forwarder; from memvault.config import Settings; "
+#: What a forwarder runs before it touches the socket (``memvault.cli.serve`` -> ``cmd_serve``).
+FORWARDER_START = ("import memvault.cli.serve, memvault.process.forwarder; from memvault.config import Settings; "
                    "Settings()")
 
 

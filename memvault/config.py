@@ -2,7 +2,7 @@
 
 Every threshold, weight and budget used by the policies lives here with a measured
 default, so that handlers contain no magic numbers. CLI flags override the
-environment (see ``memvault.cli.entry``).
+environment (see ``memvault.cli``).
 
 ``Settings`` holds one group per concern; code reads ``settings.<group>.<field>``:
 

@@ -14,7 +14,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from memvault.cli.entry import main
+from memvault.cli import main
 from memvault.service.scope.project import project_of_folder
 from tests.conftest import CLIENT_NAME, call, db_rows, inproc_client
 from tests.docs_fixtures import write_tree

@@ -19,16 +19,17 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+
+from memvault.cli.common import log_to_stderr, no_owner, run_project, settings_of, store_flags
 
 ACTOR = "memvault-cli"
 """History actor of merges written from the terminal."""
 
 
-def add_parser(sub, common: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_parser(sub) -> None:
     """Add the ``consolidate`` sub-command to ``sub`` (the ``memvault`` sub-parsers)."""
     sp = sub.add_parser("consolidate", help="propose (or --apply) merges of memories that restate each other")
-    common(sp)
+    store_flags(sp)
     sp.add_argument("--apply", action="store_true", help="write the merges (default: only list them)")
     sp.add_argument("--limit", type=int, default=20, help="most merges listed or applied, 1-100 (default 20)")
     sp.add_argument("--json", action="store_true", help="print the result as JSON (the tool's reply)")
@@ -38,11 +39,7 @@ def add_parser(sub, common: Callable[[argparse.ArgumentParser], None]) -> None:
 def cmd_consolidate(args: argparse.Namespace) -> int:
     """List or apply the merges of one scope; 0 when done, 1 on error (an owner runs, a bad argument)."""
     os.umask(0o077)
-    from memvault.cli.entry import _log_to_stderr, _settings
-    from memvault.cli.index import _project
-    from memvault.cli.transfer import _no_owner
-
-    _log_to_stderr("WARNING")
+    log_to_stderr("WARNING")
     import anyio
 
     from memvault.service.errors import MemvaultError
@@ -50,8 +47,8 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     from memvault.service.runtime import Runtime
     from memvault.service.scope.project import make_scope
 
-    settings = _settings(args)
-    project, source = _project(args, settings)
+    settings = settings_of(args)
+    project, source = run_project(args, settings)
     scope = make_scope(settings.server.user_id, project, source, include_global=False)
     call = ConsolidateArgs(dry_run=not args.apply, limit=args.limit, project_given=args.project is not None)
 
@@ -69,7 +66,7 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
                          else _text(res.model_dump()))
         return 0
 
-    with _no_owner(settings, "consolidate", "opens the vector index, which the owner holds (from a connected "
+    with no_owner(settings, "consolidate", "opens the vector index, which the owner holds (from a connected "
                    "client, call the consolidate tool instead)") as refusal:
         if refusal:
             sys.stderr.write(f"memvault consolidate: {refusal}\n")

@@ -11,11 +11,15 @@ the index is checked only when no owner runs.
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import sys
 import time
 from collections.abc import Callable
 
 from memvault import __version__
+from memvault.cli.common import log_to_stderr, settings_of, store_flags
 from memvault.config import Settings
 from memvault.process.forwarder import owner_status
 from memvault.process.handshake import HandshakeError
@@ -115,3 +119,26 @@ async def run_doctor(settings: Settings, say: Callable[[str], object]) -> int:
     if not problems:
         say("no problems found")
     return 1 if problems else 0
+
+
+def add_parser(sub) -> None:
+    """Add ``doctor`` to ``sub`` (the ``memvault`` sub-parsers)."""
+    sp = sub.add_parser("doctor", help="check the model, the stores and a round trip")
+    store_flags(sp)
+    sp.set_defaults(func=cmd_doctor)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check the owner process, the stores, the model and a round trip; print each problem with its fix."""
+    os.umask(0o077)
+    log_to_stderr("WARNING")
+    import anyio
+
+    from memvault.config import ConfigError
+
+    try:
+        settings = settings_of(args)
+    except ConfigError as exc:
+        sys.stdout.write(f"PROBLEM       {exc}\n")
+        return 2
+    return anyio.run(run_doctor, settings, lambda line: sys.stdout.write(line + "\n"))

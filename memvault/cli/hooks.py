@@ -389,9 +389,9 @@ def _said(content: str, kind: str, res: dict[str, Any]) -> str:
 
 
 def _full_settings(args: argparse.Namespace):
-    from memvault.cli.entry import _settings
+    from memvault.cli.common import settings_of
 
-    return _settings(args)
+    return settings_of(args)
 
 
 def _remember(settings: Any, folder: Path, content: str, kind: str, timeout_s: float) -> str:

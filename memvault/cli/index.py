@@ -20,47 +20,30 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memvault.cli.common import log_to_stderr, run_project, settings_of, store_flags
+
 if TYPE_CHECKING:
-    from memvault.config import Settings
-    from memvault.service.memory.models import ScopeSource
+    pass
 
 
-def add_parser(sub, common: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_parser(sub) -> None:
     """Add the ``index`` sub-command to ``sub`` (the ``memvault`` sub-parsers)."""
     sp = sub.add_parser("index", help="index documents (Markdown, text, code, PDF, HTML) for search_docs")
-    common(sp)
+    store_flags(sp)
     sp.add_argument("paths", nargs="+", metavar="PATH", help="folders or files to index")
     sp.add_argument("--collection", default=None, help="document collection (default: 'default')")
     sp.add_argument("--no-progress", action="store_true", help="no progress bar")
     sp.set_defaults(func=cmd_index)
 
 
-def _project(args: argparse.Namespace, settings: Settings) -> tuple[str, ScopeSource]:
-    """``(project, source)`` of an index run in the current folder (see the module docstring)."""
-    if getattr(args, "project", None) is not None:
-        return args.project, "argument"
-    from memvault.service.scope.project import project_of_start_dir
-
-    started = project_of_start_dir(Path.cwd())
-    if started is not None and started.kind != "folder":
-        return started.id, "cwd"
-    if settings.server.project:
-        return settings.server.project, "settings"
-    if started is not None:
-        return started.id, "cwd"
-    return "", "global"
-
-
 def cmd_index(args: argparse.Namespace) -> int:
     """Run one incremental indexing pass and print its summary; 0 on success, 1 on error."""
     os.umask(0o077)
-    from memvault.cli.entry import _log_to_stderr, _settings
 
-    _log_to_stderr("WARNING")
+    log_to_stderr("WARNING")
     import anyio
     from tqdm import tqdm
 
@@ -69,8 +52,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     from memvault.service.runtime import Runtime
     from memvault.service.scope.project import make_scope
 
-    settings = _settings(args)
-    scope = make_scope(settings.server.user_id, *_project(args, settings))
+    settings = settings_of(args)
+    scope = make_scope(settings.server.user_id, *run_project(args, settings))
     given = [Path(p).expanduser().resolve() for p in args.paths]
     bar = None
 

@@ -22,29 +22,30 @@ import sys
 import time
 from typing import Any
 
+from memvault.cli.common import log_to_stderr, settings_of, store_flags
+
 STOP_WAIT_S = 30.0
 """How long ``memvault stop`` waits for the owner to flush and exit, seconds."""
 
 
-def add_parser(sub, common) -> None:
+def add_parser(sub) -> None:
     """Add ``status`` and ``stop`` to ``sub`` (the ``memvault`` sub-parsers)."""
     sp = sub.add_parser("status", help="show the data dir's owner process: pid, since, clients, model")
-    common(sp)
+    store_flags(sp)
     sp.add_argument("--json", action="store_true", help="one JSON object, for scripts")
     sp.set_defaults(func=cmd_status)
     sp = sub.add_parser("stop", help="flush and stop the data dir's owner process (clients start a new one)")
-    common(sp)
+    store_flags(sp)
     sp.set_defaults(func=cmd_stop)
 
 
 def _status(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:
     import anyio
 
-    from memvault.cli.entry import _settings
     from memvault.process.forwarder import owner_status
     from memvault.process.owner_files import owner_files
 
-    settings = _settings(args)
+    settings = settings_of(args)
     return settings, anyio.run(owner_status, owner_files(settings.storage.data_dir), settings)
 
 
@@ -83,10 +84,9 @@ def _duration(seconds: float) -> str:
 def _asked(args: argparse.Namespace, command: str) -> tuple[Any, dict[str, Any] | None] | None:
     """``(settings, the owner's status or None when none runs)``, logging to stderr at WARNING;
     None, said on stderr, when the owner refused this version."""
-    from memvault.cli.entry import _log_to_stderr
     from memvault.process.handshake import HandshakeError
 
-    _log_to_stderr("WARNING")
+    log_to_stderr("WARNING")
     try:
         return _status(args)
     except HandshakeError as exc:

@@ -16,22 +16,23 @@ import sys
 from collections import Counter, defaultdict
 from typing import Any
 
+from memvault.cli.common import settings_of, store_flags
+
 STATUS_ORDER = ("active", "superseded", "deleted")
 """Status columns in this order first; any other status follows, sorted."""
 
 
-def add_parser(sub, common) -> None:
+def add_parser(sub) -> None:
     """Add ``stats`` to ``sub`` (the ``memvault`` sub-parsers)."""
     sp = sub.add_parser("stats", help="counts of stored memories (a table; --json for scripts)")
-    common(sp)
+    store_flags(sp)
     sp.add_argument("--json", action="store_true", help="one JSON object, for scripts")
     sp.set_defaults(func=cmd_stats)
 
 
 def _groups(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]]]:
-    from memvault.cli.entry import _settings
 
-    settings = _settings(args)
+    settings = settings_of(args)
     if not settings.db_path.exists():
         return str(settings.storage.data_dir), []
     try:

@@ -16,16 +16,14 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memvault.cli.common import log_to_stderr, no_owner, settings_of
+
 if TYPE_CHECKING:
-    from memvault.config import Settings
     from memvault.service.transfer import ImportSummary
 
-START_LOCK_WAIT_S = 30.0
-"""How long import waits for a client that is starting the owner (seconds)."""
 
 
 def add_parser(sub) -> None:
@@ -50,12 +48,11 @@ def add_parser(sub) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     """Write the export to ``--output`` (atomically) or stdout; counts on stderr. 0, or 1 on error."""
     os.umask(0o077)  # memories are private: the file is 0600
-    from memvault.cli.entry import _log_to_stderr, _settings
     from memvault.clock import Clock
     from memvault.service.transfer import export_lines
 
-    _log_to_stderr("WARNING")
-    settings = _settings(args)
+    log_to_stderr("WARNING")
+    settings = settings_of(args)
     lines = export_lines(settings, Clock(settings.server.clock_offset_s).now(), user=args.only_user,
                          project=args.only_project)
     counts: dict[str, int] = {}
@@ -111,72 +108,23 @@ def cmd_import(args: argparse.Namespace) -> int:
     """Import an export file; prints the summary on stdout. 0 when done (records may be skipped),
     1 when the file is invalid, the owner runs or the store cannot be opened (nothing written)."""
     os.umask(0o077)
-    from memvault.cli.entry import _log_to_stderr, _settings
     from memvault.service.transfer import import_records, parse_export
 
-    _log_to_stderr("WARNING")
+    log_to_stderr("WARNING")
     import anyio
 
-    settings = _settings(args)
+    settings = settings_of(args)
     parsed = parse_export(_read(args.file))  # the whole file is checked before anything is opened
     if args.dry_run:
         summary = anyio.run(lambda: import_records(settings, parsed, dry_run=True))
     else:
-        with _no_owner(settings) as refusal:
+        with no_owner(settings) as refusal:
             if refusal:
                 sys.stderr.write(f"memvault import: {refusal}\n")
                 return 1
             summary = anyio.run(lambda: import_records(settings, parsed))
     _summary(summary)
     return 0
-
-
-@contextmanager
-def _no_owner(settings: Settings, command: str = "import", rule: str = "writes only while no owner runs"
-              ) -> Iterator[str | None]:
-    """Hold the data dir's owner start lock and owner lock for the block, so no owner serves
-    it meanwhile (a client started meanwhile waits for the start lock). Yields None, or
-    why ``command`` is refused (an owner runs; ``rule`` says why it must not), holding nothing then."""
-    import fcntl
-    import time
-
-    import anyio
-
-    from memvault.process.forwarder import owner_status
-    from memvault.process.owner import OwnerRunning, owner_lock
-    from memvault.process.owner_files import owner_files
-    from memvault.service.datadir import prepare_data_dir
-
-    prepare_data_dir(settings.storage.data_dir, settings.db_path)
-    files = owner_files(settings.storage.data_dir)
-    fd = os.open(files.start_lock, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + START_LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    yield (f"a client has been starting the owner process of {settings.storage.data_dir} for "
-                           f"{START_LOCK_WAIT_S:g} s; try again when it has started and exited")
-                    return
-                time.sleep(0.05)
-        try:
-            with owner_lock(files):
-                yield None
-        except OwnerRunning:
-            try:
-                status = anyio.run(owner_status, files)
-            except Exception:  # e.g. an owner of another version: it still holds the data dir
-                status = None
-            who = (f"the owner process (pid {status['pid']}) serves {status['connections']} client(s)"
-                   if status else "an owner process holds")
-            yield (f"{who} from {settings.storage.data_dir}; {command} {rule}. Close the "
-                   f"clients (the owner exits {settings.server.owner_idle_s:g} s after the last one leaves) and run "
-                   f"{command} again. Nothing was written.")
-    finally:
-        os.close(fd)
 
 
 def _summary(s: ImportSummary) -> None:

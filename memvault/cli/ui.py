@@ -14,6 +14,8 @@ import argparse
 import os
 import sys
 
+from memvault.cli.common import log_to_stderr, settings_of
+
 
 def add_parser(sub) -> None:
     """Add the ``ui`` sub-command to ``sub`` (the ``memvault`` sub-parsers)."""
@@ -28,13 +30,12 @@ def cmd_ui(args: argparse.Namespace) -> int:
     os.umask(0o077)  # the owner this may start creates the data dir and its files
     import anyio
 
-    from memvault.cli.entry import _log_to_stderr, _settings
     from memvault.process.forwarder import OwnerUnavailable
     from memvault.process.handshake import HandshakeError
     from memvault.process.ui_host import page_url
 
-    _log_to_stderr("WARNING")
-    settings = _settings(args)
+    log_to_stderr("WARNING")
+    settings = settings_of(args)
     try:
         url = anyio.run(page_url, settings)
     except (OwnerUnavailable, HandshakeError, OSError) as exc:
