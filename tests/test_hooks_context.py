@@ -172,7 +172,7 @@ def test_garbage_on_stdin_prints_nothing(tmp_path):
     {"MEMVAULT_PROJECT": ""},
 ])
 def test_hook_settings_read_what_the_server_reads(env, monkeypatch):
-    from memvault.cli.hooks import HookSettings
+    from memvault.cli.hook_config import HookSettings
     from memvault.config import load_settings
 
     for name, value in env.items():

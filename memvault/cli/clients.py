@@ -34,6 +34,11 @@ def server_command() -> list[str]:
     return [str(Path(sys.executable).absolute()), "-m", "memvault", "serve"]
 
 
+def memvault_executable() -> list[str]:
+    """The absolute command that runs this installation's ``memvault`` (as ``client-config`` names it)."""
+    return server_command()[:-1]  # without "serve"
+
+
 def client_config(client: str, command: list[str]) -> str:
     """The text to paste for ``client`` (one of ``CLIENTS``) to run ``command``.
 

@@ -28,12 +28,7 @@ These commands run on every session start (and, opted in, every prompt), so they
 * never print anything but stored memories, task titles and steps, and memvault's own
   sentences (no environment, no settings).
 
-``memvault hooks install claude-code`` merges the hooks into Claude Code's settings
-(``~/.claude/settings.json``, or ``<dir>/.claude/settings.json`` with ``--scope
-project``), keeping everything else, after writing a backup beside it
-(``settings.json.memvault-backup``); installing twice changes nothing. ``memvault hooks
-uninstall claude-code`` takes out exactly memvault's hooks (``policy.hook_settings``);
-when that gives back the file as it was before the install, its exact bytes are restored.
+``memvault hooks install|uninstall`` writes them into a client's settings (``memvault.cli.hooks_install``).
 """
 
 from __future__ import annotations
@@ -41,14 +36,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
-import signal
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from memvault.cli.clients import memvault_executable
+from memvault.cli.deadline import OutOfTime, within
+from memvault.cli.hook_config import HookSettings
 
 CONTEXT_DEADLINE_S = 3.0
 """Longest a context hook runs before it gives up silently, seconds (Claude Code waits up to its ``timeout``)."""
@@ -64,95 +59,16 @@ PENDING_SHARE_S = 0.5
 process that stores them may answer in it when an owner is already up."""
 PENDING_DEADLINE_S = 600.0
 """Longest ``memvault hook remember-pending`` waits for an owner to start and store, seconds."""
-SESSION_HOOK_TIMEOUT_S = 10
-"""``timeout`` written into the SessionStart hook entry, seconds (Claude Code kills the hook past it)."""
-PROMPT_HOOK_TIMEOUT_S = 60
-"""``timeout`` written into the UserPromptSubmit hook entry, seconds."""
-SESSION_MATCHER = "startup|clear|compact"
-"""SessionStart sources the context is given for: a new session, after /clear and after compaction
-(a resumed session still holds what it was given at its start)."""
 DEFAULT_MAX_TOKENS = 2000
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 HOOK_CLIENT_NAME = "memvault-hook"
 REMEMBER_SOURCE = "prompt hook"
 """The ``source`` of a memory stored by the prompt hook."""
-BACKUP_SUFFIX = ".memvault-backup"
-
-_DEFAULT_USER = "local"
-_DEFAULT_HALF_LIFE_DAYS = 30.0
-
-
-# --------------------------------------------------------------------------- settings without pydantic
-class HookSettings:
-    """The few settings the hooks read, as ``memvault.config`` reads them (same variables,
-    same defaults, flags first), without importing pydantic (~0.3 s, most of a hook's budget).
-
-    ``data_dir``: ``--data-dir`` / ``MEMVAULT_DATA_DIR`` / the platform's data folder;
-    ``user_id``: ``--user`` / ``MEMVAULT_USER_ID`` / ``local``; ``project``: ``--project`` /
-    ``MEMVAULT_PROJECT`` / None; ``clock_offset_s`` and ``half_life_days`` from their
-    variables. Raises ValueError for a value that is not a number where one is needed.
-    (A plain class: ``dataclasses`` imports ``inspect``, tens of milliseconds of a hook's start.)
-    """
-
-    def __init__(self, *, data_dir: Path, user_id: str, project: str | None, clock_offset_s: float,
-                 half_life_days: float) -> None:
-        self.data_dir = data_dir
-        self.user_id = user_id
-        self.project = project
-        self.clock_offset_s = clock_offset_s
-        self.half_life_days = half_life_days
-
-    @property
-    def db_path(self) -> Path:
-        """The SQLite file (as ``Settings.db_path``)."""
-        return self.data_dir / "memvault.db"
-
-    @classmethod
-    def read(cls, args: argparse.Namespace, environ: dict[str, str] | None = None) -> HookSettings:
-        """From the command's flags and the environment (variable names are case-insensitive, as for pydantic-settings)."""
-        env = {k.upper(): v for k, v in (os.environ if environ is None else environ).items()
-               if k.upper().startswith("MEMVAULT_")}
-        data_dir = getattr(args, "data_dir", None) or env.get("MEMVAULT_DATA_DIR")
-        if not data_dir:
-            import platformdirs
-
-            data_dir = platformdirs.user_data_dir("memvault", appauthor=False)
-        user = getattr(args, "user", None) or env.get("MEMVAULT_USER_ID") or _DEFAULT_USER
-        project = getattr(args, "project", None)
-        if project is None:
-            project = env.get("MEMVAULT_PROJECT")
-        half_life = float(env.get("MEMVAULT_HALF_LIFE_DAYS") or _DEFAULT_HALF_LIFE_DAYS)
-        return cls(data_dir=Path(data_dir).expanduser(), user_id=user, project=project or None,
-                   clock_offset_s=float(env.get("MEMVAULT_CLOCK_OFFSET_S") or 0.0), half_life_days=half_life)
-
-
-# --------------------------------------------------------------------------- bounded, silent running
-class _OutOfTime(Exception):
-    pass
-
-
-@contextmanager
-def _deadline(seconds: float) -> Iterator[None]:
-    """Raise _OutOfTime in this (main) thread after ``seconds``; a no-op where there is no SIGALRM."""
-    if not hasattr(signal, "setitimer"):
-        yield
-        return
-
-    def on_alarm(_signum: int, _frame: object) -> None:
-        raise _OutOfTime
-
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _quiet_failure(command: str, exc: BaseException) -> int:
     """One line on stderr for an unexpected failure; nothing on stdout; exit 0 (never fail the client)."""
-    if isinstance(exc, _OutOfTime):
+    if isinstance(exc, OutOfTime):
         sys.stderr.write(f"memvault {command}: gave up after {CONTEXT_DEADLINE_S:g} s\n")
     elif not isinstance(exc, FileNotFoundError):  # no data dir / database yet: nothing to say
         sys.stderr.write(f"memvault {command}: {type(exc).__name__}: {str(exc)[:200]}\n")
@@ -198,7 +114,7 @@ def context_block(settings: HookSettings, cwd: Path, max_tokens: int, *, ask_own
 
 def _print_context(args: argparse.Namespace, cwd: str | None, command: str) -> int:
     try:
-        with _deadline(CONTEXT_DEADLINE_S):
+        with within(CONTEXT_DEADLINE_S):
             text = context_block(HookSettings.read(args), Path(cwd or os.getcwd()), args.max_tokens,
                                  ask_owner=not getattr(args, "no_owner", False))
     except BaseException as exc:  # noqa: B036 - a hook never fails its client, not even on Ctrl-C
@@ -224,9 +140,9 @@ def cmd_hook(args: argparse.Namespace) -> int:
             return _quiet_failure("hook remember-pending", exc)
     if args.hook == "session-start":
         try:
-            with _deadline(CONTEXT_DEADLINE_S):
+            with within(CONTEXT_DEADLINE_S):
                 data = _hook_input()
-        except _OutOfTime as exc:
+        except OutOfTime as exc:
             return _quiet_failure("hook session-start", exc)
         cwd = data.get("cwd")
         return _print_context(args, cwd if isinstance(cwd, str) else None, "hook session-start")
@@ -242,7 +158,7 @@ def _prompt_submit(args: argparse.Namespace) -> int:
     from memvault.policy.memory_request import find_memory_requests
 
     start = time.monotonic()
-    with _deadline(CONTEXT_DEADLINE_S):
+    with within(CONTEXT_DEADLINE_S):
         data = _hook_input()
     prompt, cwd = data.get("prompt"), data.get("cwd")
     requests = find_memory_requests(prompt) if isinstance(prompt, str) else []
@@ -411,155 +327,6 @@ def _remember(settings: Any, folder: Path, content: str, kind: str, timeout_s: f
     return _said(content, kind, {**res, "project": scope.get("project"), "project_name": scope.get("project_name")})
 
 
-# --------------------------------------------------------------------------- install / uninstall
-def memvault_executable() -> list[str]:
-    """The absolute command that runs this installation's ``memvault`` (as ``client-config`` names it)."""
-    from memvault.cli.clients import server_command
-
-    return server_command()[:-1]  # without "serve"
-
-
-def hook_groups(remember_requests: bool, data_dir: str | None, user: str | None) -> dict[str, dict[str, Any]]:
-    """The matcher groups to install per event (``policy.hook_settings`` format)."""
-    flags: list[str] = []
-    if data_dir:
-        flags += ["--data-dir", str(Path(data_dir).expanduser().absolute())]
-    if user:
-        flags += ["--user", user]
-    exe = memvault_executable()
-    groups: dict[str, dict[str, Any]] = {"SessionStart": {"matcher": SESSION_MATCHER, "hooks": [{
-        "type": "command", "command": shlex.join([*exe, "hook", "session-start", *flags]),
-        "timeout": SESSION_HOOK_TIMEOUT_S}]}}
-    if remember_requests:
-        groups["UserPromptSubmit"] = {"hooks": [{
-            "type": "command", "command": shlex.join([*exe, "hook", "prompt-submit", *flags]),
-            "timeout": PROMPT_HOOK_TIMEOUT_S}]}
-    return groups
-
-
-def settings_path(scope: str, folder: str | None) -> Path:
-    """Claude Code's settings file: ``~/.claude/settings.json`` (user) or ``<folder>/.claude/settings.json``."""
-    if scope == "user":
-        return Path.home() / ".claude" / "settings.json"
-    return Path(folder or os.getcwd()).absolute() / ".claude" / "settings.json"
-
-
-class _Refused(Exception):
-    pass
-
-
-def _load(path: Path) -> tuple[bytes | None, Any]:
-    """(the file's bytes or None when absent, its JSON); raises _Refused when it cannot be used."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None, {}
-    except OSError as exc:
-        raise _Refused(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8")
-        return raw, json.loads(text) if text.strip() else {}
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _Refused(f"{path} is not valid JSON ({exc}); fix or move it, then run this again. "
-                       "Nothing was changed.") from None
-
-
-def _dump(data: Any, like: bytes | None) -> bytes:
-    """``data`` as JSON formatted like ``like`` (its indent and final newline; default 2 spaces and a newline)."""
-    indent: int | str = 2
-    newline = True
-    if like:
-        text = like.decode("utf-8")
-        newline = text.endswith("\n")
-        for line in text.splitlines()[1:]:
-            stripped = line.lstrip(" \t")
-            if stripped and len(stripped) < len(line):
-                lead = line[: len(line) - len(stripped)]
-                indent = lead if "\t" in lead else len(lead)
-                break
-    out = json.dumps(data, indent=indent, ensure_ascii=False)
-    return (out + ("\n" if newline else "")).encode("utf-8")
-
-
-def _write(path: Path, data: bytes, mode_of: Path | None) -> None:
-    """Write ``data`` to ``path`` atomically, keeping ``mode_of``'s permissions when it exists."""
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        if mode_of is not None and mode_of.exists():
-            os.chmod(tmp, mode_of.stat().st_mode & 0o7777)
-        else:
-            os.chmod(tmp, 0o644 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
-
-
-def cmd_hooks(args: argparse.Namespace) -> int:
-    """``memvault hooks install|uninstall claude-code``: 0 when done or nothing to do, 1 when refused."""
-    from memvault.policy.hook_settings import MalformedSettings, with_hooks, without_hooks
-
-    path = settings_path(args.scope, args.dir)
-    backup = path.with_name(path.name + BACKUP_SUFFIX)
-    try:
-        raw, data = _load(path)
-        if args.action == "install":
-            new = with_hooks(data, hook_groups(args.remember_requests, args.data_dir, args.user))
-        else:
-            new = without_hooks(data)
-    except _Refused as exc:
-        sys.stderr.write(f"memvault hooks {args.action}: {exc}\n")
-        return 1
-    except MalformedSettings as exc:
-        sys.stderr.write(f"memvault hooks {args.action}: {path} is not shaped as Claude Code's settings: {exc}. "
-                         "Fix it, then run this again. Nothing was changed.\n")
-        return 1
-    if raw is not None and new == data:
-        done = "already installed" if args.action == "install" else "no memvault hooks to remove"
-        sys.stdout.write(f"{path}: {done}; nothing changed\n")
-        return 0
-    if raw is None and args.action == "uninstall":
-        sys.stdout.write(f"{path} does not exist; nothing to remove\n")
-        return 0
-    out = _dump(new, raw)
-    if args.action == "uninstall" and raw is not None:
-        # back to the file as it was before the install: its exact bytes
-        try:
-            before = backup.read_bytes()
-            if json.loads(before.decode("utf-8")) == new:
-                out = before
-        except (OSError, ValueError):
-            pass
-    try:
-        if raw is not None:
-            _write(backup, raw, path)
-        _write(path, out, path)
-    except OSError as exc:
-        sys.stderr.write(f"memvault hooks {args.action}: cannot write {exc.filename or path}: "
-                         f"{exc.strerror or exc}\n")
-        return 1
-    if args.action == "install":
-        events = " and ".join(hook_groups(args.remember_requests, args.data_dir, args.user))
-        sys.stdout.write(f"installed memvault's {events} hook(s) in {path}"
-                         + (f" (backup: {backup})" if raw is not None else "") + "\n")
-        if not args.remember_requests:
-            sys.stdout.write("add --remember-requests to also store 'remember that …' requests from prompts\n")
-    else:
-        sys.stdout.write(f"removed memvault's hooks from {path}" + (f" (backup: {backup})\n"))
-    return 0
-
-
 # --------------------------------------------------------------------------- parser
 def _tokens(value: str) -> int:
     n = int(value)
@@ -579,6 +346,8 @@ def main(argv: list[str]) -> int:
 
 def add_parser(sub: Any) -> None:
     """Add ``context``, ``hook`` and ``hooks`` to the ``memvault`` sub-parsers ``sub``."""
+    from memvault.cli import hooks_install
+
     def store_flags(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--data-dir", help="data folder (env MEMVAULT_DATA_DIR)")
         sp.add_argument("--user", help="user id / tenant (env MEMVAULT_USER_ID)")
@@ -603,14 +372,4 @@ def add_parser(sub: Any) -> None:
                     help=f"session-start: longest block, estimated tokens (default {DEFAULT_MAX_TOKENS})")
     sp.set_defaults(func=cmd_hook)
 
-    sp = sub.add_parser("hooks", help="install or remove memvault's hooks in a client's settings")
-    sp.add_argument("action", choices=("install", "uninstall"))
-    sp.add_argument("client", choices=("claude-code",))
-    sp.add_argument("--scope", choices=("user", "project"), default="user",
-                    help="user: ~/.claude/settings.json (default); project: <dir>/.claude/settings.json")
-    sp.add_argument("--dir", help="with --scope project: the project folder (default: the current folder)")
-    sp.add_argument("--remember-requests", action="store_true",
-                    help="install: also the prompt hook that stores 'remember that …' / '记住…' requests")
-    sp.add_argument("--data-dir", help="install: the data folder the hooks read, when not the default")
-    sp.add_argument("--user", help="install: the user id the hooks act for, when not the default")
-    sp.set_defaults(func=cmd_hooks)
+    hooks_install.add_parser(sub)
