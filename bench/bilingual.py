@@ -112,7 +112,7 @@ class Asked:
 async def capture_store(facts: list[Fact], zh_parity: int, model_cache: Path, tmp: Path) -> list[Asked]:
     """Fill one store and capture every question's candidates."""
     from bench.mv import PROJECT, USER, open_runtime, remember_turn
-    from memvault.service.indexing import scope_filter
+    from memvault.service.filters import scope_filter
     from memvault.service.runtime import MEMORY_COLLECTION
     from memvault.service.search import search_channels
 

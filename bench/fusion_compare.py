@@ -90,7 +90,7 @@ def _store_df(texts: list[str]) -> dict[str, int]:
 async def _capture_memories(rt, query: str) -> tuple[Any, dict[str, str], dict[str, tuple[float, float, float]], float,
                                                    dict[str, tuple[str | None, str | None]]]:
     from bench.mv import PROJECT, USER
-    from memvault.service.indexing import scope_filter
+    from memvault.service.filters import scope_filter
     from memvault.service.memory.recall import written_around
     from memvault.service.runtime import MEMORY_COLLECTION
     from memvault.service.search import search_channels
@@ -420,7 +420,7 @@ async def weak_keyword_cases(model_cache: Path, variants: Mapping[str, Variant])
     from bench import bilingual
     from bench.mv import PROJECT, SCOPE, USER, open_runtime, remember_turn
     from memvault.service.documents.indexing import DOCS_COLLECTION, index_docs
-    from memvault.service.indexing import scope_filter
+    from memvault.service.filters import scope_filter
     from memvault.service.runtime import MEMORY_COLLECTION
     from memvault.service.search import search_channels
     from memvault.storage.docs import DocStore

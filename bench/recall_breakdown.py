@@ -37,7 +37,8 @@ from bench.common import DEFAULT_MODEL_CACHE, md_table
 from bench.mv import PROJECT, SCOPE, USER, bulk_load, open_runtime
 from memvault.embedding.embedder import Embedder
 from memvault.policy.neighbours import NEIGHBOUR_SOURCES
-from memvault.service.indexing import embed_query, keyword_vector, scope_filter
+from memvault.service.filters import scope_filter
+from memvault.service.indexing import embed_query, keyword_vector
 from memvault.service.memory.models import RecallResult
 from memvault.service.memory.recall import RecallArgs, rank, recall, written_around
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime

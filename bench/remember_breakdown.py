@@ -33,7 +33,8 @@ from bench.common import DEFAULT_MODEL_CACHE, md_table
 from bench.mv import PROJECT, SCOPE, USER, bulk_load, open_runtime
 from memvault.policy.text import content_hash, validate_content
 from memvault.service import validation as v
-from memvault.service.indexing import embed_memories, index_rows, scope_filter
+from memvault.service.filters import scope_filter
+from memvault.service.indexing import embed_memories, index_rows
 from memvault.service.memory.remember import RememberArgs, _screen, remember
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.facts import MemoryRow

@@ -158,7 +158,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     ),
     (
         6,
-        # The index holds keys and tags as digests (service.indexing.label_digest): memories
+        # The index holds keys and tags as digests (service.filters.label_digest): memories
         # with a key or tags are re-indexed. The history of memories erased before keeps
         # no actor or reason either, as an erasure now does (FactStore.purge).
         """

@@ -18,7 +18,8 @@ from memvault.policy.ranking import recency
 from memvault.service import validation as v
 from memvault.service.browse import Checked, MemoryView, memory_view, user_projects
 from memvault.service.errors import InvalidArgument
-from memvault.service.indexing import embed_query, keyword_vector, scope_filter
+from memvault.service.filters import scope_filter
+from memvault.service.indexing import embed_query, keyword_vector
 from memvault.service.memory.recall import rank
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 

@@ -19,7 +19,8 @@ from memvault.policy.text import content_hash, preview
 from memvault.policy.units import SECONDS_PER_DAY
 from memvault.service import validation as v
 from memvault.service.errors import InvalidArgument
-from memvault.service.indexing import best_window_cosine, embed_memories, embed_query, scope_filter, unindex_rows
+from memvault.service.filters import scope_filter
+from memvault.service.indexing import best_window_cosine, embed_memories, embed_query, unindex_rows
 from memvault.service.memory.models import ForgetResult, ForgottenItem, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.facts import MemoryRow

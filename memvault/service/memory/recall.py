@@ -28,7 +28,7 @@ from memvault.policy.ranking import final_score, recency
 from memvault.policy.time_expressions import time_boosted, time_spans
 from memvault.service import validation as v
 from memvault.service.errors import InvalidArgument
-from memvault.service.indexing import scope_filter
+from memvault.service.filters import scope_filter
 from memvault.service.memory.deixis_query import deictic_query
 from memvault.service.memory.models import MemoryOut, RecallResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime

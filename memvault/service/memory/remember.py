@@ -30,7 +30,8 @@ from memvault.policy.text import content_hash, preview, validate_content
 from memvault.policy.ttl import resolve_expiry
 from memvault.service import validation as v
 from memvault.service.errors import InvalidArgument
-from memvault.service.indexing import embed_memories, index_rows, memory_payload, scope_filter, unindex_rows
+from memvault.service.filters import scope_filter
+from memvault.service.indexing import embed_memories, index_rows, memory_payload, unindex_rows
 from memvault.service.memory.models import RememberResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.service.secret_scan import find_secret

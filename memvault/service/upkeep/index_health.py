@@ -62,11 +62,11 @@ import anyio
 
 from memvault.service.documents.indexing import DOCS_COLLECTION, ensure_docs_collection, restore_chunks
 from memvault.service.errors import Conflict
+from memvault.service.filters import scope_filter
 from memvault.service.indexing import (
     index_rows,
     keyword_vector,
     memory_payload,
-    scope_filter,
     settle_pending,
     sweep_expired,
 )
