@@ -1,7 +1,7 @@
 """The MCP face of memvault: builds the server and registers the tools, resources and prompts.
 
-The tools themselves live in ``memory_tools``, ``docs_tools`` and ``profile_tools``; the
-``save_session`` prompt in ``session_prompt``.
+The tools themselves live in ``memvault.mcp.tools`` (``memory``, ``docs``, ``profile``, ``history``,
+``consolidate``); the ``save_session`` prompt in ``tools.session_prompt``.
 """
 
 from __future__ import annotations

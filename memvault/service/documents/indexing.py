@@ -28,10 +28,10 @@ Vectors: one vector collection ``docs`` (beside ``memories``) holds every docume
 collection of every project; payload ``{project, collection, path, kind: "doc"}``.
 Documents belong to a project (never read by another project); ``project == ""`` is global
 and read by every project. Within a project they are shared by its users on this server,
-except those indexed for one user alone (``owner``: ``docs_owner``), whose registry key
+except those indexed for one user alone (``owner``: ``documents.owner``), whose registry key
 names that user.
 
-Searching lives in ``docs_search``; the tools' result models in ``docs_models``.
+Searching lives in ``documents.search``; the tools' result models in ``documents.models``.
 """
 
 from __future__ import annotations
@@ -546,7 +546,7 @@ async def index_docs(
 ) -> IndexDocsResult:
     """Index ``paths`` (folders or files) into ``collection`` of ``scope.project``, incrementally.
 
-    owner: the user the documents belong to alone (``docs_owner.owned_key``); None: shared
+    owner: the user the documents belong to alone (``documents.owner.owned_key``); None: shared
         by every user of the project.
     allowed_roots: every path must resolve inside one of them (symlinks followed, ``..``
         collapsed), else InvalidArgument before anything is read. Relative paths are taken

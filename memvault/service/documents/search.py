@@ -2,7 +2,7 @@
 
 Dense (e5) and keyword candidates are filtered in the vector engine, fused with weighted
 RRF and kept only when their chunk row exists in the registry, so a file is seen whole in
-its old or its new version (see ``docs_index``). Each hit cites a path and a line range.
+its old or its new version (see ``documents.indexing``). Each hit cites a path and a line range.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ async def search_docs(
     min_relevance: float = 0.0,
 ) -> SearchDocsResult:
     """Chunks of indexed documents matching ``query`` over ``scope.projects_read``, best first:
-    the documents shared in those projects and the user's own (``docs_owner.read_keys``).
+    the documents shared in those projects and the user's own (``documents.owner.read_keys``).
 
     Each result's text is cut to ``settings.documents.docs_result_chars`` and the whole reply to
     ``settings.replies.reply_budget_chars``; a cut text keeps its line range (``start_line`` ..
