@@ -114,5 +114,3 @@ def no_owner(settings: Settings, command: str = "import", rule: str = "writes on
                    f"{command} again. Nothing was written.")
     finally:
         os.close(fd)
-
-

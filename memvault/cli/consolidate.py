@@ -67,7 +67,7 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
         return 0
 
     with no_owner(settings, "consolidate", "opens the vector index, which the owner holds (from a connected "
-                   "client, call the consolidate tool instead)") as refusal:
+                  "client, call the consolidate tool instead)") as refusal:
         if refusal:
             sys.stderr.write(f"memvault consolidate: {refusal}\n")
             return 1

@@ -141,4 +141,3 @@ def cmd_stop(args: argparse.Namespace) -> int:
     sys.stderr.write(f"memvault stop: the owner (pid {pid}) did not exit within {STOP_WAIT_S:g} s; "
                      f"its log is {settings.storage.data_dir / 'owner.log'}\n")
     return 1
-

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from memvault.service.transfer import ImportSummary
 
 
-
 def add_parser(sub) -> None:
     """Add the ``export`` and ``import`` sub-commands to ``sub`` (the ``memvault`` sub-parsers)."""
     sp = sub.add_parser("export", help="write memories, their history, tasks and the document registry "
