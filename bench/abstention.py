@@ -38,8 +38,8 @@ K = 5
 async def ranked_relevance(item: dict, model_cache: Path) -> dict[str, Any]:
     """Store one question's haystack; return its ranked turns with relevance and its gold."""
     from bench.mv import PROJECT, USER, open_runtime, remember_turns
-    from memvault.service.fusion import CANDIDATES
-    from memvault.service.recall import rank
+    from memvault.service.memory.recall import rank
+    from memvault.service.search import CANDIDATES
 
     docs, gold_t, gold_s = corpus(item)
     session_of = {tid: sid for tid, sid, _, _ in docs}

@@ -54,7 +54,7 @@ import anyio  # noqa: E402
 
 from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result  # noqa: E402
 from memvault.policy.keywords import DOC_KEYWORD_SCHEME  # noqa: E402
-from memvault.service.docs_index import (  # noqa: E402
+from memvault.service.documents.indexing import (  # noqa: E402
     DOCS_COLLECTION,
     PreparedFile,
     _embed_text,
@@ -64,10 +64,10 @@ from memvault.service.docs_index import (  # noqa: E402
     remove_documents,
     write_documents,
 )
-from memvault.service.docs_search import rank_chunks  # noqa: E402
+from memvault.service.documents.search import rank_chunks  # noqa: E402
 from memvault.service.indexing import embed_query, keyword_vector  # noqa: E402
-from memvault.service.project import make_scope  # noqa: E402
 from memvault.service.runtime import Runtime  # noqa: E402
+from memvault.service.scope.project import make_scope  # noqa: E402
 from memvault.storage.docs import ChunkRow, DocFile, DocStore  # noqa: E402
 from memvault.storage.vectors.base import VectorFilter  # noqa: E402
 

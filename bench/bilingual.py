@@ -15,8 +15,8 @@ facts are the distractors. C's questions (46 per store) have no answer in the st
 
 Per option of fusion (``bench.bilingual.OPTIONS``: dense weights of convex fusion, with
 and without the language correction) the same captured
-candidates (``service.fusion.search_channels``) are scored with
-``service.fusion.score_candidates`` and ordered as ``recall.rank`` orders them
+candidates (``service.search.search_channels``) are scored with
+``service.search.score_candidates`` and ordered as ``recall.rank`` orders them
 (``final_score`` with the row's importance; recency is equal for all). Reported:
 recall@1 and MRR per direction, and for the default option the "nothing relevant"
 curve: for each min_relevance, the share of C's questions whose reply is empty and the
@@ -113,9 +113,9 @@ class Asked:
 async def capture_store(facts: list[Fact], zh_parity: int, model_cache: Path, tmp: Path) -> list[Asked]:
     """Fill one store and capture every question's candidates."""
     from bench.mv import PROJECT, USER, open_runtime, remember_turn
-    from memvault.service.fusion import search_channels
-    from memvault.service.indexing import scope_filter
+    from memvault.service.filters import scope_filter
     from memvault.service.runtime import MEMORY_COLLECTION
+    from memvault.service.search import search_channels
 
     name = "zh-A/en-B" if zh_parity == 0 else "en-A/zh-B"
     rt = await open_runtime(tmp / f"store{zh_parity}", model_cache)
@@ -150,7 +150,7 @@ def order(asked: Asked, option: str, rk) -> list[tuple[str, float]]:
     from bench.fusion_compare import text_positions
     from memvault.policy.neighbours import conversation_neighbours, final_scores_with_neighbours
     from memvault.policy.ranking import final_score
-    from memvault.service.recall import LIKELY_ANSWER
+    from memvault.service.memory.recall import LIKELY_ANSWER
 
     r = replace(rk, **OPTIONS[option])
     ch = asked.channels if r.language_neutral else replace(asked.channels, query_dots={})
@@ -205,10 +205,10 @@ def calibration_rows(asked: list[Asked], rk, option: str = DEFAULT_OPTION, top: 
     """(fact, gap, keyword coverage, share of the question the candidate cannot be judged by,
     is the answer) for the ``top`` best-ranked candidates of every question (what a reply
     could show) under ``option``; gap = corrected cosine minus the query's
-    ``dense_background`` (``service.fusion.fusion_inputs``, as recall computes them)."""
+    ``dense_background`` (``service.search.fusion_inputs``, as recall computes them)."""
     from bench.fusion_compare import text_positions
     from memvault.policy.fusion import dense_background
-    from memvault.service.fusion import fusion_inputs
+    from memvault.service.search import fusion_inputs
 
     r = replace(rk, **OPTIONS[option])
     out = []
@@ -226,8 +226,8 @@ def calibration_rows(asked: list[Asked], rk, option: str = DEFAULT_OPTION, top: 
 async def doc_cases(model_cache: Path, tmp: Path) -> list[dict[str, Any]]:
     """Each document case through ``index_docs`` and ``rank_chunks``: the first hit's path."""
     from bench.mv import PROJECT, SCOPE, open_runtime
-    from memvault.service.docs_index import index_docs
-    from memvault.service.docs_search import rank_chunks
+    from memvault.service.documents.indexing import index_docs
+    from memvault.service.documents.search import rank_chunks
 
     cases = json.loads(DOC_CASES.read_text(encoding="utf-8"))["cases"]
     out = []

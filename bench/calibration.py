@@ -1,7 +1,7 @@
 """Fitting calibrated relevance (``policy.fusion.calibrated_relevance``) on captured questions.
 
 Rows: the 10 best-ranked candidates of every question (what a reply could show), each
-with the features recall computes (``service.fusion.fusion_inputs``): the gap of its
+with the features recall computes (``service.search.fusion_inputs``): the gap of its
 language-corrected cosine over the query's background (``policy.fusion.dense_background``),
 its keyword coverage over the query terms it can be judged by, and the share of the query
 it cannot be judged by; label 1 when it answers the question. A logistic regression by
@@ -42,7 +42,7 @@ def rows(qs: Iterable[Any]) -> list[tuple[float, float, float, int]]:
     from bench.fusion_compare import DEFAULT, VARIANTS, order_memories, text_positions
     from bench.ranking import Ranking
     from memvault.policy.fusion import dense_background
-    from memvault.service.fusion import fusion_inputs
+    from memvault.service.search import fusion_inputs
 
     r = Ranking()
     out = []

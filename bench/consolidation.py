@@ -39,9 +39,9 @@ import anyio
 
 from bench.common import DEFAULT_MODEL_CACHE, md_table, write_result
 from memvault.policy.consolidation import MIN_COSINE, fold, restates
-from memvault.service.consolidate import MAX_LIMIT, ConsolidateArgs, consolidate
-from memvault.service.models import Scope
-from memvault.service.remember import RememberArgs, remember
+from memvault.service.memory.consolidate import MAX_LIMIT, ConsolidateArgs, consolidate
+from memvault.service.memory.models import Scope
+from memvault.service.memory.remember import RememberArgs, remember
 from memvault.service.runtime import Runtime
 
 SET_FILE = Path(__file__).resolve().parent.parent / "tests" / "data" / "consolidation_set.jsonl"
@@ -133,8 +133,8 @@ async def measure_band(rt: Runtime, data: LabelledSet, floors: tuple[float, ...]
 @contextmanager
 def whole_replies() -> Iterator[None]:
     """Within the block, consolidate's replies hold every proposal: its reply budget
-    (``service.consolidate.REPLY_BUDGET_CHARS``) is ``REPLY_BUDGET``; restored after."""
-    import memvault.service.consolidate as consolidate_module
+    (``service.memory.consolidate.REPLY_BUDGET_CHARS``) is ``REPLY_BUDGET``; restored after."""
+    import memvault.service.memory.consolidate as consolidate_module
 
     before = consolidate_module.REPLY_BUDGET_CHARS
     consolidate_module.REPLY_BUDGET_CHARS = REPLY_BUDGET

@@ -122,7 +122,7 @@ def score(qs: list[Any], variant: Any, r: Any) -> dict[str, Any]:
     shares flagged nothing_relevant. ``variant`` orders memvault (``fusion_compare``)."""
     from bench.fusion_compare import order_memories
     from bench.metrics import dedupe
-    from memvault.service.recall import LIKELY_ANSWER
+    from memvault.service.memory.recall import LIKELY_ANSWER
 
     acc: dict[str, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
     first_rel: dict[str, dict[bool, list[float]]] = defaultdict(lambda: defaultdict(list))

@@ -35,7 +35,8 @@ import numpy as np
 
 from bench import synth
 from bench.common import md_table
-from memvault.service.indexing import keyword_vector, label_digest, scope_filter
+from memvault.service.filters import label_digest, scope_filter
+from memvault.service.indexing import keyword_vector
 from memvault.storage.vectors.base import Point
 from memvault.storage.vectors.edge import EdgeVectorIndex
 

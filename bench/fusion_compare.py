@@ -2,10 +2,10 @@
 
 Each set is stored once, exactly as its own bench stores it (``bench.locomo``,
 ``bench.longmemeval``, ``bench.beir --slice``, ``bench.bilingual``), and every question's
-candidates are captured once (``service.fusion.search_channels``: dense and keyword top
+candidates are captured once (``service.search.search_channels``: dense and keyword top
 ``candidates``, the query's language dots, the candidates' texts, and for memories their
 importance, creation and last-access times, the clock, and the memories written beside
-each, ``service.recall.written_around``). Each fusion variant then scores the same
+each, ``service.memory.recall.written_around``). Each fusion variant then scores the same
 candidates and orders them as ``recall.rank`` orders memories (fused score, conversation
 neighbours' lift, time-expression boost, importance and recency) or as ``rank_chunks`` orders
 document chunks (fused score). At capture time the default variant's order is checked
@@ -57,7 +57,7 @@ SETS = ("locomo", "lme", "scifact", "cmrc", "bilingual", "devmem-dev", "devmem-g
 class Question:
     """One question with its captured candidates.
 
-    ``channels``: ``service.fusion.Channels``; ``texts``: candidate id -> text;
+    ``channels``: ``service.search.Channels``; ``texts``: candidate id -> text;
     ``meta``: candidate id -> (importance, created_at, last_accessed_at) for memories
     (empty for document chunks); ``now``: the clock at capture; ``gold``: what the set's
     metric needs (see each capture function); ``expand``: candidate id -> the set's own
@@ -74,7 +74,7 @@ class Question:
     expand: dict[str, list[str]] = field(default_factory=dict)
     df: dict[str, int] = field(default_factory=dict)  # keyword term -> stored items holding it (whole store)
     n_docs: int = 0
-    # memory id -> (written just before, just after): service.recall.written_around every candidate
+    # memory id -> (written just before, just after): service.memory.recall.written_around every candidate
     beside: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
 
@@ -91,10 +91,10 @@ def _store_df(texts: list[str]) -> dict[str, int]:
 async def _capture_memories(rt, query: str) -> tuple[Any, dict[str, str], dict[str, tuple[float, float, float]], float,
                                                    dict[str, tuple[str | None, str | None]]]:
     from bench.mv import PROJECT, USER
-    from memvault.service.fusion import search_channels
-    from memvault.service.indexing import scope_filter
-    from memvault.service.recall import written_around
+    from memvault.service.filters import scope_filter
+    from memvault.service.memory.recall import written_around
     from memvault.service.runtime import MEMORY_COLLECTION
+    from memvault.service.search import search_channels
 
     now = rt.clock.now()
     flt = scope_filter(USER, [PROJECT], now)
@@ -180,9 +180,9 @@ async def capture_beir(args, name: str, folder_name: str) -> list[Question]:
     """A ``bench.beir --slice`` sub-set indexed through the documents path (gold: qrels)."""
     from bench import beir
     from bench.mv import open_runtime
-    from memvault.service.docs_index import DOCS_COLLECTION
-    from memvault.service.docs_search import rank_chunks
-    from memvault.service.fusion import search_channels
+    from memvault.service.documents.indexing import DOCS_COLLECTION
+    from memvault.service.documents.search import rank_chunks
+    from memvault.service.search import search_channels
     from memvault.storage.docs import DocStore
 
     nq, others = (int(x) for x in args.slice.split(":"))
@@ -244,14 +244,14 @@ _EMBEDDER: list[Any] = []
 
 
 def text_positions(ch: Any, texts: Mapping[str, str]) -> dict[str, float]:
-    """The bench's ``service.fusion.stored_positions``: the candidates that mix two languages
-    (``service.fusion.mixed_ids``) placed by their text embedded as a passage, which is the
+    """The bench's ``service.search.stored_positions``: the candidates that mix two languages
+    (``service.search.mixed_ids``) placed by their text embedded as a passage, which is the
     vector a store holds for a memory or chunk of one window (every text of these sets).
     Captures need not carry them; the model is loaded once, on first need."""
     from memvault.config import Settings
     from memvault.embedding.embedder import load_embedder
     from memvault.service.centroids import language_centroids, language_positions
-    from memvault.service.fusion import mixed_ids
+    from memvault.service.search import mixed_ids
 
     ids = mixed_ids(ch, texts)
     todo = sorted({texts[i] for i in ids} - _POSITIONS.keys())
@@ -266,7 +266,7 @@ def text_positions(ch: Any, texts: Mapping[str, str]) -> dict[str, float]:
 
 
 def v_shipped(**over) -> Variant:
-    """``service.fusion.score_candidates`` with ``bench.ranking.Ranking`` overrides (``order_memories``
+    """``service.search.score_candidates`` with ``bench.ranking.Ranking`` overrides (``order_memories``
     applies them too: e.g. ``neighbour_lift``)."""
     def f(ch, texts, r, q):
         rr = replace(r, **over)
@@ -278,11 +278,11 @@ def v_shipped(**over) -> Variant:
 
 def v_options(coverage_weighted: bool = True, cross_script: bool = True) -> Variant:
     """The shipped ranking with keyword coverage (``coverage_weighted``) or the cross-language
-    stand-in (``cross_script``) switched off: ``service.fusion.score_candidates``'s steps with
+    stand-in (``cross_script``) switched off: ``service.search.score_candidates``'s steps with
     those arguments of ``policy.fusion.convex_fuse`` changed."""
     def f(ch, texts, r, q):
         from memvault.policy.fusion import convex_fuse
-        from memvault.service.fusion import fusion_inputs, scored
+        from memvault.service.search import fusion_inputs, scored
         fi = fusion_inputs(ch, texts, text_positions(ch, texts))
         fused = convex_fuse(fi.dense, fi.keyword, dense_weight=r.fusion_dense_weight,
                             coverage=fi.coverage if coverage_weighted else None,
@@ -333,7 +333,7 @@ def order_memories(q: Question, variant: Variant, r) -> list[str]:
     )
     from memvault.policy.ranking import final_score, recency
     from memvault.policy.time_expressions import time_boosted, time_spans
-    from memvault.service.recall import LIKELY_ANSWER
+    from memvault.service.memory.recall import LIKELY_ANSWER
 
     r = replace(r, **getattr(variant, "ranking_over", {}))
     scored = variant(q.channels, q.texts, r, q)
@@ -443,10 +443,10 @@ async def weak_keyword_cases(model_cache: Path, variants: Mapping[str, Variant])
     tests/test_recall_relevance.py (16 probe facts, "backed up" finds the Chinese memory)."""
     from bench import bilingual
     from bench.mv import PROJECT, SCOPE, USER, open_runtime, remember_turn
-    from memvault.service.docs_index import DOCS_COLLECTION, index_docs
-    from memvault.service.fusion import search_channels
-    from memvault.service.indexing import scope_filter
+    from memvault.service.documents.indexing import DOCS_COLLECTION, index_docs
+    from memvault.service.filters import scope_filter
     from memvault.service.runtime import MEMORY_COLLECTION
+    from memvault.service.search import search_channels
     from memvault.storage.docs import DocStore
     from memvault.storage.vectors.base import VectorFilter
 

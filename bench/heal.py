@@ -38,11 +38,11 @@ from bench import synth
 from bench.common import DEFAULT_MODEL_CACHE, md_table, write_result
 from bench.mv import bulk_load, shared_embedder
 from memvault.config import Settings
-from memvault.service.docs_index import ensure_docs_collection, index_docs
-from memvault.service.index_health import heal_index
+from memvault.service.documents.indexing import ensure_docs_collection, index_docs
 from memvault.service.indexing import reconcile
-from memvault.service.project import make_scope
 from memvault.service.runtime import Runtime
+from memvault.service.scope.project import make_scope
+from memvault.service.upkeep.index_health import heal_index
 
 REPO = Path(__file__).resolve().parents[1]
 

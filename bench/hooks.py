@@ -2,14 +2,14 @@
 
 A temp data dir gets ``--memories`` memories of one project (a temp git work tree with a
 remote), a quarter as many global ones and three open tasks, all written through the
-owner (``memvault.mcp.owner_client``, which starts it, as the prompt hook does). Then,
+owner (``memvault.process.owner_client``, which starts it, as the prompt hook does). Then,
 ``--runs`` times each, interleaved round by round so every path sees the same machine
 load, wall time from spawn to exit of:
 
 - ``python -c pass``: the interpreter's floor;
 - ``memvault hook session-start`` (the SessionStart hook: JSON on stdin, the context on
   stdout): with the owner up it asks the owner for the block over its socket
-  (``memvault.mcp.context_client``); with the owner down it reads SQLite itself;
+  (``memvault.process.context_client``); with the owner down it reads SQLite itself;
 - ``memvault context --no-owner``: the same block read from SQLite by the hook process
   itself (read-only, no model) while the owner is up, the other way the hook could work;
 - ``memvault hook prompt-submit`` on a prompt with no memory request (the cost every
@@ -80,7 +80,7 @@ def _fill(data_dir: Path, repo: Path, n: int, model_cache: Path) -> None:
     import anyio
 
     from memvault.config import load_settings
-    from memvault.mcp.owner_client import owner_session
+    from memvault.process.owner_client import owner_session
 
     kinds = ("fact", "decision", "procedure", "preference", "note")
 

@@ -63,10 +63,10 @@ def child_index(data_dir: Path, model_cache: Path, folders: list[Path], probe_re
     """Index ``folders`` into a fresh store in ``data_dir``, as ``memvault index`` does; measure the call."""
     import anyio
 
-    from memvault.service.docs_index import index_docs
+    from memvault.service.documents.indexing import index_docs
     from memvault.service.indexing import embed_query
-    from memvault.service.project import make_scope
     from memvault.service.runtime import Runtime
+    from memvault.service.scope.project import make_scope
 
     async def probe(rt: Runtime, n: int, out: list[float], pause_s: float) -> None:
         """``n`` query embeddings of questions never asked before (what a recall waits for first), timed."""
@@ -114,7 +114,7 @@ def _ms(seconds: list[float]) -> dict[str, float]:
 
 def chunk_texts(data_dir: Path) -> list[str]:
     """The text each stored chunk was embedded with (heading or symbol line, then the text)."""
-    from memvault.service.docs_index import MAX_HEADING_CHARS
+    from memvault.service.documents.indexing import MAX_HEADING_CHARS
 
     con = sqlite3.connect(data_dir / "memvault.db")
     try:

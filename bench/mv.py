@@ -21,10 +21,11 @@ from pathlib import Path
 from memvault.config import Settings
 from memvault.embedding.embedder import Embedder
 from memvault.policy.text import content_hash
-from memvault.service.indexing import embed_passages, embed_query, index_rows, scope_filter
-from memvault.service.models import RememberResult, Scope
-from memvault.service.recall import rank
-from memvault.service.remember import RememberArgs, remember
+from memvault.service.filters import scope_filter
+from memvault.service.indexing import embed_passages, embed_query, index_rows
+from memvault.service.memory.models import RememberResult, Scope
+from memvault.service.memory.recall import rank
+from memvault.service.memory.remember import RememberArgs, remember
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime, default_embedder
 from memvault.storage.memories import MemoryRow
 

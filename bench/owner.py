@@ -84,8 +84,8 @@ GOAL_RSS_RATIO = 1.3
 FORWARDERS = 3
 OWNER_STOP_TIMEOUT_S = 30.0
 OWNER_INFO_WAIT_S = 10.0
-#: What a forwarder runs before it touches the socket (``memvault.cli`` -> ``cmd_serve``).
-FORWARDER_START = ("import memvault.cli, memvault.mcp.forwarder; from memvault.config import Settings; "
+#: What a forwarder runs before it touches the socket (``memvault.cli.serve`` -> ``cmd_serve``).
+FORWARDER_START = ("import memvault.cli.serve, memvault.process.forwarder; from memvault.config import Settings; "
                    "Settings()")
 
 
@@ -130,7 +130,7 @@ async def owner_pid(store: Path) -> int:
 
     Raises RuntimeError (naming the owner's log) when no owner wrote it in time.
     """
-    from memvault.mcp.owner_files import owner_files
+    from memvault.process.owner_files import owner_files
 
     files = owner_files(store)
     for _ in range(int(OWNER_INFO_WAIT_S / 0.05)):

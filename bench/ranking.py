@@ -15,7 +15,7 @@ from typing import Any
 from memvault.policy.neighbours import NEIGHBOUR_LIFT
 from memvault.policy.ranking import HALF_LIFE_DAYS, WEIGHT_IMPORTANCE, WEIGHT_RECENCY, WEIGHT_RELEVANCE
 from memvault.service.centroids import LANGUAGE_NEUTRAL
-from memvault.service.fusion import CANDIDATES, DENSE_WEIGHT
+from memvault.service.search import CANDIDATES, DENSE_WEIGHT
 
 
 def _min_relevance() -> float:
@@ -44,11 +44,11 @@ class Ranking:
 
 def score_with(ch: Any, texts: Mapping[str, str], dense_weight: float,
                positions: Mapping[str, float] | None = None) -> dict:
-    """``service.fusion.score_candidates`` with the dense channel's share ``dense_weight``: the
+    """``service.search.score_candidates`` with the dense channel's share ``dense_weight``: the
     shipped function itself at ``DENSE_WEIGHT``, else its steps with that weight.
     ``positions``: the model's language positions of mixed texts (``fusion_inputs``)."""
     from memvault.policy.fusion import convex_fuse
-    from memvault.service.fusion import fusion_inputs, score_candidates, scored
+    from memvault.service.search import fusion_inputs, score_candidates, scored
 
     if dense_weight == DENSE_WEIGHT:
         return score_candidates(ch, texts, positions)

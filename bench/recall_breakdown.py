@@ -41,11 +41,12 @@ from bench.mv import PROJECT, SCOPE, USER, bulk_load, open_runtime
 from memvault.embedding.embedder import Embedder
 from memvault.policy.neighbours import NEIGHBOUR_SOURCES
 from memvault.service.centroids import language_centroids
-from memvault.service.fusion import Channels, score_candidates
-from memvault.service.indexing import embed_query, keyword_vector, scope_filter
-from memvault.service.models import RecallResult
-from memvault.service.recall import RecallArgs, rank, recall, written_around
+from memvault.service.filters import scope_filter
+from memvault.service.indexing import embed_query, keyword_vector
+from memvault.service.memory.models import RecallResult
+from memvault.service.memory.recall import RecallArgs, rank, recall, written_around
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+from memvault.service.search import Channels, score_candidates
 
 
 def _schema_checker() -> Callable[[Any], None]:

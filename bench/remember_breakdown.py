@@ -3,7 +3,7 @@
 Opens a copy of a filled store (``--store DIR``: a memvault data dir, or an entry of
 ``bench.speed --fill-cache`` whose ``store/`` is used) or fills a temp one with
 ``--memories`` synthetic sentences, then for each of ``--writes`` new sentences runs the
-steps of ``service.remember`` one by one, as the handler runs them, and times each:
+steps of ``service.memory.remember`` one by one, as the handler runs them, and times each:
 argument validation, secret scan + importance score (``_screen``), exact-duplicate
 lookup (SQLite, by content hash), embedding (the write's own vector, reused by the
 next step), near-duplicate search (dense, this scope and kind, limit 3, with the row
@@ -34,8 +34,9 @@ from bench.mv import PROJECT, SCOPE, USER, bulk_load, open_runtime
 from memvault.policy.dedup import DEDUP_THRESHOLD
 from memvault.policy.text import content_hash, validate_content
 from memvault.service import validation as v
-from memvault.service.indexing import embed_memories, index_rows, scope_filter
-from memvault.service.remember import RememberArgs, _screen, remember
+from memvault.service.filters import scope_filter
+from memvault.service.indexing import embed_memories, index_rows
+from memvault.service.memory.remember import RememberArgs, _screen, remember
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.memories import MemoryRow
 

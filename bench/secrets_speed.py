@@ -55,7 +55,7 @@ def _doc_scan(text: str) -> float:
     doc = Document(text, None, "markdown")
     chunks = chunk_document(doc, "bench.md", count_tokens=lambda s: len(s) // 4 + 1, max_tokens=480)
     try:
-        from memvault.service.docs_index import withhold_secrets
+        from memvault.service.documents.indexing import withhold_secrets
     except ImportError:  # before whole-file checks: one find_secret per chunk
         withhold_secrets = None
     t0 = time.process_time()

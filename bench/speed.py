@@ -89,7 +89,7 @@ class System:
     ``hits(result)`` the texts a search returned; ``status(result)`` a store's outcome;
     ``settle(store_dir)``: brings a filled store (new or cached) to the state a long-running
     server keeps it in (memvault: its HNSW index built once it is past
-    ``service.index_build.HNSW_AFTER_POINTS``), returning metadata; run once per cache entry.
+    ``service.upkeep.index_build.HNSW_AFTER_POINTS``), returning metadata; run once per cache entry.
     """
 
     name: str
@@ -185,11 +185,11 @@ def memvault_system(model_cache: Path, *, progress: bool = True) -> System:
 
     async def settle(data_dir: Path) -> dict[str, Any]:
         """Build the store's HNSW index as the server's housekeeping would once the store is
-        past ``service.index_build.HNSW_AFTER_POINTS`` (in a child process, waited for here), so that the
+        past ``service.upkeep.index_build.HNSW_AFTER_POINTS`` (in a child process, waited for here), so that the
         measured server searches the way a long-running one does instead of spending the
         run building it."""
         from bench.mv import open_runtime
-        from memvault.service.index_build import build_if_due
+        from memvault.service.upkeep.index_build import build_if_due
 
         t0 = time.perf_counter()
         rt = await open_runtime(data_dir, model_cache)

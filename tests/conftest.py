@@ -223,7 +223,7 @@ async def call_error(client: Client, tool: str, **arguments: Any) -> str:
 
 def owner_pid(data_dir: Path) -> int | None:
     """The pid in the data dir's owner status file (``owner.json``), or None when there is none."""
-    from memvault.mcp.owner_files import owner_files
+    from memvault.process.owner_files import owner_files
 
     try:
         return int(json.loads(owner_files(data_dir).info.read_text())["pid"])

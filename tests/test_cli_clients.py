@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault.cli_clients import CLIENTS, client_config
+from memvault.cli.clients import CLIENTS, client_config
 from tests.conftest import alive, call, owner_pid, server_env
 
 MEMVAULT = str(Path(sys.executable).with_name("memvault"))

@@ -50,8 +50,8 @@ async def test_cli_lists_then_applies_the_merges(tmp_path, mcp_client, model_cac
 
 @pytest.mark.anyio
 async def test_cli_refuses_while_an_owner_holds_the_data_dir(tmp_path, mcp_client, model_cache):
-    from memvault.mcp.owner import owner_lock
-    from memvault.mcp.owner_files import owner_files
+    from memvault.process.owner import owner_lock
+    from memvault.process.owner_files import owner_files
 
     d = tmp_path / "d"
     async with mcp_client(d, project="shop") as c:

@@ -1,4 +1,4 @@
-"""Registry keys of documents indexed for one user alone (memvault.service.docs_owner), and how the page names them.
+"""Registry keys of documents indexed for one user alone (memvault.service.documents.owner), and how the page names them.
 
 The end-to-end case (two users over HTTP) is in tests/test_http.py.
 """
@@ -6,7 +6,7 @@ The end-to-end case (two users over HTTP) is in tests/test_http.py.
 from __future__ import annotations
 
 from memvault.service.browse import DocCollection
-from memvault.service.docs_owner import owned_key, read_keys, split_key
+from memvault.service.documents.owner import owned_key, read_keys, split_key
 from memvault.web import pages
 
 

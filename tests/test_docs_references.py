@@ -63,7 +63,7 @@ def test_scan_covers_code_and_docs() -> None:
     assert "README.md" in names
     assert "CHANGELOG.md" in names
     assert "docs/benchmarks.md" in names
-    assert "memvault/service/remember.py" in names
+    assert "memvault/service/memory/remember.py" in names
 
 
 def test_no_issue_numbers_or_outside_documents() -> None:

@@ -13,12 +13,12 @@ import pytest
 
 from memvault.config import Settings
 from memvault.policy.keywords import AVG_DOC_TERMS
-from memvault.service import docs_index as docs_mod
-from memvault.service.docs_index import DOCS_COLLECTION, index_docs, reweigh_documents
-from memvault.service.docs_search import rank_chunks
+from memvault.service.documents import indexing as docs_mod
+from memvault.service.documents.indexing import DOCS_COLLECTION, index_docs, reweigh_documents
+from memvault.service.documents.search import rank_chunks
 from memvault.service.indexing import keyword_vector
-from memvault.service.project import make_scope
 from memvault.service.runtime import Runtime
+from memvault.service.scope.project import make_scope
 from memvault.storage.docs import ChunkRow, DocFile, DocStore, SchemaTooOld
 from memvault.storage.facts import FactStore
 from memvault.storage.vectors.base import VectorFilter

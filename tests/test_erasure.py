@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault.service.indexing import label_digest
+from memvault.service.filters import label_digest
 from memvault.storage.facts import FactStore
 from memvault.storage.migrations import MIGRATIONS
 from tests.conftest import call

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from memvault.service import housekeeping
+from memvault.service.upkeep import housekeeping
 from tests.conftest import call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -172,7 +172,7 @@ def test_garbage_on_stdin_prints_nothing(tmp_path):
     {"MEMVAULT_PROJECT": ""},
 ])
 def test_hook_settings_read_what_the_server_reads(env, monkeypatch):
-    from memvault.cli_hooks import HookSettings
+    from memvault.cli.hook_config import HookSettings
     from memvault.config import load_settings
 
     for name, value in env.items():
@@ -188,7 +188,7 @@ def test_hook_settings_read_what_the_server_reads(env, monkeypatch):
 
 @pytest.mark.parametrize("name", ["d", "x" * 120])
 def test_the_hooks_socket_path_is_the_owners(tmp_path, name):
-    from memvault.mcp.context_client import socket_path
-    from memvault.mcp.owner_files import owner_files
+    from memvault.process.context_client import socket_path
+    from memvault.process.owner_files import owner_files
 
     assert socket_path(tmp_path / name) == owner_files(tmp_path / name).socket

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from memvault import __version__
-from memvault.mcp.context_client import context_from_owner, socket_path
 from memvault.policy.secrets import find_secret
+from memvault.process.context_client import context_from_owner, socket_path
 from tests.conftest import McpClient, alive, call, db_rows, owner_pid
 from tests.test_hooks_context import git_repo
 

@@ -13,13 +13,13 @@ from typing import Any
 import anyio
 import pytest
 
-import memvault.mcp.profile_tools
-import memvault.service.remember
-import memvault.service.tasks
+import memvault.mcp.tools.profile
+import memvault.service.memory.remember
+import memvault.service.profile.tasks
 from memvault.policy.tasks import MAX_STATE_DEPTH, json_overflow, state_json
 from tests.conftest import call, call_error, db_rows
 
-LIMIT = memvault.service.tasks.TASK_STATE_MAX_BYTES
+LIMIT = memvault.service.profile.tasks.TASK_STATE_MAX_BYTES
 
 
 def nested(depth: int) -> dict[str, Any]:
@@ -48,7 +48,7 @@ def test_bounds_are_found_without_reading_past_them():
 def scanned(monkeypatch) -> list[int]:
     """Lengths of every text the task and remember handlers scan for secrets."""
     seen: list[int] = []
-    for module in (memvault.service.tasks, memvault.service.remember):
+    for module in (memvault.service.profile.tasks, memvault.service.memory.remember):
         real = module.find_secret
 
         def spy(text: str, _real=real) -> Any:
@@ -64,13 +64,13 @@ async def test_a_huge_task_state_is_refused_before_any_scan_while_a_recall_answe
         tmp_path, mcp_client, monkeypatch, scanned):
     d = tmp_path / "d"
     entered = anyio.Event()
-    real = memvault.mcp.profile_tools.set_task_handler
+    real = memvault.mcp.tools.profile.set_task_handler
 
     async def handler(*args: Any, **kwargs: Any) -> Any:
         entered.set()
         return await real(*args, **kwargs)
 
-    monkeypatch.setattr(memvault.mcp.profile_tools, "set_task_handler", handler)
+    monkeypatch.setattr(memvault.mcp.tools.profile, "set_task_handler", handler)
     done: list[str] = []
     async with mcp_client(d) as c:
         m = await call(c, "remember", content="The billing service runs on Postgres 16", force=True)

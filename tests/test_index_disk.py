@@ -221,12 +221,12 @@ async def test_recall_works_again_once_space_is_freed_without_a_restart(small_di
     from memvault.service import index_build
     from memvault.service.errors import NotReady
     from memvault.service.failures import explain
-    from memvault.service.health import health
-    from memvault.service.housekeeping import after_ready
-    from memvault.service.models import Scope
-    from memvault.service.recall import RecallArgs, recall
-    from memvault.service.remember import RememberArgs, remember
+    from memvault.service.memory.models import Scope
+    from memvault.service.memory.recall import RecallArgs, recall
+    from memvault.service.memory.remember import RememberArgs, remember
     from memvault.service.runtime import Runtime
+    from memvault.service.upkeep.health import health
+    from memvault.service.upkeep.housekeeping import after_ready
     from tests.conftest import db_rows
     from tests.test_index_repair import TopicEmbedder
 

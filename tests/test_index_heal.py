@@ -34,11 +34,11 @@ import anyio
 import pytest
 
 from memvault.config import Settings
-from memvault.service.docs_index import DOCS_COLLECTION, index_docs
-from memvault.service.docs_search import rank_chunks
-from memvault.service.housekeeping import after_ready
-from memvault.service.project import make_scope
+from memvault.service.documents.indexing import DOCS_COLLECTION, index_docs
+from memvault.service.documents.search import rank_chunks
 from memvault.service.runtime import Runtime
+from memvault.service.scope.project import make_scope
+from memvault.service.upkeep.housekeeping import after_ready
 from memvault.storage.vectors.base import DamagedCollection
 from memvault.storage.vectors.edge import EdgeVectorIndex
 from tests.conftest import call, db_rows, inproc_client
@@ -311,7 +311,7 @@ async def test_on_a_qdrant_server_a_disagreeing_collection_is_rewritten_in_place
     # point that disagrees is written again. (qdrant-client's local mode stands in for a server.)
     from qdrant_client import QdrantClient
 
-    from memvault.service.index_health import heal_index
+    from memvault.service.upkeep.index_health import heal_index
     from memvault.storage.vectors.remote import RemoteVectorIndex
 
     server = RemoteVectorIndex(QdrantClient(location=":memory:"))

@@ -13,9 +13,9 @@ import pytest
 
 from memvault.config import Settings
 from memvault.embedding.embedder import WINDOW_TOKENS
-from memvault.service.index_health import disagreement, memories_expected
 from memvault.service.indexing import reconcile, window_point_id
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+from memvault.service.upkeep.index_health import disagreement, memories_expected
 from memvault.storage.vectors.edge import EdgeVectorIndex
 from tests.conftest import call
 from tests.corpus import filler_memories

@@ -26,8 +26,8 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import ListRootsResult, Root
 
-from memvault.mcp.handshake import Hello
-from memvault.mcp.owner_files import owner_files
+from memvault.process.handshake import Hello
+from memvault.process.owner_files import owner_files
 from tests.conftest import alive, owner_pid
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow,

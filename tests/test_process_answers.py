@@ -24,7 +24,7 @@ import anyio
 import pytest
 from anyio.abc import Process
 
-from memvault.mcp.owner_files import owner_files
+from memvault.process.owner_files import owner_files
 from tests.conftest import MEMVAULT, alive, owner_pid
 from tests.test_owner import _env as owner_env
 

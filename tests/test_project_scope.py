@@ -25,8 +25,8 @@ from mcp_types import ListRootsResult, Root
 
 from memvault.config import Settings
 from memvault.mcp.app import build_server
-from memvault.service.gitrepo import read_repo_files
-from memvault.service.project import (
+from memvault.service.scope.gitrepo import read_repo_files
+from memvault.service.scope.project import (
     make_scope,
     normalise_remote,
     project_of_folder,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-import memvault.service.recall
+import memvault.service.memory.recall
 from tests.conftest import call
 
 pytestmark = pytest.mark.anyio
@@ -53,7 +53,7 @@ async def test_the_memory_written_after_the_best_hit_comes_right_after_it(mcp_cl
         assert top == [CUE, BEFORE[0], ANSWER], top
         assert got["memories"][2]["neighbour_of"] == got["memories"][0]["id"]
         assert got["memories"][2]["relevance"] < 0.3 < got["memories"][1]["relevance"]
-    monkeypatch.setattr(memvault.service.recall, "NEIGHBOUR_LIFT", 0.0)
+    monkeypatch.setattr(memvault.service.memory.recall, "NEIGHBOUR_LIFT", 0.0)
     async with mcp_client(data, client_name="claude-code") as c:
         # what the lift changed: on its own words the answer ranks lower
         assert await _place(c, ANSWER) > 3

@@ -468,7 +468,7 @@ def _pipelines() -> dict[str, Callable[[str], object]]:
     from memvault.policy.keywords import keyword_terms, sparse_from_terms
     from memvault.policy.secrets import find_secret
     from memvault.policy.text import cut, normalise_for_hash, preview
-    from memvault.service.project import normalise_remote
+    from memvault.service.scope.project import normalise_remote
 
     pipelines: dict[str, Callable[[str], object]] = {
         "keywords": lambda s: sparse_from_terms(keyword_terms(s), query=False),

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from memvault.service.project import project_of_folder
+from memvault.service.scope.project import project_of_folder
 from tests.conftest import call, call_error, db_rows
 from tests.docs_fixtures import write_tree
 
@@ -346,7 +346,7 @@ async def test_index_docs_sends_progress_with_an_estimate_when_asked(tmp_path, m
 
 
 def test_progress_message_gives_an_estimate_once_a_file_is_done() -> None:
-    from memvault.mcp.docs_tools import progress_message
+    from memvault.mcp.tools.docs import progress_message
 
     assert progress_message(0, 80, 0, 5.0) == "0/80 files, 0 chunks embedded"
     assert progress_message(20, 80, 340, 20.0) == "20/80 files, 340 chunks embedded, about 60 s left"

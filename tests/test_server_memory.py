@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from memvault.policy.units import SECONDS_PER_DAY
-from memvault.service.project import project_of_folder
+from memvault.service.scope.project import project_of_folder
 from tests.conftest import CLIENT_NAME, call, call_error, db_rows
 from tests.corpus import filler_memories
 
@@ -373,10 +373,10 @@ async def test_bad_arguments_give_clear_errors_and_server_survives(tmp_path, mcp
 
 
 async def test_reply_is_bounded(tmp_path, mcp_client, monkeypatch):
-    import memvault.service.recall
+    import memvault.service.memory.recall
 
-    monkeypatch.setattr(memvault.service.recall, "CONTENT_BUDGET_CHARS", 300)
-    monkeypatch.setattr(memvault.service.recall, "REPLY_BUDGET_CHARS", 1000)
+    monkeypatch.setattr(memvault.service.memory.recall, "CONTENT_BUDGET_CHARS", 300)
+    monkeypatch.setattr(memvault.service.memory.recall, "REPLY_BUDGET_CHARS", 1000)
     async with mcp_client(tmp_path / "d") as c:
         long = "The release checklist: " + "; ".join(f"step {i}: verify artefact {i} checksum" for i in range(200))
         r = await call(c, "remember", content=long, kind="procedure")

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from memvault.policy.units import SECONDS_PER_DAY
-from memvault.service.project import project_of_folder
+from memvault.service.scope.project import project_of_folder
 from tests.conftest import call, call_error, db_rows
 from tests.corpus import filler_memories
 

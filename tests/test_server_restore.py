@@ -124,9 +124,9 @@ async def test_other_users_memories_cannot_be_restored_or_read(tmp_path, mcp_cli
 
 
 async def test_history_is_bounded_and_checks_its_arguments(tmp_path, mcp_client, monkeypatch):
-    import memvault.service.history
+    import memvault.service.memory.history
 
-    monkeypatch.setattr(memvault.service.history, "CONTENT_BUDGET_CHARS", 120)
+    monkeypatch.setattr(memvault.service.memory.history, "CONTENT_BUDGET_CHARS", 120)
     async with mcp_client() as c:
         long_text = "The release checklist: " + ", ".join(f"step {i} verify the build artefact" for i in range(40))
         r = await call(c, "remember", content=long_text, force=True)

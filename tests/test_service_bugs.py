@@ -23,10 +23,9 @@ import pytest
 from mcp.client.client import Client
 
 import memvault.policy.dedup
-import memvault.service.forget
 import memvault.service.indexing
-import memvault.service.remember
-import memvault.service.tasks
+import memvault.service.memory.remember
+import memvault.service.profile.tasks
 import memvault.storage.memories
 from memvault.config import Settings
 from memvault.embedding.embedder import Embedder
@@ -376,12 +375,12 @@ async def test_cpu_heavy_policy_work_runs_off_the_event_loop(tmp_path, model_cac
 
         monkeypatch.setattr(module, name, wrapper)
 
-    spy(memvault.service.remember, "find_secret")
-    spy(memvault.service.remember, "score_importance")
+    spy(memvault.service.memory.remember, "find_secret")
+    spy(memvault.service.memory.remember, "score_importance")
     spy(memvault.service.indexing, "keyword_terms")
     spy(memvault.policy.dedup, "content_words")
-    spy(memvault.service.forget, "content_words")
-    spy(memvault.service.tasks, "find_secret")
+    spy(memvault.service.memory.forget, "content_words")
+    spy(memvault.service.profile.tasks, "find_secret")
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -400,7 +399,7 @@ async def test_cpu_heavy_policy_work_runs_off_the_event_loop(tmp_path, model_cac
         await call(c, "search_docs", query="nightly backup")
         await call(c, "set_task_state", task_id="migrate-billing", title="Migrate billing",
                    state={"plan": filler_memories(50)})
-    assert set(calls) == {f"memvault.service.remember.{n}" for n in ("find_secret", "score_importance")} | {
+    assert set(calls) == {f"memvault.service.memory.remember.{n}" for n in ("find_secret", "score_importance")} | {
         "memvault.service.indexing.keyword_terms", "memvault.policy.dedup.content_words",
-        "memvault.service.forget.content_words", "memvault.service.tasks.find_secret"}, calls
+        "memvault.service.memory.forget.content_words", "memvault.service.profile.tasks.find_secret"}, calls
     assert not on_loop, f"ran on the event loop: {dict(on_loop)}"

@@ -1,9 +1,9 @@
-"""Fusion of the two channels' candidates (``service.fusion.score_candidates``): a pure function
+"""Fusion of the two channels' candidates (``service.search.score_candidates``): a pure function
 of the channels' scores and the candidates' texts."""
 
 from __future__ import annotations
 
-from memvault.service.fusion import Channels, score_candidates
+from memvault.service.search import Channels, score_candidates
 
 
 def test_a_borrowed_word_does_not_give_an_english_memory_full_keyword_credit() -> None:
@@ -24,7 +24,7 @@ def test_language_of_is_the_policy_s_script_and_cjk_weight() -> None:
     import pytest
 
     from memvault.policy.language import cjk_weight, script_class
-    from memvault.service.fusion import language_of
+    from memvault.service.search import language_of
 
     texts = ["The billing service uses Postgres 16.", "", "!!! 42", "ERR_CONN_RESET src/net/retry.py",
              "Café naïve résumé Straße ΑΘΗΝΑ Москва", "Ｆｕｌｌ－ｗｉｄｔｈ ＡＢＣ", "计费服务用的是 Postgres 数据库",
@@ -40,7 +40,7 @@ def test_candidates_are_judged_as_the_policy_judges_their_whole_term_sets() -> N
     from memvault.policy.fusion import keyword_coverage
     from memvault.policy.keywords import keyword_term_set
     from memvault.policy.language import judged_terms, script_class, terms_weight
-    from memvault.service.fusion import fusion_inputs
+    from memvault.service.search import fusion_inputs
 
     texts = {"a": "The order-svc retry limit is ORDER_RETRY_MAX = 5.", "b": "order-svc 的重试次数由 ORDER_RETRY_MAX 控制",
              "c": "重试次数 is set per service.", "d": "The cat is named Miso.", "e": "猫的名字叫小米。",

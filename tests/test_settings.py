@@ -149,7 +149,7 @@ def test_a_former_setting_is_ignored_with_one_line_naming_it(monkeypatch: pytest
     err = capsys.readouterr().err.splitlines()
     assert err == [
         "memvault: MEMVAULT_CANDIDATES is no longer a setting and is ignored (its value is fixed in the code: "
-        "memvault.service.fusion.CANDIDATES)",
+        "memvault.service.search.CANDIDATES)",
         "memvault: MEMVAULT_HALF_LIFE_DAYS is no longer a setting and is ignored (its value is fixed in the code: "
         "memvault.policy.ranking.HALF_LIFE_DAYS)",
     ]

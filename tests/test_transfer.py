@@ -15,7 +15,7 @@ import anyio.to_thread
 import pytest
 
 from memvault.cli import main
-from memvault.service.project import project_of_folder
+from memvault.service.scope.project import project_of_folder
 from tests.conftest import CLIENT_NAME, call, db_rows, inproc_client
 from tests.docs_fixtures import write_tree
 
@@ -272,8 +272,8 @@ async def test_dry_run_writes_nothing(source, tmp_path, capsys):
 
 
 async def test_import_refuses_while_an_owner_holds_the_data_dir(source, tmp_path, capsys):
-    from memvault.mcp.owner import owner_lock
-    from memvault.mcp.owner_files import owner_files
+    from memvault.process.owner import owner_lock
+    from memvault.process.owner_files import owner_files
 
     await export(capsys, source.data_dir, tmp_path / "a.jsonl")
     dest = tmp_path / "dest"

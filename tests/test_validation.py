@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memvault.service import validation as v
-from memvault.service.docs_index import check_path_prefix
+from memvault.service.documents.indexing import check_path_prefix
 from memvault.service.errors import InvalidArgument
 
 

@@ -24,12 +24,12 @@ from memvault.service.browse import (
     MemoryView,
     TaskLine,
 )
-from memvault.service.consolidate_models import ConsolidateResult, Proposal, ProposalMember
-from memvault.service.explain import Explained
-from memvault.service.health import Check
-from memvault.service.history_models import HistoryItem
-from memvault.service.models import Scope
-from memvault.service.task_models import PreferenceOut, ProfileFact, ProfileResult
+from memvault.service.memory.consolidate_models import ConsolidateResult, Proposal, ProposalMember
+from memvault.service.memory.explain import Explained
+from memvault.service.memory.history_models import HistoryItem
+from memvault.service.memory.models import Scope
+from memvault.service.profile.task_models import PreferenceOut, ProfileFact, ProfileResult
+from memvault.service.upkeep.health import Check
 from memvault.storage.tasks import TaskVersion
 from memvault.web import pages
 from memvault.web.html import frame

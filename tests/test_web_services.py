@@ -15,12 +15,12 @@ import pytest
 from memvault.config import Settings
 from memvault.service import browse
 from memvault.service.errors import Conflict, InvalidArgument
-from memvault.service.explain import explain
-from memvault.service.health import health
-from memvault.service.project import make_scope
-from memvault.service.recall import rank
-from memvault.service.remember import RememberArgs, remember
+from memvault.service.memory.explain import explain
+from memvault.service.memory.recall import rank
+from memvault.service.memory.remember import RememberArgs, remember
 from memvault.service.runtime import Runtime
+from memvault.service.scope.project import make_scope
+from memvault.service.upkeep.health import health
 
 pytestmark = pytest.mark.anyio
 USER = "local"
@@ -316,7 +316,7 @@ async def test_an_edited_memory_names_the_version_it_replaced_and_back(rt: Runti
 
 
 async def test_the_search_marks_what_recall_would_not_count_as_relevant(rt: Runtime) -> None:
-    from memvault.service.recall import LIKELY_ANSWER
+    from memvault.service.memory.recall import LIKELY_ANSWER
     from memvault.web import pages
 
     await _remember(rt, "The web framework of this project is Django 5")
@@ -334,7 +334,7 @@ async def test_the_search_marks_what_recall_would_not_count_as_relevant(rt: Runt
 
 
 async def test_documents_list_files_with_chunks_and_search_them(rt: Runtime, tmp_path: Path) -> None:
-    from memvault.service.docs_index import index_docs
+    from memvault.service.documents.indexing import index_docs
 
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 import anyio
 import pytest
 
-from memvault.mcp.owner_files import owner_files
+from memvault.process.owner_files import owner_files
 from tests.conftest import MEMVAULT, alive, call, db_rows, memvault_client, owner_pid, server_env
 
 CHROMIUM = Path(os.environ.get("MEMVAULT_CHROMIUM", "/usr/bin/chromium"))

@@ -177,7 +177,7 @@ def store_processes(data_dir: Path) -> dict[int, str]:
 
 def owner_pid_now(data_dir: Path) -> int | None:
     """The pid in ``owner.json`` if that process runs ``serve --owner`` now, else None."""
-    from memvault.mcp.owner_files import owner_files
+    from memvault.process.owner_files import owner_files
 
     try:
         pid = int(json.loads(owner_files(data_dir).info.read_text())["pid"])
@@ -188,7 +188,7 @@ def owner_pid_now(data_dir: Path) -> int | None:
 
 async def wait_owner(data_dir: Path, timeout_s: float = 60.0) -> int:
     """The running owner's pid, waiting up to ``timeout_s``; raises RuntimeError naming the owner's log."""
-    from memvault.mcp.owner_files import owner_files
+    from memvault.process.owner_files import owner_files
 
     with anyio.move_on_after(timeout_s):
         while (pid := owner_pid_now(data_dir)) is None:  # noqa: ASYNC110 -- polls /proc, nothing to await

@@ -1,7 +1,7 @@
 """The MCP face of memvault: builds the server and registers the tools, resources and prompts.
 
-The tools themselves live in ``memory_tools``, ``docs_tools`` and ``profile_tools``; the
-``save_session`` prompt in ``session_prompt``.
+The tools themselves live in ``memvault.mcp.tools`` (``memory``, ``docs``, ``profile``, ``history``,
+``consolidate``); the ``save_session`` prompt in ``tools.session_prompt``.
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ from mcp_types import Tool as MCPTool
 from memvault import __version__
 from memvault.clock import Clock
 from memvault.config import Settings
-from memvault.mcp.consolidate_tools import register_consolidate_tools
-from memvault.mcp.docs_tools import register_doc_tools
 from memvault.mcp.errors import ReasonsMiddleware, argument_failure, request_failure, tool_failure
-from memvault.mcp.history_tools import register_history_tools
 from memvault.mcp.lifespan import Unavailable, make_lifespan, shared_lifespan
 from memvault.mcp.listing import lean_description, lean_schema
-from memvault.mcp.memory_tools import register_memory_tools
-from memvault.mcp.profile_tools import PROFILE_URI, read_profile, register_profile_tools
 from memvault.mcp.scope import Workspace, on_roots_list_changed
-from memvault.mcp.session_prompt import register_session_prompt
+from memvault.mcp.tools.consolidate import register_consolidate_tools
+from memvault.mcp.tools.docs import register_doc_tools
+from memvault.mcp.tools.history import register_history_tools
+from memvault.mcp.tools.memory import register_memory_tools
+from memvault.mcp.tools.profile import PROFILE_URI, read_profile, register_profile_tools
+from memvault.mcp.tools.session_prompt import register_session_prompt
 from memvault.service.runtime import EmbedderLoader, Runtime, VectorsOpener
 
 INSTRUCTIONS = """\

@@ -31,7 +31,7 @@ class Connection:
     process id; ``agent_id``: its ``MEMVAULT_AGENT_ID`` (None when unset: the agent is the
     client's MCP name); ``docs_allowed_dirs``: its ``MEMVAULT_DOCS_ALLOWED_DIRS`` (None: the
     client sent none, the owner's applies); ``differs``: names of its other settings whose
-    values the owner does not use (``memvault.mcp.client_settings``).
+    values the owner does not use (``memvault.process.client_settings``).
     """
 
     user_id: str

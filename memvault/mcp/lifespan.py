@@ -2,7 +2,7 @@
 
 The runtime opens its fact store at once, so the server answers ``initialize``
 immediately; the model and the index load in the background, then start-up
-housekeeping runs (``memvault.service.housekeeping``).
+housekeeping runs (``memvault.service.upkeep.housekeeping``).
 
 When the store cannot be opened (the data dir is a file or read-only, the database is
 not SQLite, ...) or the settings are invalid, the server still starts: its lifespan
@@ -25,8 +25,8 @@ import anyio
 from memvault.clock import Clock
 from memvault.config import Settings
 from memvault.service.errors import StoreUnavailable
-from memvault.service.housekeeping import after_ready, housekeeping
 from memvault.service.runtime import EmbedderLoader, Runtime, VectorsOpener
+from memvault.service.upkeep.housekeeping import after_ready, housekeeping
 
 log = logging.getLogger(__name__)
 

@@ -4,13 +4,13 @@ The user always comes from settings, or in the owner process from the connection
 client, or over HTTP from the request's bearer token (a tool argument can never name
 another user).
 The project comes from, in order: the tool's ``project`` argument; the client's MCP
-roots (the project of the first ``file://`` root, see ``memvault.service.project``); the
+roots (the project of the first ``file://`` root, see ``memvault.service.scope.project``); the
 repository of the folder the server (in the owner: the connection's ``memvault serve``)
 was started in, when it is inside a git work tree (Claude Code starts its servers in the
 project folder); the ``project`` setting (in the owner: the connection's); the start
 folder itself (``local:<name>-<hash>``, as a root naming it gives), unless it is ``/``,
 the home folder itself or a system or application folder
-(``memvault.service.project.is_no_project_folder``); else the user's global scope ``""``.
+(``memvault.service.scope.project.is_no_project_folder``); else the user's global scope ``""``.
 
 The agent (whose private memories the call reads and writes) is the client's
 ``MEMVAULT_AGENT_ID`` (in the owner: the connection's, sent by its forwarder), else the
@@ -40,8 +40,8 @@ from memvault.mcp import connection
 from memvault.mcp.ctx import client_name
 from memvault.mcp.http import request_user
 from memvault.mcp.workspace import Workspace
-from memvault.service.models import Scope
-from memvault.service.project import (
+from memvault.service.memory.models import Scope
+from memvault.service.scope.project import (
     Project,
     folder_of_uri,
     make_scope,

@@ -1,7 +1,7 @@
 """JSON-RPC lines served to the SDK: no request goes unanswered.
 
 ``line_streams`` turns a source of text lines and a ``write`` (an owner's connection,
-``memvault.mcp.lines``; the process's own stdin/stdout, ``memvault.mcp.stdio``) into the
+``memvault.process.lines``; the process's own stdin/stdout, ``memvault.mcp.stdio``) into the
 message streams the SDK serves, as the SDK's ``stdio_server`` does, with two
 differences: a request the SDK's parser cannot read (a lone surrogate, JSON nested too
 deeply, the wrong shape), which the SDK drops and leaves its client waiting on, gets a

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 
-from memvault.service.project import Project, project_of_start_dir
+from memvault.service.scope.project import Project, project_of_start_dir
 
 log = logging.getLogger(__name__)
 

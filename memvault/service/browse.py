@@ -15,19 +15,19 @@ from dataclasses import dataclass, field
 
 from memvault.clock import to_iso
 from memvault.service import validation as v
-from memvault.service.consolidate import MAX_LIMIT, ConsolidateArgs, apply_chosen, consolidate, undo_merge_of
-from memvault.service.consolidate_models import ConsolidateResult
-from memvault.service.docs_models import SearchDocsResult
-from memvault.service.docs_search import search_docs
+from memvault.service.documents.models import SearchDocsResult
+from memvault.service.documents.search import search_docs
 from memvault.service.errors import Conflict, InvalidArgument, NotFound
-from memvault.service.forget import ForgetArgs, forget
-from memvault.service.history import HistoryArgs, history
-from memvault.service.history_models import HistoryItem, RestoreResult
-from memvault.service.models import ForgetResult, RememberResult
-from memvault.service.project import make_scope, readable_name
-from memvault.service.remember import RememberArgs, remember
-from memvault.service.restore import restore
+from memvault.service.memory.consolidate import MAX_LIMIT, ConsolidateArgs, apply_chosen, consolidate, undo_merge_of
+from memvault.service.memory.consolidate_models import ConsolidateResult
+from memvault.service.memory.forget import ForgetArgs, forget
+from memvault.service.memory.history import HistoryArgs, history
+from memvault.service.memory.history_models import HistoryItem, RestoreResult
+from memvault.service.memory.models import ForgetResult, RememberResult
+from memvault.service.memory.remember import RememberArgs, remember
+from memvault.service.memory.restore import restore
 from memvault.service.runtime import Runtime
+from memvault.service.scope.project import make_scope, readable_name
 from memvault.storage.browse import LIFE_STATES, BrowseReader, DocCollection, DocFile, MemoryQuery, TaskLine
 from memvault.storage.facts import MEMORY_STATUSES, MemoryRow
 from memvault.storage.tasks import TaskStore, TaskVersion
@@ -259,7 +259,7 @@ async def forget_memory(rt: Runtime, user_id: str, memory_id: str) -> ForgetResu
 
 
 async def restore_memory(rt: Runtime, user_id: str, memory_id: str) -> RestoreResult:
-    """Restore memory ``memory_id`` (see ``memvault.service.restore``; its errors)."""
+    """Restore memory ``memory_id`` (see ``memvault.service.memory.restore``; its errors)."""
     return await restore(rt, user_id, memory_id, actor=UI_ACTOR)
 
 

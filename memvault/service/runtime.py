@@ -99,7 +99,7 @@ class Runtime:
     ``write_lock`` serialises memory writes; ``docs_lock`` serialises document indexing
     runs (searches never wait on either). ``set_aside``: collections found damaged when
     opened and made anew, by name, until the start-up check rebuilds them from SQLite
-    (``memvault.service.index_health``).
+    (``memvault.service.upkeep.index_health``).
     """
 
     settings: Settings

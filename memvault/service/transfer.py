@@ -45,10 +45,10 @@ from memvault.config import Settings
 from memvault.policy.keywords import DOC_KEYWORD_SCHEME
 from memvault.policy.secrets import SecretFinding, find_secret
 from memvault.service.datadir import prepare_data_dir
-from memvault.service.docs_owner import owned_key, split_key
+from memvault.service.documents.owner import owned_key, split_key
 from memvault.service.errors import InvalidArgument, StoreUnavailable
 from memvault.service.failures import open_failure
-from memvault.service.project import canonical_project
+from memvault.service.scope.project import canonical_project
 from memvault.storage import portable as p
 from memvault.storage.facts import FactStore
 from memvault.storage.migrations import LATEST_VERSION

@@ -167,7 +167,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     ),
     (
         6,
-        # The index holds keys and tags as digests (service.indexing.label_digest): memories
+        # The index holds keys and tags as digests (service.filters.label_digest): memories
         # with a key or tags are re-indexed. The history of memories erased before keeps
         # no actor or reason either, as an erasure now does (FactStore.purge).
         """
@@ -192,10 +192,10 @@ MIGRATIONS: list[tuple[int, str]] = [
     (
         8,
         # One repository, one id: on hosts whose repository paths ignore case (github.com,
-        # gitlab.com, bitbucket.org: service.project.CASE_INSENSITIVE_HOSTS) a project id is
+        # gitlab.com, bitbucket.org: service.scope.project.CASE_INSENSITIVE_HOSTS) a project id is
         # lower case, so ids stored with another spelling become it. Memories are left
         # pending, so their index points get the new id; document files are marked for an
-        # in-place update of their points (keyword_scheme 0: service.docs_index.reweigh_stale
+        # in-place update of their points (keyword_scheme 0: service.documents.indexing.reweigh_stale
         # rewrites their sparse vectors and project). A task or a document file whose new id
         # is already taken by the same task id or path keeps its old row (OR IGNORE).
         """

@@ -34,12 +34,12 @@ from starlette.routing import Route
 
 from memvault.service import browse
 from memvault.service.errors import Conflict, InvalidArgument, MemvaultError, NotFound, NotReady
-from memvault.service.explain import explain
-from memvault.service.health import health
-from memvault.service.profile import get_profile
-from memvault.service.project import make_scope, readable_name
-from memvault.service.recall import LIKELY_ANSWER
+from memvault.service.memory.explain import explain
+from memvault.service.memory.recall import LIKELY_ANSWER
+from memvault.service.profile.profile import get_profile
 from memvault.service.runtime import Runtime
+from memvault.service.scope.project import make_scope, readable_name
+from memvault.service.upkeep.health import health
 from memvault.web import pages
 from memvault.web.html import Html, frame, url
 

@@ -21,11 +21,11 @@ from memvault.service.browse import (
     TaskLine,
     TaskVersion,
 )
-from memvault.service.docs_models import SearchDocsResult
-from memvault.service.docs_owner import split_key
-from memvault.service.explain import Explained
-from memvault.service.health import Check
-from memvault.service.task_models import ProfileResult
+from memvault.service.documents.models import SearchDocsResult
+from memvault.service.documents.owner import split_key
+from memvault.service.memory.explain import Explained
+from memvault.service.profile.task_models import ProfileResult
+from memvault.service.upkeep.health import Check
 from memvault.vocabulary import KINDS
 from memvault.web.html import Html, bidi_controls, bidi_note, field, h, join, post_button, select, table, tag, url, void
 

@@ -1,0 +1,1 @@
+"""The MCP registrations: the tools, resources and prompts, one module per subject."""

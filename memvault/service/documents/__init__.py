@@ -1,0 +1,1 @@
+"""The document tools' handlers: indexing folders of documents and searching them."""

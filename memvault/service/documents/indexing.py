@@ -1,0 +1,686 @@
+"""Indexing documents: ``index_docs`` (incremental), re-weighing, the ``docs`` collection.
+
+Indexing: paths are checked against the allowed roots (``ingest.pathguard``), walked
+(``ingest.discovery``: .gitignore, default ignores, no binaries, no symlink escape), read
+and chunked along headings / definitions / pages within the model's token window
+(``ingest.readers``, ``ingest.chunking``, token counts from the embedder's tokenizer).
+A file indexed with the same model and keyword weighting (``DOC_KEYWORD_SCHEME``) whose
+size and mtime match the registry is unchanged without being read; else its bytes are
+hashed and only a new hash (or a file indexed with another model or weighting) is
+re-chunked and re-embedded. Chunks of several files are gathered into a batch
+(``settings.documents.docs_batch_chunks``), embedded in short model runs
+(``indexing.embed_passages_in_runs``), then committed file by file. Every path named in
+the call that is not indexed is in the reply's ``skipped``, with its reason.
+
+Stopping: a cancellation (SIGTERM to the owner, the client's cancel) lands between model
+runs without waiting for the one in progress; each file's commit is shielded, so a file
+is whole or absent, and the next run resumes with the files not yet committed.
+
+Crash safety, per file: the new points are upserted under fresh ids, then one SQLite
+transaction swaps the file's chunk rows, then the old points are deleted. A search hit
+counts only when its chunk row exists, so a file is seen whole in its old or its new
+version, never half; points left by a crash are orphans, invisible, and deleted at the
+start of the next run. Registered chunks whose points are gone (a lost or rebuilt index)
+are embedded again from the chunk text the registry stores (``restore_chunks``), by the
+next run and by the start-up check (``index_health``); no file is read for that.
+
+Vectors: one vector collection ``docs`` (beside ``memories``) holds every document
+collection of every project; payload ``{project, collection, path, kind: "doc"}``.
+Documents belong to a project (never read by another project); ``project == ""`` is global
+and read by every project. Within a project they are shared by its users on this server,
+except those indexed for one user alone (``owner``: ``documents.owner``), whose registry key
+names that user.
+
+Searching lives in ``documents.search``; the tools' result models in ``documents.models``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import itertools
+import logging
+import os
+import re
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.to_thread
+
+from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
+from memvault.service import validation as v
+from memvault.service.documents.models import IndexDocsResult, SkippedPath
+from memvault.service.documents.owner import owned_key
+from memvault.service.errors import Conflict, InvalidArgument
+from memvault.service.indexing import embed_passages_in_runs, keyword_vector
+from memvault.service.memory.models import Scope
+from memvault.service.runtime import Runtime
+from memvault.service.secret_scan import find_secret, find_secret_blocks
+from memvault.storage.docs import ChunkRow, DocFile, DocStore
+from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector
+
+if TYPE_CHECKING:
+    from memvault.ingest.chunking import Chunk
+    from memvault.ingest.discovery import DiscoveredFile, Skipped
+
+log = logging.getLogger(__name__)
+
+DOCS_COLLECTION = "docs"
+"""The vector collection holding every document chunk."""
+DEFAULT_COLLECTION = "default"
+"""Document collection used when the caller names none."""
+HEADING_RESERVE_TOKENS = 32
+"""Tokens of the model window kept for the heading line put before each chunk's text."""
+MAX_HEADING_CHARS = 80
+MAX_PATHS = 100
+MAX_PATH_CHARS = 4_096
+MAX_PREFIX_CHARS = 1_000
+MAX_SKIPPED = 100
+"""Entries of ``IndexDocsResult.skipped`` at most (``skipped_total`` counts them all)."""
+
+
+Progress = Callable[[int, int, int], None]
+"""progress(files_done, files_total, chunks_embedded), called as indexing advances."""
+
+
+# ------------------------------------------------------------------------- checks
+
+
+def check_path_prefix(prefix: str | None) -> str | None:
+    """None or a path prefix without control characters (``"docs/"``)."""
+    if prefix is None or prefix == "":
+        return None
+    if len(prefix) > MAX_PREFIX_CHARS or v.has_control_chars(prefix):
+        raise InvalidArgument(f"path_prefix is too long or has control characters; at most {MAX_PREFIX_CHARS} printable characters")
+    return prefix
+
+
+# ------------------------------------------------------------------------- shared
+
+
+async def ensure_docs_collection(rt: Runtime, *, rebuild_on_mismatch: bool) -> None:
+    """Open the ``docs`` vector collection for the loaded model.
+
+    Built with another model: dropped and recreated when ``rebuild_on_mismatch`` (the
+    registry records each file's model, so every file is then re-embedded when its
+    path is indexed again), else Conflict saying to re-index. Raises NotReady.
+    """
+    emb, vectors = await rt.ready()
+    try:
+        await rt.open_collection(DOCS_COLLECTION)  # a damaged one is set aside (see Runtime.open_collection)
+    except CollectionMismatch as exc:
+        if not rebuild_on_mismatch:
+            raise Conflict(f"documents were indexed with another embedding model; run index_docs "
+                            f"(or `memvault index`) on them again. ({exc})") from None
+        log.warning("%s; rebuilding the document index", exc)
+        await rt.run_sync(vectors.drop_collection, DOCS_COLLECTION)
+        await rt.run_sync(vectors.ensure_collection, DOCS_COLLECTION, emb.dim, emb.model_id)
+
+
+def _embed_text(c: ChunkRow) -> str:
+    label = c.heading or c.symbol
+    if label:
+        return label[:MAX_HEADING_CHARS] + "\n" + c.text
+    return c.text
+
+
+def _keyword_text(path: str, c: ChunkRow) -> str:
+    return " ".join(x for x in (path, c.heading, c.symbol, c.text) if x)
+
+
+def _chunk_sparse(path: str, c: ChunkRow) -> SparseVector:
+    """The keyword vector of chunk ``c`` of the file cited as ``path`` (weighting
+    ``DOC_KEYWORD_SCHEME``): what indexing writes and what re-weighing restores."""
+    return keyword_vector(_keyword_text(path, c), query=False, avgdl=AVG_CHUNK_TERMS)
+
+
+def _sparse_by_id(path: str, chunks: Sequence[ChunkRow]) -> dict[str, SparseVector]:
+    """Blocking (worker thread): ``_chunk_sparse`` of every chunk of the file cited as ``path``, by id."""
+    return {c.id: _chunk_sparse(path, c) for c in chunks}
+
+
+# ------------------------------------------------------------------------- writing
+
+
+@dataclass
+class PreparedFile:
+    """A file read and chunked, waiting for its embeddings (``write_documents``).
+
+    doc: its registry row to be (``doc.chunk_ids`` set on commit); chunks: in order, with
+    fresh UUIDs; old: the row it replaces, if any (its points are deleted after commit).
+    """
+
+    doc: DocFile
+    chunks: list[ChunkRow]
+    old: DocFile | None = None
+
+
+def prepare_chunks(chunks: Sequence[Chunk]) -> list[ChunkRow]:
+    """Registry rows with fresh UUIDs for ``chunks`` (as ``chunk_document`` returns them)."""
+    return [
+        ChunkRow(id=str(uuid.uuid4()), seq=i, heading=c.heading, symbol=c.symbol, start_line=c.start_line,
+                 end_line=c.end_line, page=c.page, text=c.text)
+        for i, c in enumerate(chunks)
+    ]
+
+
+async def write_documents(rt: Runtime, store: DocStore, files: Sequence[PreparedFile],
+                          on_run: Callable[[int], None] | None = None) -> int:
+    """Embed every chunk of ``files`` (in short model runs), upsert the points, then commit file by file.
+
+    Per file: one SQLite transaction swaps its chunk rows; its old points go after the
+    commit; both shielded from cancellation (a stop waits for that short step, so a file
+    is never left registered without its old points deleted). A cancellation while
+    embedding lands between model runs and commits nothing of the batch.
+    ``on_run(n)``: called after each model run with the chunks it embedded.
+    Returns the number of chunks embedded. Raises NotReady.
+    """
+    _, vectors = await rt.ready()
+    rows = [c for f in files for c in f.chunks]
+    if rows:
+        dense = await embed_passages_in_runs(rt, [_embed_text(c) for c in rows], on_run)
+        # keyword vectors of a batch take about half a second: worker thread
+        sparse = await rt.run_pure(lambda: [_chunk_sparse(f.doc.path, c) for f in files for c in f.chunks])
+        points, i = [], 0
+        for f in files:
+            payload = _doc_payload(f.doc)
+            for c in f.chunks:
+                points.append(Point(id=c.id, dense=dense[i], payload=payload, sparse=sparse[i]))
+                i += 1
+        await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
+    for f in files:
+        with anyio.CancelScope(shield=True):
+            await store.replace_file(f.doc, f.chunks)
+            if f.old is not None and f.old.chunk_ids:
+                await rt.run_sync(vectors.delete, DOCS_COLLECTION, f.old.chunk_ids)
+    return len(rows)
+
+
+async def remove_documents(rt: Runtime, store: DocStore, docs: Sequence[DocFile]) -> None:
+    """Drop ``docs`` from the registry (one transaction), then their points."""
+    if not docs:
+        return
+    _, vectors = await rt.ready()
+    await store.remove_files(docs)
+    ids = [i for d in docs for i in d.chunk_ids]
+    if ids:
+        await rt.run_sync(vectors.delete, DOCS_COLLECTION, ids)
+
+
+async def reweigh_stale(rt: Runtime, store: DocStore) -> int:
+    """Bring files indexed under an older keyword weighting to ``DOC_KEYWORD_SCHEME`` in place.
+
+    Only the keyword (sparse) vectors change with the weighting, and they are computed from
+    what the registry stores (path, heading, symbol, text): each stale file's points get
+    new sparse vectors and the registry's project (a project id respelt by a schema
+    migration; no embedding), then its row records the scheme. A crash between the
+    two redoes that file next time. A file whose update fails (e.g. a point is missing)
+    stays stale, and ``index_docs`` re-embeds it. Files of another model are left to the
+    re-embedding. Call with the docs collection open and ``rt.docs_lock`` held. Returns the
+    number of files brought up to date.
+    """
+    emb, vectors = await rt.ready()
+    done = 0
+    for f in await store.stale_files(DOC_KEYWORD_SCHEME):
+        if f.embedding_model != emb.model_id:
+            continue
+        rows = await store.chunks_of(f.id)
+        sparse = await rt.run_sync(_sparse_by_id, f.path, rows)
+        try:
+            await rt.run_sync(vectors.update_sparse, DOCS_COLLECTION, sparse)
+            await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, [r.id for r in rows], {"project": f.project})
+        except Exception as exc:  # the engine's error for a missing point; re-embedding repairs it
+            log.warning("could not re-weigh %s (project %r, collection %r) in place (%s); the next index_docs "
+                        "on it re-indexes it", f.path, f.project, f.collection, exc)
+            continue
+        await store.set_keyword_scheme(f, DOC_KEYWORD_SCHEME)
+        done += 1
+    if done:
+        log.info("re-weighed the keyword vectors of %d document file(s) to scheme %d", done, DOC_KEYWORD_SCHEME)
+    return done
+
+
+async def reweigh_documents(rt: Runtime) -> int:
+    """Start-up step: ``reweigh_stale`` over every project and collection (nothing to do -> one query).
+
+    Returns the number of files re-weighed. Raises NotReady; sqlite3 errors.
+    """
+    async with rt.docs_lock:
+        async with DocStore.connect(rt.settings.db_path) as store:
+            if not await store.stale_files(DOC_KEYWORD_SCHEME):
+                return 0
+            try:
+                await ensure_docs_collection(rt, rebuild_on_mismatch=False)
+            except Conflict:  # indexed with another model: every file is re-embedded anyway
+                return 0
+            return await reweigh_stale(rt, store)
+
+
+async def drop_orphans(rt: Runtime, store: DocStore) -> int:
+    """Delete points with no chunk row (left by an interrupted run). Returns how many."""
+    orphans, _ = await sync_points(rt, store, restore=False)
+    return orphans
+
+
+async def sync_points(rt: Runtime, store: DocStore, *, restore: bool = True) -> tuple[int, int]:
+    """Make the ``docs`` points match the registry: delete points with no chunk row (left by an
+    interrupted run) and, with ``restore``, re-embed the registered chunks that have no point
+    (a lost or rebuilt index) from their stored text. One scan of the point ids.
+
+    Call with the docs collection open and ``rt.docs_lock`` held. Returns (points deleted,
+    chunks embedded).
+    """
+    _, vectors = await rt.ready()
+    present = await rt.run_sync(vectors.ids, DOCS_COLLECTION)
+    registered = await store.all_chunk_ids()
+    orphans = sorted(present - registered)
+    if orphans:
+        await rt.run_sync(vectors.delete, DOCS_COLLECTION, orphans)
+        log.info("deleted %d orphaned document points", len(orphans))
+    restored = 0
+    missing = sorted(registered - present)
+    if restore and missing:
+        restored = await restore_chunks(rt, store, missing)
+        log.info("re-embedded %d registered document chunks that had no point", restored)
+    return len(orphans), restored
+
+
+async def restore_chunks(rt: Runtime, store: DocStore, ids: Sequence[str] | None = None) -> int:
+    """Write the points of registered chunks again from the registry (their stored text; no file is read).
+
+    ids: the chunks to restore (None = every registered chunk). A file whose row records
+    another embedding model or keyword weighting than the current ones is restored whole,
+    and its row then records the current ones. Unreadable rows are skipped (and logged by
+    the registry). Call with the docs collection open and ``rt.docs_lock`` held. Returns
+    the number of chunks embedded. Raises NotReady.
+    """
+    emb, vectors = await rt.ready()
+    todo = sorted(await store.all_chunk_ids()) if ids is None else list(dict.fromkeys(ids))
+    step = max(1, rt.settings.documents.docs_batch_chunks)
+    done, files_done = 0, set()
+    for i in range(0, len(todo), step):
+        rows = await store.chunks(todo[i : i + step])
+        behind = {r.file.id: r.file for r in rows.values() if r.file is not None and r.file.id not in files_done
+                  and (r.file.embedding_model, r.file.keyword_scheme) != (emb.model_id, DOC_KEYWORD_SCHEME)}
+        for f in behind.values():  # a file of another model: all of it, so that its row can say so
+            for c in await store.chunks_of(f.id):
+                c.file = f
+                rows[c.id] = c
+        pairs = [(c, c.file) for c in rows.values() if c.file is not None]
+        if pairs:
+            dense = await embed_passages_in_runs(rt, [_embed_text(c) for c, _ in pairs])
+            sparse = await rt.run_pure(_sparse_of_pairs, pairs)
+            points = [Point(id=c.id, dense=dense[j], sparse=sparse[j], payload=_doc_payload(f))
+                      for j, (c, f) in enumerate(pairs)]
+            await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
+            done += len(pairs)
+        for f in behind.values():
+            await store.set_index_version(f, emb.model_id, DOC_KEYWORD_SCHEME)
+            files_done.add(f.id)
+    if done:
+        await rt.run_sync(emb.release_memory)
+    return done
+
+
+def _sparse_of_pairs(pairs: Sequence[tuple[ChunkRow, DocFile]]) -> list[SparseVector]:
+    """Blocking (worker thread): ``_chunk_sparse`` of every (chunk, its file)."""
+    return [_chunk_sparse(f.path, c) for c, f in pairs]
+
+
+def _doc_payload(doc: DocFile) -> dict:
+    """The payload of every point of ``doc``'s chunks: what search filters on."""
+    return {"project": doc.project, "collection": doc.collection, "path": doc.path, "kind": "doc"}
+
+
+def _cite(path: Path, cite_bases: Sequence[Path]) -> str:
+    for base in cite_bases:
+        if path.is_relative_to(base):
+            rel = path.relative_to(base).as_posix()
+            return rel or path.name
+    return path.as_posix()
+
+
+def _read_and_chunk(path: Path, cite: str, count_tokens: Callable[[str], int], budget: int,
+                    known_hash: str | None = None, max_bytes: int = 1 << 62
+                    ) -> tuple[str, str | None, list[Chunk], list[str]]:
+    """(sha256 hex, format, chunks, withheld) of one file, read once; blocking (worker thread).
+
+    Chunks that hold a secret are left out (``withhold_secrets``); ``withheld`` says which
+    lines and why, for the reply. When the bytes hash to ``known_hash`` (the file is
+    unchanged), returns (hash, None, [], []) without parsing or chunking. Raises OSError
+    when the file is no longer a regular file or grew past ``max_bytes``
+    (``read_regular_file``), UnreadableDocument when its format cannot be read.
+    """
+    from memvault.ingest.chunking import chunk_document  # the readers and chunkers: imported when indexing
+    from memvault.ingest.discovery import read_regular_file
+    from memvault.ingest.readers import read_document
+
+    data = read_regular_file(path, max_bytes)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest == known_hash:
+        return digest, None, [], []
+    doc = read_document(path, data)
+    chunks = chunk_document(doc, cite, count_tokens=count_tokens, max_tokens=budget)
+    kept, withheld = withhold_secrets(doc.text, chunks)
+    if withheld:
+        log.warning("%s: %d chunk(s) hold a secret and were not indexed (%s)", cite, len(chunks) - len(kept),
+                    "; ".join(withheld))
+    return digest, doc.format, kept, [f"{cite}: {w}" for w in withheld]
+
+
+def withhold_secrets(text: str, chunks: Sequence[Chunk]) -> tuple[list[Chunk], list[str]]:
+    """The chunks of a document that may be indexed, and what was left out and why.
+
+    ``text``: the document's text (``Document.text``; chunk lines index its lines);
+    ``chunks``: its chunks. Never index credentials: a chunk is left out when it overlaps
+    a multi-line secret block found on the whole text (a private key split across chunks,
+    indented, in a list or a string literal: ``find_secret_blocks``), or when its whole
+    lines or its heading path hold a secret (``find_secret``; whole lines, so that a
+    token on a long line cut between two chunks is still seen). The rest of the file
+    stays searchable. Returns (kept chunks in order, ["lines 12-61: a private key block",
+    ...] with merged ranges). Linear in the text: each distinct line range and heading is
+    checked once.
+    """
+    lines = text.split("\n")
+    starts = [0, *itertools.accumulate(len(line) + 1 for line in lines)]  # offset of each line
+
+    def line_of(offset: int) -> int:  # 1-based line holding character ``offset``
+        return bisect.bisect_right(starts, offset)
+
+    # Merged, sorted, non-overlapping: the last block starting at or before a chunk's end
+    # is the only one that can overlap it.
+    blocks = [(line_of(b.start), line_of(max(b.start, b.end - 1)), b.kind) for b in find_secret_blocks(text)]
+    block_starts = [lo for lo, _, _ in blocks]
+    checked: dict[object, str | None] = {}
+
+    def secret_in(key: object, piece: str) -> str | None:
+        if key not in checked:
+            hit = find_secret(piece)
+            checked[key] = hit.kind if hit is not None else None
+        return checked[key]
+
+    kept: list[Chunk] = []
+    dropped: list[tuple[int, int, str]] = []
+    for c in chunks:
+        why = None
+        at = bisect.bisect_right(block_starts, c.end_line) - 1
+        if at >= 0 and blocks[at][1] >= c.start_line:
+            why = blocks[at][2]
+        if why is None:
+            why = secret_in((c.start_line, c.end_line), "\n".join(lines[c.start_line - 1 : c.end_line]))
+        if why is None and c.heading:
+            why = secret_in(c.heading, c.heading)
+        if why is None:
+            kept.append(c)
+        else:
+            dropped.append((c.start_line, c.end_line, why))
+    merged: list[tuple[int, int, str]] = []
+    for lo, hi, why in dropped:
+        if merged and lo <= merged[-1][1] + 1 and merged[-1][2] == why:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]), why)
+        else:
+            merged.append((lo, hi, why))
+    what = {"private_key": "a private key block"}
+    return kept, [f"lines {lo}-{hi}: {what.get(why, why.replace('_', ' '))}" for lo, hi, why in merged]
+
+
+@dataclass
+class _Run:
+    added: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    embedded: int = 0
+    failed: list[str] = field(default_factory=list)
+    withheld: list[str] = field(default_factory=list)
+    skipped: list[SkippedPath] = field(default_factory=list)
+
+
+#: Kinds of skip worth naming for a file found under a named folder (the rest, binary,
+#: ignored, hidden files and virtualenvs, are what folders hold, and are only counted).
+_NOTABLE_SKIPS = frozenset({"not_a_regular_file", "too_large", "symlink_loop", "broken_symlink", "symlink_outside",
+                            "unreadable"})
+
+
+def _skipped_paths(skips: Sequence[Skipped], found: Sequence[DiscoveredFile], roots: Sequence[Path],
+                   bases: Sequence[Path]) -> list[SkippedPath]:
+    """The reply's ``skipped`` entries: every named path left out, every notable skip under a named
+    folder, and each named folder under which nothing at all could be indexed (with what was there)."""
+    out = [SkippedPath(path=_cite(s.path, bases), kind=s.kind, reason=s.reason)
+           for s in skips if s.named or s.kind in _NOTABLE_SKIPS]
+    for root in dict.fromkeys(roots):
+        if not root.is_dir() or any(f.path == root or f.path.is_relative_to(root) for f in found):
+            continue
+        counts: dict[str, int] = {}
+        for s in skips:
+            if s.root == root and not s.named:
+                counts[s.kind] = counts.get(s.kind, 0) + 1
+        what = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        reason = (f"no file to index under this folder ({what})" if what else "an empty folder")
+        out.append(SkippedPath(path=_cite(root, bases) if root not in bases else str(root), kind="nothing_to_index",
+                               reason=reason))
+    return out
+
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+def _local_path(p: str) -> str:
+    """A ``file://`` URI (as MCP roots are given) as the local path it names; any other URL
+    is refused (InvalidArgument); a plain path is returned unchanged."""
+    url = urllib.parse.urlsplit(p)
+    if url.scheme == "file" and url.netloc in ("", "localhost"):
+        return urllib.request.url2pathname(url.path)
+    if url.scheme and url.netloc:
+        raise InvalidArgument(f"{v.shown(p)} is a URL; index_docs reads local folders and files (a path, or a "
+                              "file:// URI)")
+    return p
+
+
+def _resolve_paths(
+    paths: Sequence[str | Path], allowed_roots: Sequence[Path], cite_bases: Sequence[Path]
+) -> tuple[list[Path], list[Path]]:
+    """The resolved folders/files to index and the resolved citation bases (blocking: touches the disk).
+
+    A path that is a dangling symlink or a symlink loop is kept as the link itself (not
+    resolved), so that discovery reports it with its reason.
+    Raises InvalidArgument when a path is relative with no root to take it from, resolves
+    outside every allowed root (naming every such path), or does not exist (naming each).
+    """
+    from memvault.ingest.pathguard import PathNotAllowed, check_allowed
+
+    allowed = [Path(os.path.expanduser(r)).resolve() for r in allowed_roots]
+    roots: list[Path] = []
+    missing: list[str] = []
+    refused: list[str] = []
+    for p in paths:
+        raw = Path(os.path.expanduser(_local_path(str(p))))
+        if not raw.is_absolute():
+            if not allowed:
+                raise InvalidArgument(f"{v.shown_path(p)} is a relative path and there is no root to take it from; give an absolute path")
+            raw = allowed[0] / raw
+        try:
+            resolved = check_allowed(raw, allowed)
+        except PathNotAllowed as exc:
+            refused.append(str(exc) if v.shown_path(p) == str(p) else f"{v.shown_path(p)} is outside the allowed directories")
+            continue
+        if not resolved.exists() and os.path.lexists(raw):  # a dangling link or a loop: discovery says which
+            roots.append(Path(os.path.abspath(raw)))
+            continue
+        if not resolved.exists():
+            if _GLOB.search(str(p)):
+                raise InvalidArgument(f"{v.shown_path(p)} does not exist, and index_docs takes folders or files, not patterns: give "
+                                      "the folder (every file under it is read, .gitignore respected)")
+            missing.append(v.shown_path(p) if str(p) == str(resolved) else f"{v.shown_path(p)} (resolved to {v.shown_path(resolved)})")
+        roots.append(resolved)
+    if refused:
+        raise InvalidArgument(f"refused, nothing indexed: {'; '.join(refused)}. index_docs reads only inside the "
+                              "client's workspace roots (a client without roots: its project folder) and the folders "
+                              "in MEMVAULT_DOCS_ALLOWED_DIRS.")
+    if missing:
+        where = f"; relative paths are taken from {allowed[0]}" if allowed else ""
+        raise InvalidArgument(
+            f"nothing indexed: {'; '.join(missing)} does not exist{where}. Give folders or files that exist "
+            "(to drop what was indexed from a folder that is gone, index the folder that held it)."
+        )
+    return roots, [Path(b).resolve() for b in cite_bases]
+
+
+async def index_docs(
+    rt: Runtime,
+    scope: Scope,
+    paths: Sequence[str | Path],
+    collection: str | None = None,
+    allowed_roots: Sequence[Path] = (),
+    *,
+    cite_bases: Sequence[Path] = (),
+    progress: Progress | None = None,
+    owner: str | None = None,
+) -> IndexDocsResult:
+    """Index ``paths`` (folders or files) into ``collection`` of ``scope.project``, incrementally.
+
+    owner: the user the documents belong to alone (``documents.owner.owned_key``); None: shared
+        by every user of the project.
+    allowed_roots: every path must resolve inside one of them (symlinks followed, ``..``
+        collapsed), else InvalidArgument before anything is read. Relative paths are taken
+        relative to the first allowed root.
+    cite_bases: files under one of these are cited relative to it; others by absolute path.
+    progress: optional callback, see ``Progress``.
+    Files found under a given path are added, re-chunked when their content changed, or
+    left alone; registered files under a given path that are no longer found are removed.
+    Raises InvalidArgument on bad input, NotReady when the model could not load.
+    """
+    from memvault.ingest.discovery import discover
+    from memvault.ingest.readers import UnreadableDocument
+
+    t0 = time.perf_counter()
+    s = rt.settings
+    name = v.check_collection(collection) or DEFAULT_COLLECTION
+    if not paths:
+        raise InvalidArgument("paths is empty; give at least one folder or file to index")
+    if len(paths) > MAX_PATHS:
+        raise InvalidArgument(f"paths has {len(paths)} entries; at most {MAX_PATHS} per call")
+    for p in paths:
+        if len(str(p)) > MAX_PATH_CHARS:
+            raise InvalidArgument(f"path {v.shown(str(p))} has {len(str(p)):,} characters; a path is at most "
+                                  f"{MAX_PATH_CHARS}")
+        if v.has_control_chars(str(p)):
+            bad = next(c for c in str(p) if v.has_control_chars(c))
+            what = "a NUL byte (U+0000)" if bad == "\0" else f"a control character (U+{ord(bad):04X})"
+            raise InvalidArgument(f"path {v.shown(str(p))} holds {what}; give a path of printable characters")
+    # Resolving follows symlinks (file system calls): done in a worker thread.
+    roots, bases = await anyio.to_thread.run_sync(_resolve_paths, paths, allowed_roots, cite_bases)
+    emb, _ = await rt.started()  # after start-up's check and rebuild of the index
+    budget = max(16, emb.max_tokens - HEADING_RESERVE_TOKENS)
+    project = scope.project if owner is None else owned_key(scope.project, owner)
+    run = _Run()
+    async with rt.docs_lock:
+        await ensure_docs_collection(rt, rebuild_on_mismatch=True)
+        skips: list[Skipped] = []
+        found: list[DiscoveredFile] = await anyio.to_thread.run_sync(
+            lambda: list(discover(roots, max_file_bytes=s.documents.docs_max_file_bytes, on_skip=skips.append)),
+            abandon_on_cancel=True)  # reads nothing it keeps: a stop does not wait for the walk
+        run.skipped = _skipped_paths(skips, found, roots, bases)
+        async with DocStore.connect(s.db_path) as store:
+            _, run.embedded = await sync_points(rt, store)  # also re-embeds chunks a lost index dropped
+            await reweigh_stale(rt, store)
+            registered = await store.files(project, name)
+            seen = {str(f.path) for f in found}
+            gone = [d for key, d in registered.items() if key not in seen
+                    and any(Path(key) == r or Path(key).is_relative_to(r) for r in roots)]
+            await remove_documents(rt, store, gone)
+            run.removed = len(gone)
+
+            batch: list[PreparedFile] = []
+            done = 0  # files settled: unchanged, failed, or committed with their chunks
+            if progress is not None:
+                progress(0, len(found), 0)
+
+            in_batch = 0  # chunks of the batch being embedded that are done
+
+            def step(n: int) -> None:  # a model run of the batch is done: the bar moves within a batch too
+                nonlocal in_batch
+                in_batch += n
+                if progress is not None:
+                    progress(done, len(found), run.embedded + in_batch)
+
+            async def flush() -> None:
+                nonlocal batch, done, in_batch
+                if batch:
+                    in_batch = 0
+                    run.embedded += await write_documents(rt, store, batch, step)
+                    in_batch = 0
+                    done += len(batch)
+                    for f in batch:
+                        if f.old is None:
+                            run.added += 1
+                        else:
+                            run.changed += 1
+                    batch = []
+                if progress is not None:
+                    progress(done, len(found), run.embedded)
+
+            for f in found:
+                cite = _cite(f.path, bases)
+                old = registered.get(str(f.path))
+                # The registered row if indexed with this model and this keyword weighting
+                # (None: the file is new or must be re-indexed).
+                same_index = (old if old is not None and old.embedding_model == emb.model_id
+                              and old.keyword_scheme == DOC_KEYWORD_SCHEME else None)
+                if (same_index is not None and same_index.size == f.size and same_index.mtime == f.mtime
+                        and same_index.path == cite):
+                    run.unchanged += 1
+                    done += 1
+                    if progress is not None:
+                        progress(done, len(found), run.embedded)
+                    continue
+                try:
+                    # One read: hashed, and parsed and chunked only when the bytes are new.
+                    digest, fmt, chunks, withheld = await rt.run_pure(
+                        _read_and_chunk, f.path, cite, emb.count_tokens, budget,
+                        same_index.content_hash if same_index is not None else None,
+                        s.documents.docs_max_file_bytes)
+                except (OSError, UnreadableDocument) as exc:
+                    log.warning("index_docs: skipping %s: %s", f.path, exc)
+                    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                    run.failed.append(f"{cite}: {why}")
+                    run.skipped.append(SkippedPath(path=cite, kind="unreadable", reason=f"cannot be read: {why}"))
+                    done += 1
+                    continue
+                if same_index is not None and digest == same_index.content_hash:  # touched (or moved), same bytes
+                    if same_index.path != cite:
+                        _, vectors = await rt.ready()
+                        await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, same_index.chunk_ids, {"path": cite})
+                    await store.touch_file(same_index, size=f.size, mtime=f.mtime, path=cite)
+                    run.unchanged += 1
+                    done += 1
+                    continue
+                assert fmt is not None  # None only when the bytes matched same_index, handled just above
+                run.withheld += withheld
+                doc = DocFile(project=project, collection=name, abs_path=str(f.path), path=cite, size=f.size,
+                              mtime=f.mtime, content_hash=digest, format=fmt, embedding_model=emb.model_id,
+                              keyword_scheme=DOC_KEYWORD_SCHEME, indexed_at=rt.clock.now(),
+                              indexed_by=scope.user_id)
+                batch.append(PreparedFile(doc, prepare_chunks(chunks), old))
+                if sum(len(p.chunks) for p in batch) >= s.documents.docs_batch_chunks:
+                    await flush()
+            await flush()
+            if run.embedded:
+                await rt.run_sync(emb.release_memory)  # what the model runs kept for reuse: back to the OS
+            _, total = await store.count(project, name)
+    seconds = time.perf_counter() - t0
+    log.info("index_docs %s/%s: +%d ~%d =%d -%d, %d chunks embedded in %.1fs", scope.project or "(global)", name,
+             run.added, run.changed, run.unchanged, run.removed, run.embedded, seconds)
+    return IndexDocsResult(scope=scope, collection=name, added=run.added, changed=run.changed,
+                           unchanged=run.unchanged, removed=run.removed, chunks_embedded=run.embedded,
+                           chunks_total=total, failed=run.failed[:50], withheld=run.withheld[:50],
+                           skipped=run.skipped[:MAX_SKIPPED], skipped_total=len(run.skipped),
+                           seconds=round(seconds, 3))
+

@@ -1,0 +1,1 @@
+"""Which project a folder or a call belongs to (git work trees, folders, names)."""
