@@ -191,7 +191,7 @@ def _sparse_query(q: SparseVector):
 async def test_the_runtime_builds_the_index_once_enough_points_are_searched_exactly(tmp_path, shared_embedder,
                                                                                      model_cache, monkeypatch):
     from memvault.config import Settings
-    from memvault.service import index_build
+    from memvault.service.upkeep import index_build
     from memvault.service.memory.models import Scope
     from memvault.service.memory.recall import RecallArgs, recall
     from memvault.service.memory.remember import RememberArgs, remember

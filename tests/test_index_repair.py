@@ -24,7 +24,7 @@ import pytest
 
 from memvault.config import Settings
 from memvault.policy.text import content_hash
-from memvault.service import index_build
+from memvault.service.upkeep import index_build
 from memvault.service.indexing import index_rows
 from memvault.service.memory.models import Scope
 from memvault.service.memory.recall import RecallArgs, recall

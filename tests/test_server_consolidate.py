@@ -10,7 +10,7 @@ import json
 import anyio
 import pytest
 
-from memvault.service import housekeeping
+from memvault.service.upkeep import housekeeping
 from tests.conftest import CLIENT_NAME, call, call_error, db_rows
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
