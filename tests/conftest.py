@@ -147,6 +147,26 @@ def mcp_client(tmp_path: Path, shared_embedder: Embedder, model_cache: Path) -> 
     return connect
 
 
+@pytest.fixture(scope="session")
+def standin() -> Embedder:
+    """The deterministic stand-in embedder (``tests.standin``), one per session: only for
+    tests whose assertions cannot depend on similarity. Needs no model (not ``slow``)."""
+    from tests.standin import standin_embedder
+
+    return standin_embedder()
+
+
+@pytest.fixture
+def standin_client(tmp_path: Path, standin: Embedder) -> McpClient:
+    """As ``mcp_client``, with the stand-in embedder instead of the model: for tests whose
+    assertions cannot depend on similarity (listings, refused arguments, access rules,
+    history and restore, tasks, transfer). Every tool keeps end-to-end tests on the real
+    model through ``mcp_client``."""
+    def connect(data_dir: Path | None = None, **kwargs: Any) -> AbstractAsyncContextManager[Client]:
+        return inproc_client(data_dir or tmp_path / "d", standin, tmp_path / "no-models", **kwargs)
+    return connect
+
+
 def server_env(data_dir: Path, model_cache: Path, **settings: Any) -> dict[str, str]:
     """Environment for a spawned server: only what it needs, plus MEMVAULT_* settings.
 

@@ -123,7 +123,7 @@ async def _still_answers(c: Any) -> None:
     assert "memories" in got
 
 
-async def test_every_tool_argument_error_names_its_cause(tmp_path, mcp_client):
+async def test_every_tool_argument_error_names_its_cause(tmp_path, standin_client):
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "a.md").write_text("# Notes\nThe sweep indexes this file.\n")
@@ -133,7 +133,7 @@ async def test_every_tool_argument_error_names_its_cause(tmp_path, mcp_client):
     calls = 0
     # No roots: the SDK's client cannot re-send a lone surrogate in the input-required round
     # that asks for them; the documents folder is allowed by the settings instead.
-    async with mcp_client(docs_allowed_dirs=[tmp_path]) as c:
+    async with standin_client(docs_allowed_dirs=[tmp_path]) as c:
         tools = (await c.list_tools()).tools
         assert {"remember", "recall", "forget", "index_docs", "search_docs", "get_profile", "set_task_state",
                 "get_task_state"} <= {t.name for t in tools}
@@ -154,8 +154,8 @@ async def test_every_tool_argument_error_names_its_cause(tmp_path, mcp_client):
     assert not raw, "pydantic's raw report instead of a sentence:\n" + "\n".join(raw[:10])
 
 
-async def test_an_argument_of_the_wrong_type_is_named_with_what_was_sent(mcp_client):
-    async with mcp_client() as c:
+async def test_an_argument_of_the_wrong_type_is_named_with_what_was_sent(standin_client):
+    async with standin_client() as c:
         text = await call_error(c, "remember", content="The build uses pnpm", importance="high")
         assert text.startswith("remember: invalid arguments: importance:"), text
         assert "valid number" in text and "'high'" in text and "\n" not in text
@@ -180,11 +180,11 @@ async def test_kinds_match_without_regard_to_case(mcp_client):
         assert stored["id"] in json.dumps(gone)
 
 
-async def test_every_prompt_and_resource_error_names_its_cause(tmp_path, mcp_client):
+async def test_every_prompt_and_resource_error_names_its_cause(tmp_path, standin_client):
     from mcp.shared.exceptions import MCPError
 
     generic: list[str] = []
-    async with mcp_client(roots=[tmp_path.as_uri()]) as c:
+    async with standin_client(roots=[tmp_path.as_uri()]) as c:
         prompts = (await c.list_prompts()).prompts
         assert "recall_context" in {p.name for p in prompts}
         for prompt in prompts:
@@ -215,10 +215,10 @@ async def test_every_prompt_and_resource_error_names_its_cause(tmp_path, mcp_cli
     assert not generic, "errors without a reason:\n" + "\n".join(generic)
 
 
-async def test_recall_context_with_an_empty_topic_says_what_is_wrong(tmp_path, mcp_client):
+async def test_recall_context_with_an_empty_topic_says_what_is_wrong(tmp_path, standin_client):
     from mcp.shared.exceptions import MCPError
 
-    async with mcp_client(roots=[tmp_path.as_uri()]) as c:
+    async with standin_client(roots=[tmp_path.as_uri()]) as c:
         with pytest.raises(MCPError) as caught:
             await c.get_prompt("recall_context", {"topic": ""})
     assert caught.value.error.code != 0
@@ -226,9 +226,9 @@ async def test_recall_context_with_an_empty_topic_says_what_is_wrong(tmp_path, m
         caught.value.error.message
 
 
-async def test_a_nul_in_a_path_says_so(tmp_path, mcp_client):
+async def test_a_nul_in_a_path_says_so(tmp_path, standin_client):
     (tmp_path / "docs").mkdir()
-    async with mcp_client(roots=[tmp_path.as_uri()]) as c:
+    async with standin_client(roots=[tmp_path.as_uri()]) as c:
         err = await call_error(c, "index_docs", paths=["docs\x00/guide.md"])
     assert not is_generic(err)
     assert "NUL" in err or "null" in err.lower(), err

@@ -92,8 +92,8 @@ def _listing_text(value: Any) -> list[str]:
     return []
 
 
-async def test_listings_have_plain_descriptions_and_no_pydantic_titles(mcp_client: McpClient) -> None:
-    async with mcp_client() as c:
+async def test_listings_have_plain_descriptions_and_no_pydantic_titles(standin_client: McpClient) -> None:
+    async with standin_client() as c:
         tools = (await c.list_tools()).tools
         prompts = (await c.list_prompts()).prompts
         templates = (await c.list_resource_templates()).resource_templates
@@ -124,9 +124,9 @@ def _title_keywords(schema: Any, at: str = "") -> list[str]:
     return found
 
 
-async def test_what_the_model_reads_of_the_tools_stays_small(mcp_client: McpClient) -> None:
+async def test_what_the_model_reads_of_the_tools_stays_small(standin_client: McpClient) -> None:
     """Name, description and input schema of every tool sit in the model's context each turn."""
-    async with mcp_client() as c:
+    async with standin_client() as c:
         tools = (await c.list_tools()).tools
     in_context = sum(len(t.name) + len(t.description or "") + len(json.dumps(t.input_schema)) for t in tools)
     # 8 tools: 8.9k characters measured after the lean listing, 11.5k before it; 9.8k before
@@ -135,8 +135,8 @@ async def test_what_the_model_reads_of_the_tools_stays_small(mcp_client: McpClie
     assert in_context < 11_000, in_context
 
 
-async def test_real_replies_validate_against_the_lean_output_schemas(mcp_client: McpClient) -> None:
-    async with mcp_client(project="p") as c:
+async def test_real_replies_validate_against_the_lean_output_schemas(standin_client: McpClient) -> None:
+    async with standin_client(project="p") as c:
         schemas = {t.name: t.output_schema for t in (await c.list_tools()).tools}
         replies = {
             "remember": await call(c, "remember", content="The deploy script lives in ops/deploy.sh", key="where.deploy"),

@@ -74,9 +74,9 @@ async def test_restoring_a_superseded_value_takes_its_key_back(tmp_path, mcp_cli
         [("superseded", old["id"])]
 
 
-async def test_erased_memories_cannot_be_restored(tmp_path, mcp_client):
+async def test_erased_memories_cannot_be_restored(tmp_path, standin_client):
     d = tmp_path / "d"
-    async with mcp_client(d, project="home") as c:
+    async with standin_client(d, project="home") as c:
         r = await call(c, "remember", content="The user's old home address is 12 Rue Oberkampf, Paris", force=True)
         await call(c, "forget", ids=[r["id"]], hard=True)
         text = await call_error(c, "restore", id=r["id"])
@@ -95,13 +95,13 @@ async def test_erased_memories_cannot_be_restored(tmp_path, mcp_client):
         bad = await call_error(c, "restore", id="not-an-id")
         assert "not a memory id" in bad
     # two days later the start-up sweep has erased the expired one
-    async with mcp_client(d, clock_offset_s=2 * SECONDS_PER_DAY) as c:
+    async with standin_client(d, clock_offset_s=2 * SECONDS_PER_DAY) as c:
         text = await call_error(c, "restore", id=short["id"])
         assert "erased when its TTL ran out" in text and "cannot be restored" in text
 
 
-async def test_restore_refuses_a_text_already_active_as_another_memory(tmp_path, mcp_client):
-    async with mcp_client(project="shop") as c:
+async def test_restore_refuses_a_text_already_active_as_another_memory(tmp_path, standin_client):
+    async with standin_client(project="shop") as c:
         a = await call(c, "remember", content="Deploys to production happen on Tuesdays only")
         await call(c, "forget", ids=[a["id"]])
         b = await call(c, "remember", content="Deploys to production happen on Tuesdays only")
@@ -110,12 +110,12 @@ async def test_restore_refuses_a_text_already_active_as_another_memory(tmp_path,
         assert f"the same text is active as memory {b['id']}" in text
 
 
-async def test_other_users_memories_cannot_be_restored_or_read(tmp_path, mcp_client):
+async def test_other_users_memories_cannot_be_restored_or_read(tmp_path, standin_client):
     d = tmp_path / "d"
-    async with mcp_client(d, user_id="alice") as c:
+    async with standin_client(d, user_id="alice") as c:
         r = await call(c, "remember", content="Alice's team standup is at 9:30 every weekday", key="team.standup")
         await call(c, "forget", ids=[r["id"]])
-    async with mcp_client(d, user_id="bob") as c:
+    async with standin_client(d, user_id="bob") as c:
         text = await call_error(c, "restore", id=r["id"])
         assert f"no memory with id {r['id']} for this user" in text
         assert "no memory with id" in await call_error(c, "history", id=r["id"])
@@ -123,8 +123,8 @@ async def test_other_users_memories_cannot_be_restored_or_read(tmp_path, mcp_cli
     assert db_rows(d, "SELECT status FROM memories WHERE id=?", (r["id"],)) == [("deleted",)]
 
 
-async def test_history_is_bounded_and_checks_its_arguments(tmp_path, mcp_client):
-    async with mcp_client(content_budget_chars=120) as c:
+async def test_history_is_bounded_and_checks_its_arguments(tmp_path, standin_client):
+    async with standin_client(content_budget_chars=120) as c:
         long_text = "The release checklist: " + ", ".join(f"step {i} verify the build artefact" for i in range(40))
         r = await call(c, "remember", content=long_text, force=True)
         for _ in range(5):
@@ -144,8 +144,8 @@ async def test_history_is_bounded_and_checks_its_arguments(tmp_path, mcp_client)
         assert "project applies to key only" in await call_error(c, "history", id=r["id"], project="x")
 
 
-async def test_restore_refuses_when_the_scope_is_full(tmp_path, mcp_client):
-    async with mcp_client(project="shop", capacity_per_scope=10) as c:
+async def test_restore_refuses_when_the_scope_is_full(tmp_path, standin_client):
+    async with standin_client(project="shop", capacity_per_scope=10) as c:
         first = await call(c, "remember", content="Memory number 0 of the capacity test is about apples", force=True)
         await call(c, "forget", ids=[first["id"]])
         for i in range(1, 11):

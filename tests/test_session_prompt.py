@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = pytest.mark.anyio
 
 
-async def test_save_session_is_listed_lean_and_asks_for_remember_calls(mcp_client):
-    async with mcp_client() as c:
+async def test_save_session_is_listed_lean_and_asks_for_remember_calls(standin_client):
+    async with standin_client() as c:
         prompts = {p.name: p for p in (await c.list_prompts()).prompts}
         assert set(prompts) == {"recall_context", "save_session"}
         listed = prompts["save_session"]
@@ -29,10 +29,10 @@ async def test_save_session_is_listed_lean_and_asks_for_remember_calls(mcp_clien
         assert 'Pass project="acme" to every call' in scoped
 
 
-async def test_save_session_refuses_a_bad_project_name(mcp_client):
+async def test_save_session_refuses_a_bad_project_name(standin_client):
     from mcp.shared.exceptions import MCPError
 
-    async with mcp_client() as c:
+    async with standin_client() as c:
         with pytest.raises(MCPError) as err:
             await c.get_prompt("save_session", {"project": "a\nb"})
         assert "project" in str(err.value) and "control characters" in str(err.value), str(err.value)

@@ -139,20 +139,19 @@ async def test_keys_are_slots_per_owner_and_the_agents_own_value_wins_in_its_pro
         == sorted([(vim["id"],), (helix["id"],), (again["id"],)])
 
 
-async def test_visibility_is_checked_and_private_needs_an_agent(tmp_path, shared_embedder, model_cache, mcp_client):
-    async with mcp_client() as c:
+async def test_visibility_is_checked_and_private_needs_an_agent(tmp_path, standin, standin_client):
+    async with standin_client() as c:
         text = await call_error(c, "remember", content=SHARED, visibility="team")
         assert "visibility" in text and "'shared'" in text and "'private'" in text, text
-    async with agents(tmp_path / "e", shared_embedder, model_cache, "") as (nameless,):
+    async with agents(tmp_path / "e", standin, tmp_path / "no-models", "") as (nameless,):
         text = await call_error(nameless, "remember", content=PRIVATE, visibility="private", force=True)
         assert "needs an agent" in text and "MEMVAULT_AGENT_ID" in text, text
         assert (await call(nameless, "remember", content=SHARED, force=True))["status"] == "stored"
     assert db_rows(tmp_path / "e", "SELECT visibility, agent FROM memories") == [("shared", None)]
 
 
-async def test_the_agent_id_setting_names_the_agent_instead_of_the_client(tmp_path, shared_embedder, model_cache,
-                                                                          mcp_client):
-    async with mcp_client(agent_id="Reviewer") as c:
+async def test_the_agent_id_setting_names_the_agent_instead_of_the_client(tmp_path, standin_client):
+    async with standin_client(agent_id="Reviewer") as c:
         got = await call(c, "remember", content=PRIVATE, visibility="private", force=True)
         assert got["scope"]["agent"] == "reviewer"  # casefolded, like the client names
     assert db_rows(tmp_path / "d", "SELECT agent, source FROM memories") == [("reviewer", "memvault-tests")]
@@ -203,11 +202,11 @@ async def test_consolidation_never_mixes_owners_or_shows_another_agents_private_
         assert all(m["visibility"] == "shared" for m in got["memories"])
 
 
-async def test_a_project_named_after_a_folder_is_not_scanned_as_a_secret(tmp_path, shared_embedder, model_cache):
+async def test_a_project_named_after_a_folder_is_not_scanned_as_a_secret(tmp_path, standin):
     # memvault derives `local:<folder>-<hash>` itself: a folder named like a prefixed token
     # ("test_a_..._0-7b5f6702d9be") is no secret of anyone's and must not decline the write
     folder = tmp_path / "test_a_private_memory_is_read_0"
     folder.mkdir()
-    async with agents(folder / "d", shared_embedder, model_cache, "claude-code") as (a,):
+    async with agents(folder / "d", standin, tmp_path / "no-models", "claude-code") as (a,):
         got = await call(a, "remember", content=SHARED, force=True)
         assert got["status"] == "stored" and got["scope"]["source"] == "cwd", got
