@@ -49,6 +49,7 @@ def test_claude_code_gets_a_command_line_with_the_absolute_path() -> None:
     assert words[6] == "--" and Path(words[7]).is_absolute() and words[-1] == "serve"
 
 
+@pytest.mark.model_in_user_cache  # the command prepares the model first
 def test_every_client_is_printed_without_an_argument() -> None:
     done = subprocess.run([MEMVAULT, "client-config"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0

@@ -230,12 +230,9 @@ def test_readable_names_and_scope():
 
 
 @pytest.fixture(scope="session")
-def embedder(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The real model, converted and loaded once for this test session."""
-    from memvault.service.runtime import default_embedder
-
-    cache = tmp_path_factory.mktemp("models")
-    return default_embedder(Settings(data_dir=tmp_path_factory.mktemp("unused"), model_cache_dir=cache))
+def embedder(shared_embedder: Any) -> Any:
+    """The real model: the session's (``shared_embedder``), not a second conversion and load."""
+    return shared_embedder
 
 
 @pytest.fixture

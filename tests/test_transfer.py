@@ -19,7 +19,7 @@ from memvault.service.project import project_of_folder
 from tests.conftest import CLIENT_NAME, call, db_rows, inproc_client
 from tests.docs_fixtures import write_tree
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.model_in_user_cache]
 
 TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"  # GitHub token shape (fake)
 

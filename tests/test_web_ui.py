@@ -283,6 +283,7 @@ async def test_the_page_shows_and_steers_memory_in_a_real_browser(tmp_path: Path
         _stop_owner(data_dir)
 
 
+@pytest.mark.model_in_user_cache  # the command prepares the model first
 def test_memvault_ui_without_an_owner_that_can_start_says_why(tmp_path: Path) -> None:
     """A data dir that is a file: no owner can start; ``memvault ui`` exits 1 with one line naming the problem."""
     bad = tmp_path / "not-a-dir"
