@@ -404,7 +404,7 @@ def test_no_pattern_is_hidden() -> None:
     )
 
 
-@pytest.mark.slow  # a minute of CPU on 2 cores
+@pytest.mark.slow  # seconds of CPU per case: not for the quick loop
 def test_every_pattern_is_linear_on_adversarial_inputs() -> None:
     slow: list[str] = []
     for (source, _flags), (where, pat) in sorted(all_patterns().items()):
@@ -486,7 +486,7 @@ def _pipelines() -> dict[str, Callable[[str], object]]:
     return pipelines
 
 
-@pytest.mark.slow  # a minute of CPU on 2 cores
+@pytest.mark.slow  # seconds of CPU per case: not for the quick loop
 def test_pipelines_are_linear_on_100_kb() -> None:
     slow: list[str] = []
     pipelines = _pipelines()
@@ -509,7 +509,7 @@ HTML_BOUND_S = 3.0
 took about 25 s before the parser gave up early on unclosed markup."""
 
 
-@pytest.mark.slow  # a minute of CPU on 2 cores
+@pytest.mark.slow  # seconds of CPU per case: not for the quick loop
 @pytest.mark.parametrize("end", HTML_ENDS)
 def test_html_reader_is_linear_on_unclosed_markup(end: str) -> None:
     from memvault.ingest.readers import html_to_text
