@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from tests.conftest import alive, call, owner_pid
-from tests.test_owner import MEMVAULT, _env, forwarded_client, remember
+from tests.process.test_owner import MEMVAULT, _env, forwarded_client, remember
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="the owner listens on a Unix socket")
 

@@ -3,7 +3,7 @@
 Pairs that differ only in a unit, a unit's case, a time of day or negation stay apart in
 both gates (cosines given by hand, at the top of what the model gives such pairs); the
 same facts in other words or with an added detail still pass. The real model and store:
-tests/test_server_consolidate.py.
+tests/service/test_server_consolidate.py.
 """
 
 from __future__ import annotations

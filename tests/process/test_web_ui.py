@@ -34,7 +34,7 @@ from memvault.mcp.owner_files import owner_files
 from tests.conftest import MEMVAULT, alive, call, db_rows, memvault_client, owner_pid, server_env
 
 CHROMIUM = Path(os.environ.get("MEMVAULT_CHROMIUM", "/usr/bin/chromium"))
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DARK = ["The user prefers dark mode in the editor", "The user likes the editor in dark mode"]
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 GITHUB_PAT = "gh" + "p_" + "Zq7Hk2Lm9Np4Rs6Tv8Wx1Yb3Cd5Fg0Jh" + "AbCd"  # a fake token of the real shape

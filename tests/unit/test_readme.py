@@ -9,7 +9,7 @@
   docs/*.md reaches an existing file, and an anchor a heading of that file.
 
 The settings table (docs/settings.md) is checked against ``memvault/config.py`` by
-tests/test_settings.py.
+tests/unit/test_settings.py.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 
 from tests.conftest import McpClient
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 TOOLS = ROOT / "docs" / "tools.md"
 README_MAX_CHARS = 15_000

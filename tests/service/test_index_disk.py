@@ -125,7 +125,7 @@ import json, sys
 from pathlib import Path
 from memvault.storage.vectors.base import VectorFilter
 from memvault.storage.vectors.edge import EdgeVectorIndex
-from tests.test_index_disk import points, fill
+from tests.service.test_index_disk import points, fill
 COL, DIM = {COL!r}, {DIM}
 """
 
@@ -227,7 +227,7 @@ async def test_recall_works_again_once_space_is_freed_without_a_restart(small_di
     from memvault.service.remember import RememberArgs, remember
     from memvault.service.runtime import Runtime
     from tests.conftest import db_rows
-    from tests.test_index_repair import TopicEmbedder
+    from tests.service.test_index_repair import TopicEmbedder
 
     disk = small_disk("120m")
     emb = TopicEmbedder()

@@ -1,6 +1,6 @@
 """Registry keys of documents indexed for one user alone (memvault.service.docs_owner), and how the page names them.
 
-The end-to-end case (two users over HTTP) is in tests/test_http.py.
+The end-to-end case (two users over HTTP) is in tests/process/test_http.py.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from memvault import __version__
 from memvault.mcp.context_client import context_from_owner, socket_path
 from memvault.policy.secrets import find_secret
 from tests.conftest import McpClient, alive, call, db_rows, owner_pid
-from tests.test_hooks_context import git_repo
+from tests.process.test_hooks_context import git_repo
 
 pytestmark = pytest.mark.anyio
 

@@ -26,7 +26,7 @@ from anyio.abc import Process
 
 from memvault.mcp.owner_files import owner_files
 from tests.conftest import MEMVAULT, alive, owner_pid
-from tests.test_owner import _env as owner_env
+from tests.process.test_owner import _env as owner_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow,
               pytest.mark.skipif(not hasattr(socket, "AF_UNIX") or sys.platform == "win32",

@@ -21,7 +21,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def reliability(name: str, out: Path, model_cache: Path, *flags: str) -> dict:

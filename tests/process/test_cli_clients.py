@@ -20,7 +20,7 @@ from memvault.cli_clients import CLIENTS, client_config
 from tests.conftest import alive, call, owner_pid, server_env
 
 MEMVAULT = str(Path(sys.executable).with_name("memvault"))
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def printed(client: str) -> str:

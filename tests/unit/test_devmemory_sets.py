@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SETS = Path(__file__).parent / "data" / "devmemory"
+SETS = Path(__file__).parents[1] / "data" / "devmemory"
 
 
 @pytest.mark.parametrize("name", ["dev", "guard"])

@@ -20,7 +20,7 @@ import pytest
 
 from memvault.service import validation as v
 from tests.conftest import call, call_error
-from tests.test_error_reasons import VALID, valid_arguments
+from tests.service.test_error_reasons import VALID, valid_arguments
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # "issue 27", "Issues #3"; not "issue-42" (an example task id).
 ISSUE_WORD = re.compile(r"\bissues?\s+#?\d+", re.IGNORECASE)

@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from tests.conftest import alive, owner_pid
-from tests.test_owner import forwarded_client
+from tests.process.test_owner import forwarded_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow,
               pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="the owner listens on a Unix socket")]

@@ -17,7 +17,7 @@ from tests.conftest import call, call_error
 
 pytestmark = pytest.mark.anyio
 
-PROBE = Path(__file__).parent / "data" / "bilingual_probe.tsv"
+PROBE = Path(__file__).parents[1] / "data" / "bilingual_probe.tsv"
 FACTS = 16
 # Floor: the right memory first for 6 of the 8 questions per direction (the full probe,
 # 100 per direction: R@1 0.93 en->zh, 0.87 zh->en; 0.28 / 0.00 before convex fusion and

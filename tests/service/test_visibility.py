@@ -18,7 +18,7 @@ import pytest
 
 from memvault.config import Settings
 from tests.conftest import call, call_error, db_rows
-from tests.test_owner import forwarded_client, owners_started
+from tests.process.test_owner import forwarded_client, owners_started
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -5,7 +5,7 @@ of the controls in every field a store could hold (memory text, project, key, ta
 agent, source, history, task, document collection, health detail, the notice line), and
 the HTML is parsed as a browser would: no control may reach drawn text (text nodes and
 the attributes a browser shows), every field shows a mark, and form values keep the
-exact stored text. The real-browser check is in tests/test_web_ui.py.
+exact stored text. The real-browser check is in tests/process/test_web_ui.py.
 """
 
 from __future__ import annotations

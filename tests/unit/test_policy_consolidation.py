@@ -1,7 +1,7 @@
 """The consolidation guard and clustering (memvault.policy.consolidation), as pure functions.
 
 Cosines are given by hand here; the labelled set with the real model is in
-tests/test_consolidation_set.py.
+tests/bench_floors/test_consolidation_set.py.
 """
 
 from __future__ import annotations

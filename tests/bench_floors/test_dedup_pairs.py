@@ -11,7 +11,7 @@ The gate is ``is_near_duplicate`` with the cosine the model gives the pair (pass
 embeddings, as ``remember`` compares them) and the configured threshold. A handful
 of pairs also go through the real ``remember`` tool.
 
-Figures: ``python -m pytest -q -s tests/test_dedup_pairs.py -k figures`` prints the
+Figures: ``python -m pytest -q -s tests/bench_floors/test_dedup_pairs.py -k figures`` prints the
 merges on each side.
 """
 
@@ -26,7 +26,7 @@ from memvault.config import Settings
 from memvault.policy.dedup import is_near_duplicate
 from tests.conftest import call
 
-PAIRS_FILE = Path(__file__).parent / "data" / "dedup_pairs.jsonl"
+PAIRS_FILE = Path(__file__).parents[1] / "data" / "dedup_pairs.jsonl"
 THRESHOLD = Settings().policies.dedup_threshold
 
 # Share of the restatements the gate must merge (measured 98/106 = 0.925 with the bundled model;

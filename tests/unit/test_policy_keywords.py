@@ -163,7 +163,7 @@ def test_term_ids_do_not_depend_on_python_hash_seed() -> None:
     code = (
         "from memvault.policy.keywords import term_id;print(','.join(str(term_id(t)) for t in ['pnpm','深色','主题']))"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(root)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "334056457,2536384536,213379811"

@@ -2,7 +2,7 @@
 the recall_context prompt, through a real MCP client session.
 
 Real server in-process, real model, real SQLite file, real Qdrant Edge, as in
-tests/test_server_memory.py.
+tests/service/test_server_memory.py.
 """
 
 from __future__ import annotations
