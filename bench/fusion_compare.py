@@ -440,7 +440,7 @@ def score_bilingual(qs: list[Question], variant: Variant, r) -> dict[str, dict[s
 async def weak_keyword_cases(model_cache: Path, variants: Mapping[str, Variant]) -> dict[str, dict[str, Any]]:
     """The weak-keyword fault cases per variant: the reported ``search_docs`` folder and the
     other bilingual document cases (first hit right), and the recall case of
-    tests/test_recall_relevance.py (16 probe facts, "backed up" finds the Chinese memory)."""
+    tests/bench_floors/test_recall_relevance.py (16 probe facts, "backed up" finds the Chinese memory)."""
     from bench import bilingual
     from bench.mv import PROJECT, SCOPE, USER, open_runtime, remember_turn
     from memvault.service.documents.indexing import DOCS_COLLECTION, index_docs

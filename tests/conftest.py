@@ -45,10 +45,18 @@ CLIENT_NAME = "memvault-tests"
 _TEST_KNOBS = {"MEMVAULT_REFERENCE_TOKENIZER", "MEMVAULT_CONFORMANCE_BIN"}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "model_in_user_cache: the test's per-user cache holds the session's converted model, so the "
+        "memvault commands it runs find it ready instead of converting it again (tests about the conversion "
+        "itself go without)")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``slow`` every test that needs the embedding model (it uses ``model_cache``)."""
+    """Mark ``slow`` every test that needs the embedding model (it uses ``model_cache``, or its
+    per-user cache holds the converted model)."""
     for item in items:
-        if "model_cache" in getattr(item, "fixturenames", ()):
+        if "model_cache" in getattr(item, "fixturenames", ()) or item.get_closest_marker("model_in_user_cache"):
             item.add_marker(pytest.mark.slow)
 
 
@@ -64,10 +72,20 @@ def _no_memvault_env() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _own_user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _own_user_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test has its own per-user cache (``XDG_CACHE_HOME``, passed on to the processes it
-    starts): a test that names no model cache converts into it, never into the developer's."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+    starts): a test that names no model cache converts into it, never into the developer's.
+
+    A test marked ``model_in_user_cache`` finds the session's converted model there (its
+    ``memvault/models`` is a link to ``model_cache``): the commands it runs prepare the model
+    first, which would otherwise be a conversion (seconds of CPU) per test."""
+    home = tmp_path_factory.mktemp("user-cache")
+    if request.node.get_closest_marker("model_in_user_cache"):
+        request.getfixturevalue("shared_embedder")  # converted into model_cache, tokenizer included
+        (home / "memvault").mkdir(mode=0o700)
+        (home / "memvault" / "models").symlink_to(request.getfixturevalue("model_cache"), target_is_directory=True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
 
 
 @pytest.fixture
@@ -77,7 +95,12 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One converted model folder for the whole test session."""
+    """One converted model folder for the whole test session, shared by pytest-xdist's workers
+    (the conversion runs once, under its own file lock; a second worker waits for it)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "models"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("models")
 
 
@@ -146,6 +169,26 @@ def mcp_client(tmp_path: Path, shared_embedder: Embedder, model_cache: Path) -> 
     """
     def connect(data_dir: Path | None = None, **kwargs: Any) -> AbstractAsyncContextManager[Client]:
         return inproc_client(data_dir or tmp_path / "d", shared_embedder, model_cache, **kwargs)
+    return connect
+
+
+@pytest.fixture(scope="session")
+def standin() -> Embedder:
+    """The deterministic stand-in embedder (``tests.standin``), one per session: only for
+    tests whose assertions cannot depend on similarity. Needs no model (not ``slow``)."""
+    from tests.standin import standin_embedder
+
+    return standin_embedder()
+
+
+@pytest.fixture
+def standin_client(tmp_path: Path, standin: Embedder) -> McpClient:
+    """As ``mcp_client``, with the stand-in embedder instead of the model: for tests whose
+    assertions cannot depend on similarity (listings, refused arguments, access rules,
+    history and restore, tasks, transfer). Every tool keeps end-to-end tests on the real
+    model through ``mcp_client``."""
+    def connect(data_dir: Path | None = None, **kwargs: Any) -> AbstractAsyncContextManager[Client]:
+        return inproc_client(data_dir or tmp_path / "d", standin, tmp_path / "no-models", **kwargs)
     return connect
 
 

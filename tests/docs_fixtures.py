@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.test_ingest_readers import make_pdf
+from tests.unit.test_ingest_readers import make_pdf
 
 TOPICS = {
     "Install": ("installer", "package", "wheel", "interpreter"),

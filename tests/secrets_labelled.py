@@ -10,7 +10,7 @@ cases that must always be right; the structure set adds ``family`` (the vendor, 
 for a prose password in language xx, or the kind of look-alike). The structure set is
 split in two halves by line: odd lines (1st, 3rd, ...) are the ``tune`` half, which the
 detector was tuned on; even lines are the ``guard`` half, kept back from tuning, on which
-tests/test_secrets_structure.py holds its floors. Random parts of a text are written as ``$[class:n]``
+tests/unit/test_secrets_structure.py holds its floors. Random parts of a text are written as ``$[class:n]``
 and filled here from a generator seeded with the text itself, so the file holds no
 real-shaped credential (secret scanners and push protection leave it alone) and every
 run sees the same strings. Classes: ``b62`` (letters and digits), ``b64``, ``b64url``,
@@ -19,8 +19,8 @@ run sees the same strings. Classes: ``b62`` (letters and digits), ``b64``, ``b64
 
 Run ``python -m tests.secrets_labelled`` for the precision / recall table and the
 misclassified texts (``python -m tests.secrets_labelled structure [tune|guard]`` for the
-structure set or one half); ``tests/test_secrets_labelled.py`` and
-``tests/test_secrets_structure.py`` hold the floors.
+structure set or one half); ``tests/unit/test_secrets_labelled.py`` and
+``tests/unit/test_secrets_structure.py`` hold the floors.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ e5 models expect ``query: `` / ``passage: `` prefixes; fastembed adds none, so w
 Outputs are float32 (n, dim), L2-normalised rows, so a dot product is the cosine.
 
 Threads: onnxruntime's ``InferenceSession.run`` and the ``tokenizers`` tokenizer are safe
-to call concurrently (documented by onnxruntime; tested in tests/test_embedder.py), so
+to call concurrently (documented by onnxruntime; tested in tests/service/test_embedder.py), so
 several worker threads may share one Embedder without a lock.
 """
 

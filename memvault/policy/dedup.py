@@ -26,7 +26,7 @@ before / after, above / below, is / was, this / that ...). ``≥ ≤ ≠`` and t
 U+2212 count as ``>= <= != -``.
 
 The pair set in ``tests/data/dedup_pairs.jsonl`` (217 distinct-but-similar pairs, 106
-restatements) measures both sides: no distinct pair merges; see ``tests/test_dedup_pairs.py``
+restatements) measures both sides: no distinct pair merges; see ``tests/bench_floors/test_dedup_pairs.py``
 for the share of restatements merged.
 """
 

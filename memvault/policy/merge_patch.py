@@ -2,7 +2,7 @@
 
 Why not a library: the one on PyPI (``json-merge-patch`` 0.3.0) mutates its target in
 place and carries a CLI; the RFC's own algorithm (section 2) is ten lines, checked
-here against every example of its appendix A (tests/test_policy_merge_patch.py).
+here against every example of its appendix A (tests/unit/test_policy_merge_patch.py).
 """
 
 from __future__ import annotations

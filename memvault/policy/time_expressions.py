@@ -69,7 +69,7 @@ _EN_REL = re.compile(r"\b(?P<w>this|last|past|previous)\s+(?P<u>week|weekend|mon
 _EN_DAY = re.compile(r"\b(?P<w>the day before yesterday|yesterday|today|tonight|last night)\b", re.I)
 
 # Bounded repeats only ({0,2} spaces, at most 4 digits after a non-digit): every start
-# position costs O(1), so a search stays linear on any input (tests/test_regex_linear.py).
+# position costs O(1), so a search stays linear on any input (tests/unit/test_regex_linear.py).
 _ZH_N = r"(?P<n>(?<!\d)\d{1,4}|十[一二]?|[一两二三四五六七八九十几])"
 _ZH_AGO = re.compile(_ZH_N + r"\s{0,2}(?:个)?\s{0,2}(?P<u>天|日|周|星期|礼拜|月|年)(?:之|以)?前")
 _ZH_MONTH = re.compile(r"(?:(?P<y>(?:19|20)\d\d)\s{0,2}年|(?P<ry>今年|去年|前年))?\s{0,2}"

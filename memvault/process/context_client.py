@@ -22,7 +22,7 @@ from typing import Any
 
 from memvault import __version__
 
-_SHORT_SOCKET_PATH = 100  # owner_files._MAX_SOCKET_PATH; tests/test_hooks_context.py checks they agree
+_SHORT_SOCKET_PATH = 100  # owner_files._MAX_SOCKET_PATH; tests/process/test_hooks_context.py checks they agree
 
 __all__ = ["context_from_owner", "hand_over", "socket_path", "MAX_ANSWER_BYTES",
            "ANSWERED", "REFUSED", "SENT", "UNSENT"]

