@@ -39,10 +39,10 @@ from bench import synth
 from bench.common import DEFAULT_MODEL_CACHE, md_table
 from bench.mv import PROJECT, SCOPE, USER, open_runtime
 from memvault.policy.text import content_hash
-from memvault.service.upkeep import index_build
 from memvault.service.indexing import embed_passages, index_rows, sweep_expired
 from memvault.service.memory.recall import RecallArgs, recall
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+from memvault.service.upkeep import index_build
 from memvault.storage.memories import MemoryRow
 from memvault.storage.vectors.base import Point, SparseVector
 

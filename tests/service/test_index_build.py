@@ -191,11 +191,11 @@ def _sparse_query(q: SparseVector):
 async def test_the_runtime_builds_the_index_once_enough_points_are_searched_exactly(tmp_path, shared_embedder,
                                                                                      model_cache, monkeypatch):
     from memvault.config import Settings
-    from memvault.service.upkeep import index_build
     from memvault.service.memory.models import Scope
     from memvault.service.memory.recall import RecallArgs, recall
     from memvault.service.memory.remember import RememberArgs, remember
     from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+    from memvault.service.upkeep import index_build
     from memvault.service.upkeep.index_build import build_if_due, due_collection
 
     facts = ["Alice prefers pnpm for the billing service.", "The auth gateway is owned by the platform team.",

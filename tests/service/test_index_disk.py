@@ -218,13 +218,13 @@ async def test_recall_works_again_once_space_is_freed_without_a_restart(small_di
     # The index cannot be opened on the full disk: every call says which disk and what to
     # free; once space is freed the next call opens it and is served (no restart, no command).
     from memvault.config import Settings
-    from memvault.service.upkeep import index_build
     from memvault.service.errors import NotReady
     from memvault.service.failures import explain
     from memvault.service.memory.models import Scope
     from memvault.service.memory.recall import RecallArgs, recall
     from memvault.service.memory.remember import RememberArgs, remember
     from memvault.service.runtime import Runtime
+    from memvault.service.upkeep import index_build
     from memvault.service.upkeep.health import health
     from memvault.service.upkeep.housekeeping import after_ready
     from tests.conftest import db_rows

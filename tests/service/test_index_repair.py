@@ -24,11 +24,11 @@ import pytest
 
 from memvault.config import Settings
 from memvault.policy.text import content_hash
-from memvault.service.upkeep import index_build
 from memvault.service.indexing import index_rows
 from memvault.service.memory.models import Scope
 from memvault.service.memory.recall import RecallArgs, recall
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
+from memvault.service.upkeep import index_build
 from memvault.service.upkeep.health import health
 from memvault.service.upkeep.housekeeping import after_ready
 from memvault.service.upkeep.index_health import INLINE_REPAIR_MAX, disagreement, memories_expected
