@@ -137,7 +137,10 @@ def _clean(content: str, *, question_ok: bool) -> str:
         text = text[:-1] if text.endswith(("吗", "嗎")) else text
     text = _drop_thanks(text)
     text = _rstrip(text, ",，;；:：、").strip()
-    if text[:1].isascii() and text[:1].isalpha():
+    # "the staging DB is ..." reads as a sentence with a capital; an identifier never changes
+    # case ("userId ...", "shop-api ..."): only a first word of lowercase letters alone is capitalised
+    first = text.split(maxsplit=1)[0].rstrip(",.:;!?") if text else ""
+    if first.isascii() and first.isalpha() and first.islower():
         text = text[0].upper() + text[1:]
     return text
 

@@ -84,6 +84,17 @@ def test_a_pasted_page_is_not_a_request():
     assert find_memory_requests("remember that " + "word " * 400) == []
 
 
+@pytest.mark.parametrize(("prompt", "content"), [
+    ("remember that userId is a bigint in the orders table", "userId is a bigint in the orders table"),
+    ("remember that shop-api runs on port 8040", "shop-api runs on port 8040"),
+    ("记住 userId 字段在 orders 表里是 bigint", "userId 字段在 orders 表里是 bigint"),
+    ("remember that max.poll.records is 200 now", "max.poll.records is 200 now"),
+    ("remember that the build uses pnpm", "The build uses pnpm"),
+])
+def test_an_identifier_at_the_start_keeps_its_case(prompt, content):
+    assert one(prompt).content == content
+
+
 def test_the_cue_is_reported_without_punctuation():
     assert one("Remember, the office is closed Monday.").cue == "Remember"
     assert one("请记住：别在周五发布").cue == "记住"
@@ -94,7 +105,7 @@ def test_the_cue_is_reported_without_punctuation():
     ("remember that the build uses pnpm ,  ;  :", "The build uses pnpm"),
     ("记住：构建用 pnpm，谢谢。", "构建用 pnpm"),
     ("能帮我记住构建用 pnpm 吗？", "构建用 pnpm"),
-    ("remember that thanks-giving is a holiday here", "Thanks-giving is a holiday here"),
+    ("remember that thanks-giving is a holiday here", "thanks-giving is a holiday here"),
 ])
 def test_trailing_courtesy_and_punctuation_are_dropped(prompt, content):
     assert one(prompt).content == content
