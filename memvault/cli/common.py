@@ -109,8 +109,9 @@ def no_owner(settings: Settings, command: str = "import", rule: str = "writes on
                 status = None
             who = (f"the owner process (pid {status['pid']}) serves {status['connections']} client(s)"
                    if status else "an owner process holds")
-            yield (f"{who} from {settings.storage.data_dir}; {command} {rule}. Close the "
-                   f"clients (the owner exits {settings.server.owner_idle_s:g} s after the last one leaves) and run "
-                   f"{command} again. Nothing was written.")
+            yield (f"{who} from {settings.storage.data_dir}; {command} {rule}. Run `memvault stop` (the "
+                   f"clients reconnect to a new owner afterwards) or close the clients (the owner exits "
+                   f"{settings.server.owner_idle_s:g} s after the last one leaves), then run {command} again. "
+                   f"Nothing was written.")
     finally:
         os.close(fd)

@@ -35,6 +35,7 @@ def add_parser(sub) -> None:
     sp.add_argument("--project", dest="only_project", metavar="PROJECT",
                     help="only this project's records ('' = the global scope); default: every project")
     sp.add_argument("-o", "--output", metavar="FILE", help="file to write (default: stdout)")
+    sp.add_argument("file", metavar="FILE", nargs="?", help="file to write, as -o ('-' or none: stdout)")
     sp.set_defaults(func=cmd_export)
 
     sp = sub.add_parser("import", help="add the records of an export file (never overwrites)")
@@ -55,6 +56,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     lines = export_lines(settings, Clock().now(), user=args.only_user,
                          project=args.only_project)
     counts: dict[str, int] = {}
+    if args.file is not None and args.output is not None and args.file != args.output:
+        sys.stderr.write(f"memvault export: two files given ({args.file} and -o {args.output}); give one\n")
+        return 2
+    args.output = args.output or args.file
     if args.output in (None, "-"):
         _write(lines, sys.stdout, counts)
     else:

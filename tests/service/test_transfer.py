@@ -281,8 +281,18 @@ async def test_import_refuses_while_an_owner_holds_the_data_dir(source, tmp_path
     with owner_lock(owner_files(dest)):  # what a running owner holds for its whole life
         code, out, err = await cli(capsys, "import", "--data-dir", str(dest), str(tmp_path / "a.jsonl"))
     assert code == 1 and out == ""
-    assert "import writes only while no owner runs. Close the clients" in err and "Nothing was written" in err
+    assert "import writes only while no owner runs. Run `memvault stop`" in err and "Nothing was written" in err
     assert not (dest / "memvault.db").exists()
+
+
+async def test_export_takes_its_file_as_import_does(source, tmp_path, capsys):
+    code, out, err = await cli(capsys, "export", "--data-dir", str(source.data_dir), str(tmp_path / "p.jsonl"))
+    assert code == 0 and out == "", err
+    await export(capsys, source.data_dir, tmp_path / "o.jsonl")
+    assert body(tmp_path / "p.jsonl") == body(tmp_path / "o.jsonl")
+    code, out, err = await cli(capsys, "export", "--data-dir", str(source.data_dir), str(tmp_path / "x.jsonl"),
+                               "-o", str(tmp_path / "y.jsonl"))
+    assert code == 2 and "two files given" in err and not (tmp_path / "x.jsonl").exists()
 
 
 async def test_export_of_a_missing_data_dir_says_so(tmp_path, capsys):
