@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-PHASES = ("read+chunk", "plan runs (tokenise)", "model run", "keyword vectors", "vector upsert", "vector delete",
+PHASES = ("read+chunk", "prepare batch (keyword vectors, run plan)", "plan runs (tokenise)", "model run", "keyword vectors", "vector upsert", "vector delete",
           "SQLite commit", "other")
 
 
@@ -24,7 +24,7 @@ def phase_of(fn: Callable[..., Any]) -> str:
     """The phase a worker-thread call of indexing belongs to, from the function's name."""
     name = getattr(fn, "__qualname__", "") or getattr(fn, "__name__", "")
     name = name + " " + getattr(getattr(fn, "__func__", None), "__qualname__", "")
-    for key, phase in (("read_and_chunk", "read+chunk"), ("prepare_", "read+chunk"),
+    for key, phase in (("read_and_chunk", "read+chunk"), ("prepare_batch", "prepare batch (keyword vectors, run plan)"),
                        ("passage_runs", "plan runs (tokenise)"), ("embed_passages", "model run"),
                        ("embed_run", "model run"), ("sparse", "keyword vectors"), ("write_documents", "keyword vectors"),
                        ("upsert", "vector upsert"), ("delete", "vector delete")):

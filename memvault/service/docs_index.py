@@ -689,8 +689,9 @@ async def _index_files(rt: Runtime, store: DocStore, found: Sequence[DiscoveredF
     - storing: each embedded batch's points upserted, then its files committed one by one.
 
     So the model runs back to back while the next batch is read and the last one stored.
-    Reading and storing share a thread slot of their own (``limiter``), never the engine's,
-    and at most ``BATCHES_AHEAD`` batches wait between stages. A stop cancels all three:
+    Reading and storing share a thread slot of their own (``side``), never the engine's,
+    and at most ``BATCHES_AHEAD`` batches wait between stages; storing runs in the
+    caller's task (what interrupts a commit is raised there). A stop cancels all three:
     the model run and a read in progress are abandoned, a file's commit is finished, so
     every file is whole or absent (see ``store_batch``). Raises as the stage that failed.
     """
