@@ -59,10 +59,13 @@ def _settings(data_dir: Path, model_cache: Path) -> Any:
     return Settings(data_dir=data_dir, model_cache_dir=model_cache)
 
 
-def child_index(data_dir: Path, model_cache: Path, folders: list[Path], probe_recall: bool) -> dict[str, Any]:
-    """Index ``folders`` into a fresh store in ``data_dir``, as ``memvault index`` does; measure the call."""
+def child_index(data_dir: Path, model_cache: Path, folders: list[Path], probe_recall: bool,
+                profile: bool = False) -> dict[str, Any]:
+    """Index ``folders`` into a fresh store in ``data_dir``, as ``memvault index`` does; measure the call.
+    ``profile``: also the per-phase timeline (``bench.index_phases``)."""
     import anyio
 
+    from bench.index_phases import PhaseClock
     from memvault.service.documents.indexing import index_docs
     from memvault.service.indexing import embed_query
     from memvault.service.runtime import Runtime
@@ -79,6 +82,7 @@ def child_index(data_dir: Path, model_cache: Path, folders: list[Path], probe_re
     async def run() -> dict[str, Any]:
         settings = _settings(data_dir, model_cache)
         rt = await Runtime.open(settings)
+        clock = PhaseClock()
         idle: list[float] = []
         during: list[float] = []
         try:
@@ -87,6 +91,8 @@ def child_index(data_dir: Path, model_cache: Path, folders: list[Path], probe_re
             if probe_recall:
                 await probe(rt, 10, idle, 0.1)
             scope = make_scope(settings.server.user_id, "bench-index-speed", "argument")
+            if profile:
+                clock.install(rt)
             before = _usage()
             async with anyio.create_task_group() as tg:
                 if probe_recall:
@@ -95,10 +101,11 @@ def child_index(data_dir: Path, model_cache: Path, folders: list[Path], probe_re
                                        cite_bases=[f.parent for f in folders])
                 work = _delta(before)
                 tg.cancel_scope.cancel()
+            phases = clock.report(before["wall"], before["wall"] + work["wall"]) if profile else {}
         finally:
             await rt.close()
         return {"files": res.added, "chunks": res.chunks_embedded, **work, "peak_rss_mib": _peak_rss_mib(),
-                "query_ms_idle": _ms(idle), "query_ms_during": _ms(during)}
+                "query_ms_idle": _ms(idle), "query_ms_during": _ms(during), "profile": phases}
 
     return anyio.run(run)
 
@@ -159,11 +166,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recall-probe", action="store_true",
                     help="time a new question's query embedding every 0.5 s while indexing (its CPU counts in "
                          "the indexing side's)")
+    ap.add_argument("--profile", action="store_true",
+                    help="also time indexing's phases (read+chunk, model runs, keyword vectors, stores) and say "
+                         "which ran while no model run was going on")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         mode, data, cache, *folders = args.child
-        got = (child_index(Path(data), Path(cache), [Path(f) for f in folders[1:]], folders[0] == "probe")
+        flags = folders[0].split(",") if folders else []
+        got = (child_index(Path(data), Path(cache), [Path(f) for f in folders[1:]], "probe" in flags,
+                           "profile" in flags)
                if mode == "index" else child_raw(Path(data), Path(cache)))
         sys.stdout.write(json.dumps(got) + "\n")
         return 0
@@ -180,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         copies = [Path(tmp) / "src" / f.name for f in folders]
         for f, c in zip(folders, copies, strict=True):
             shutil.copytree(f, c, ignore=shutil.ignore_patterns("__pycache__"))
-        idx = _run_child("index", str(data), str(args.model_cache), "probe" if args.recall_probe else "-",
-                         *map(str, copies))
+        flags = ",".join(f for f, on in (("probe", args.recall_probe), ("profile", args.profile)) if on) or "-"
+        idx = _run_child("index", str(data), str(args.model_cache), flags, *map(str, copies))
         raw = _run_child("raw", str(data), str(args.model_cache))
     load_after = _loadavg()
 
@@ -201,6 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.recall_probe:
         print(f"a recall's query embedding (new questions, ms): idle {idx['query_ms_idle']}, while indexing "
               f"{idx['query_ms_during']}")
+    if args.profile:
+        prof = idx["profile"]
+        print(f"\nindexing's phases (s; 'alone': while no model run was going on): wall {prof['wall_s']}, model "
+              f"running {prof['model_busy_s']}, model idle {prof['model_idle_s']}")
+        print(md_table(["phase", "calls", "s", "s alone"],
+                       [[k, p["calls"], p["s"], p["s_without_model"]] for k, p in prof["phases"].items()]))
     payload = {"packages": args.packages, "index": idx, "raw": raw, "throughput_ratio": round(throughput_ratio, 3),
                "cpu_ratio": round(cpu_ratio, 3), "load_before": load_before, "load_after": load_after}
     print(f"written to {write_result('index_speed', payload)}")

@@ -355,17 +355,22 @@ class Runtime:
         """The vector index once loaded (None before)."""
         return self._vectors
 
-    async def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run_sync(self, fn: Callable[..., T], *args: Any, limiter: anyio.CapacityLimiter | None = None) -> T:
         """Run a blocking call in a worker thread: engine calls, and CPU-heavy policy work (secret and
-        importance scans, keyword vectors) so that a slow input delays only its own call."""
-        self.work_done += 1
-        return await anyio.to_thread.run_sync(fn, *args, limiter=self._engine_limiter)
+        importance scans, keyword vectors) so that a slow input delays only its own call.
 
-    async def run_pure(self, fn: Callable[..., T], *args: Any) -> T:
+        limiter: the thread slots to take one of; None: the engine's two (shared by every
+        call, so a bulk job that holds one leaves the other to recall). A bulk job passes its
+        own for the work it does beside its model runs, so that work never takes the slot
+        recall counts on."""
+        self.work_done += 1
+        return await anyio.to_thread.run_sync(fn, *args, limiter=limiter or self._engine_limiter)
+
+    async def run_pure(self, fn: Callable[..., T], *args: Any, limiter: anyio.CapacityLimiter | None = None) -> T:
         """``run_sync`` for a computation that touches no store (embedding, reading and chunking a
         file): a cancellation (a stop signal, the client's cancel) returns at once and leaves the
         thread to finish alone, its result unused, so that stopping never waits for it (nor does
-        the process's exit: ``in_pure_work``)."""
+        the process's exit: ``in_pure_work``). ``limiter``: as for ``run_sync``."""
 
         def marked() -> T:
             me = threading.current_thread()
@@ -377,7 +382,7 @@ class Runtime:
                 with _pure_lock:
                     _pure_threads.discard(me)
 
-        return await anyio.to_thread.run_sync(marked, limiter=self._engine_limiter, abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(marked, limiter=limiter or self._engine_limiter, abandon_on_cancel=True)
 
     async def close(self) -> None:
         """Flush and close the index, then the fact store."""

@@ -8,9 +8,10 @@ A file indexed with the same model and keyword weighting (``DOC_KEYWORD_SCHEME``
 size and mtime match the registry is unchanged without being read; else its bytes are
 hashed and only a new hash (or a file indexed with another model or weighting) is
 re-chunked and re-embedded. Chunks of several files are gathered into a batch
-(``settings.documents.docs_batch_chunks``), embedded in short model runs
-(``indexing.embed_passages_in_runs``), then committed file by file. Every path named in
-the call that is not indexed is in the reply's ``skipped``, with its reason.
+(``settings.documents.docs_batch_chunks``), embedded in short model runs, then committed
+file by file; reading the next batch and storing the last run beside the model's runs
+(``_index_files``). Every path named in the call that is not indexed is in the reply's
+``skipped``, with its reason.
 
 Stopping: a cancellation (SIGTERM to the owner, the client's cancel) lands between model
 runs without waiting for the one in progress; each file's commit is shielded, so a file
@@ -42,6 +43,7 @@ import itertools
 import logging
 import os
 import re
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -52,7 +54,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
+import numpy as np
 
 from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
 from memvault.service import validation as v
@@ -66,7 +70,11 @@ from memvault.service.secret_scan import find_secret, find_secret_blocks
 from memvault.storage.docs import ChunkRow, DocFile, DocStore
 from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector
 
+if sys.version_info < (3, 11):  # anyio's dependency on 3.10
+    from exceptiongroup import BaseExceptionGroup
+
 if TYPE_CHECKING:
+    from memvault.embedding.embedder import Embedder
     from memvault.ingest.chunking import Chunk
     from memvault.ingest.discovery import DiscoveredFile, Skipped
 
@@ -171,36 +179,91 @@ def prepare_chunks(chunks: Sequence[Chunk]) -> list[ChunkRow]:
     ]
 
 
-async def write_documents(rt: Runtime, store: DocStore, files: Sequence[PreparedFile],
-                          on_run: Callable[[int], None] | None = None) -> int:
-    """Embed every chunk of ``files`` (in short model runs), upsert the points, then commit file by file.
+BATCHES_AHEAD = 1
+"""Batches ``index_docs`` prepares ahead of the one being embedded, and embedded batches it
+keeps waiting to be stored: each is ``docs_batch_chunks`` chunks of text (a few MB at most),
+so memory stays that of the model runs."""
+
+
+@dataclass
+class PreparedBatch:
+    """Files of one batch on their way to the index: what the model embeds (``texts``, one
+    per chunk in file order, grouped into ``runs``, lists of indices into ``texts``), their
+    keyword vectors, then ``dense``, float32 (len(texts), dim), once embedded."""
+
+    files: list[PreparedFile]
+    texts: list[str]
+    sparse: list[SparseVector]
+    runs: list[list[int]]
+    dense: np.ndarray | None = None
+
+
+def prepare_batch(emb: Embedder, files: Sequence[PreparedFile]) -> PreparedBatch:
+    """Blocking (worker thread; touches no store): every chunk's embedded text and keyword
+    vector, and the model runs to embed them in (``Embedder.passage_runs``: tokenises each)."""
+    texts = [_embed_text(c) for f in files for c in f.chunks]
+    sparse = [_chunk_sparse(f.doc.path, c) for f in files for c in f.chunks]
+    return PreparedBatch(list(files), texts, sparse, emb.passage_runs(texts))
+
+
+async def embed_batch(rt: Runtime, emb: Embedder, batch: PreparedBatch,
+                      on_run: Callable[[int], None] | None = None) -> None:
+    """Embed ``batch`` one short model run at a time (each its own worker-thread call in one
+    of the engine's slots): a cancellation lands between runs without waiting for the one in
+    progress. Sets ``batch.dense``; ``on_run(n)`` after each run with the chunks it embedded."""
+    out = np.empty((len(batch.texts), emb.dim), dtype=np.float32)
+    for run in batch.runs:
+        out[run] = await rt.run_pure(emb.embed_passages, [batch.texts[i] for i in run])
+        if on_run is not None:
+            on_run(len(run))
+    batch.dense = out
+
+
+async def store_batch(rt: Runtime, store: DocStore, batch: PreparedBatch, *,
+                      limiter: anyio.CapacityLimiter | None = None,
+                      on_file: Callable[[PreparedFile], None] | None = None) -> None:
+    """Upsert the points of an embedded ``batch``, then commit it file by file.
 
     Per file: one SQLite transaction swaps its chunk rows; its old points go after the
     commit; both shielded from cancellation (a stop waits for that short step, so a file
-    is never left registered without its old points deleted). A cancellation while
-    embedding lands between model runs and commits nothing of the batch.
-    ``on_run(n)``: called after each model run with the chunks it embedded.
-    Returns the number of chunks embedded. Raises NotReady.
+    is never left registered without its old points deleted). A cancellation lands between
+    two files; the files not committed leave their points as orphans (deleted by the next run). ``limiter``: the
+    thread slots of the worker-thread calls (``Runtime.run_sync``); ``on_file(f)`` after
+    each file is committed. Raises NotReady.
     """
     _, vectors = await rt.ready()
-    rows = [c for f in files for c in f.chunks]
-    if rows:
-        dense = await embed_passages_in_runs(rt, [_embed_text(c) for c in rows], on_run)
-        # keyword vectors of a batch take about half a second: worker thread
-        sparse = await rt.run_pure(lambda: [_chunk_sparse(f.doc.path, c) for f in files for c in f.chunks])
+    if batch.texts:
+        assert batch.dense is not None, "store_batch before embed_batch"
         points, i = [], 0
-        for f in files:
+        for f in batch.files:
             payload = _doc_payload(f.doc)
             for c in f.chunks:
-                points.append(Point(id=c.id, dense=dense[i], payload=payload, sparse=sparse[i]))
+                points.append(Point(id=c.id, dense=batch.dense[i], payload=payload, sparse=batch.sparse[i]))
                 i += 1
-        await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
-    for f in files:
+        await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points, limiter=limiter)
+    for f in batch.files:
+        await anyio.lowlevel.checkpoint()  # a stop lands between two files' commits, not after the batch's last
         with anyio.CancelScope(shield=True):
             await store.replace_file(f.doc, f.chunks)
             if f.old is not None and f.old.chunk_ids:
-                await rt.run_sync(vectors.delete, DOCS_COLLECTION, f.old.chunk_ids)
-    return len(rows)
+                await rt.run_sync(vectors.delete, DOCS_COLLECTION, f.old.chunk_ids, limiter=limiter)
+        if on_file is not None:
+            on_file(f)
+
+
+async def write_documents(rt: Runtime, store: DocStore, files: Sequence[PreparedFile],
+                          on_run: Callable[[int], None] | None = None) -> int:
+    """Embed every chunk of ``files`` (in short model runs), upsert the points, then commit file by file:
+    ``prepare_batch``, ``embed_batch``, ``store_batch`` one after the other (``index_docs``
+    runs them side by side over successive batches). A cancellation while embedding lands
+    between model runs and commits nothing of the batch. ``on_run(n)``: called after each
+    model run with the chunks it embedded. Returns the number of chunks embedded. Raises NotReady.
+    """
+    emb, _ = await rt.ready()
+    batch = await rt.run_pure(prepare_batch, emb, files)
+    await embed_batch(rt, emb, batch, on_run)
+    await store_batch(rt, store, batch)
+    return len(batch.texts)
 
 
 async def remove_documents(rt: Runtime, store: DocStore, docs: Sequence[DocFile]) -> None:
@@ -558,7 +621,6 @@ async def index_docs(
     Raises InvalidArgument on bad input, NotReady when the model could not load.
     """
     from memvault.ingest.discovery import discover
-    from memvault.ingest.readers import UnreadableDocument
 
     t0 = time.perf_counter()
     s = rt.settings
@@ -598,80 +660,8 @@ async def index_docs(
             await remove_documents(rt, store, gone)
             run.removed = len(gone)
 
-            batch: list[PreparedFile] = []
-            done = 0  # files settled: unchanged, failed, or committed with their chunks
-            if progress is not None:
-                progress(0, len(found), 0)
-
-            in_batch = 0  # chunks of the batch being embedded that are done
-
-            def step(n: int) -> None:  # a model run of the batch is done: the bar moves within a batch too
-                nonlocal in_batch
-                in_batch += n
-                if progress is not None:
-                    progress(done, len(found), run.embedded + in_batch)
-
-            async def flush() -> None:
-                nonlocal batch, done, in_batch
-                if batch:
-                    in_batch = 0
-                    run.embedded += await write_documents(rt, store, batch, step)
-                    in_batch = 0
-                    done += len(batch)
-                    for f in batch:
-                        if f.old is None:
-                            run.added += 1
-                        else:
-                            run.changed += 1
-                    batch = []
-                if progress is not None:
-                    progress(done, len(found), run.embedded)
-
-            for f in found:
-                cite = _cite(f.path, bases)
-                old = registered.get(str(f.path))
-                # The registered row if indexed with this model and this keyword weighting
-                # (None: the file is new or must be re-indexed).
-                same_index = (old if old is not None and old.embedding_model == emb.model_id
-                              and old.keyword_scheme == DOC_KEYWORD_SCHEME else None)
-                if (same_index is not None and same_index.size == f.size and same_index.mtime == f.mtime
-                        and same_index.path == cite):
-                    run.unchanged += 1
-                    done += 1
-                    if progress is not None:
-                        progress(done, len(found), run.embedded)
-                    continue
-                try:
-                    # One read: hashed, and parsed and chunked only when the bytes are new.
-                    digest, fmt, chunks, withheld = await rt.run_pure(
-                        _read_and_chunk, f.path, cite, emb.count_tokens, budget,
-                        same_index.content_hash if same_index is not None else None,
-                        s.documents.docs_max_file_bytes)
-                except (OSError, UnreadableDocument) as exc:
-                    log.warning("index_docs: skipping %s: %s", f.path, exc)
-                    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                    run.failed.append(f"{cite}: {why}")
-                    run.skipped.append(SkippedPath(path=cite, kind="unreadable", reason=f"cannot be read: {why}"))
-                    done += 1
-                    continue
-                if same_index is not None and digest == same_index.content_hash:  # touched (or moved), same bytes
-                    if same_index.path != cite:
-                        _, vectors = await rt.ready()
-                        await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, same_index.chunk_ids, {"path": cite})
-                    await store.touch_file(same_index, size=f.size, mtime=f.mtime, path=cite)
-                    run.unchanged += 1
-                    done += 1
-                    continue
-                assert fmt is not None  # None only when the bytes matched same_index, handled just above
-                run.withheld += withheld
-                doc = DocFile(project=project, collection=name, abs_path=str(f.path), path=cite, size=f.size,
-                              mtime=f.mtime, content_hash=digest, format=fmt, embedding_model=emb.model_id,
-                              keyword_scheme=DOC_KEYWORD_SCHEME, indexed_at=rt.clock.now(),
-                              indexed_by=scope.user_id)
-                batch.append(PreparedFile(doc, prepare_chunks(chunks), old))
-                if sum(len(p.chunks) for p in batch) >= s.documents.docs_batch_chunks:
-                    await flush()
-            await flush()
+            await _index_files(rt, store, found, registered, bases=bases, emb=emb, budget=budget, project=project,
+                               collection=name, scope=scope, run=run, progress=progress)
             if run.embedded:
                 await rt.run_sync(emb.release_memory)  # what the model runs kept for reuse: back to the OS
             _, total = await store.count(project, name)
@@ -684,3 +674,141 @@ async def index_docs(
                            skipped=run.skipped[:MAX_SKIPPED], skipped_total=len(run.skipped),
                            seconds=round(seconds, 3))
 
+
+async def _index_files(rt: Runtime, store: DocStore, found: Sequence[DiscoveredFile], registered: dict[str, DocFile],
+                       *, bases: Sequence[Path], emb: Embedder, budget: int, project: str, collection: str,
+                       scope: Scope, run: _Run, progress: Progress | None) -> None:
+    """Index ``found`` (their registered rows in ``registered``, by absolute path) into ``collection`` of
+    ``project``, counting into ``run``: three stages side by side, joined by bounded queues.
+
+    - reading: each file not unchanged is read, hashed, chunked and checked for secrets,
+      and every ``docs_batch_chunks`` chunks (across files) become a batch, prepared for the
+      model (embedded texts, keyword vectors, model runs planned);
+    - embedding: each batch in short model runs, one at a time, in one of the engine's
+      two slots (the other stays free for recall);
+    - storing: each embedded batch's points upserted, then its files committed one by one.
+
+    So the model runs back to back while the next batch is read and the last one stored.
+    Reading and storing share a thread slot of their own (``side``), never the engine's,
+    and at most ``BATCHES_AHEAD`` batches wait between stages; storing runs in the
+    caller's task (what interrupts a commit is raised there). A stop cancels all three:
+    the model run and a read in progress are abandoned, a file's commit is finished, so
+    every file is whole or absent (see ``store_batch``). Raises as the stage that failed.
+    """
+    from memvault.ingest.readers import UnreadableDocument
+
+    s = rt.settings
+    side = anyio.CapacityLimiter(1)
+    total = len(found)
+    done = 0  # files settled: unchanged, failed, or committed with their chunks
+    embedded = run.embedded
+
+    def tell() -> None:
+        if progress is not None:
+            progress(done, total, embedded)
+
+    def ran(n: int) -> None:  # a model run is done: the bar moves within a batch too
+        nonlocal embedded
+        embedded += n
+        tell()
+
+    def committed(f: PreparedFile) -> None:
+        nonlocal done
+        done += 1
+        if f.old is None:
+            run.added += 1
+        else:
+            run.changed += 1
+        tell()
+
+    to_embed, embed_queue = anyio.create_memory_object_stream[PreparedBatch](BATCHES_AHEAD)
+    to_store, store_queue = anyio.create_memory_object_stream[PreparedBatch](BATCHES_AHEAD)
+
+    async def read() -> None:
+        nonlocal done
+        async with to_embed:
+            batch: list[PreparedFile] = []
+            chunks_in_batch = 0
+            for f in found:
+                cite = _cite(f.path, bases)
+                old = registered.get(str(f.path))
+                # The registered row if indexed with this model and this keyword weighting
+                # (None: the file is new or must be re-indexed).
+                same_index = (old if old is not None and old.embedding_model == emb.model_id
+                              and old.keyword_scheme == DOC_KEYWORD_SCHEME else None)
+                if (same_index is not None and same_index.size == f.size and same_index.mtime == f.mtime
+                        and same_index.path == cite):
+                    run.unchanged += 1
+                    done += 1
+                    tell()
+                    continue
+                try:
+                    # One read: hashed, and parsed and chunked only when the bytes are new.
+                    digest, fmt, chunks, withheld = await rt.run_pure(
+                        _read_and_chunk, f.path, cite, emb.count_tokens, budget,
+                        same_index.content_hash if same_index is not None else None,
+                        s.documents.docs_max_file_bytes, limiter=side)
+                except (OSError, UnreadableDocument) as exc:
+                    log.warning("index_docs: skipping %s: %s", f.path, exc)
+                    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                    run.failed.append(f"{cite}: {why}")
+                    run.skipped.append(SkippedPath(path=cite, kind="unreadable", reason=f"cannot be read: {why}"))
+                    done += 1
+                    continue
+                if same_index is not None and digest == same_index.content_hash:  # touched (or moved), same bytes
+                    if same_index.path != cite:
+                        _, vectors = await rt.ready()
+                        await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, same_index.chunk_ids, {"path": cite},
+                                          limiter=side)
+                    await store.touch_file(same_index, size=f.size, mtime=f.mtime, path=cite)
+                    run.unchanged += 1
+                    done += 1
+                    continue
+                assert fmt is not None  # None only when the bytes matched same_index, handled just above
+                run.withheld += withheld
+                doc = DocFile(project=project, collection=collection, abs_path=str(f.path), path=cite, size=f.size,
+                              mtime=f.mtime, content_hash=digest, format=fmt, embedding_model=emb.model_id,
+                              keyword_scheme=DOC_KEYWORD_SCHEME, indexed_at=rt.clock.now(),
+                              indexed_by=scope.user_id)
+                batch.append(PreparedFile(doc, prepare_chunks(chunks), old))
+                chunks_in_batch += len(chunks)
+                if chunks_in_batch >= s.documents.docs_batch_chunks:
+                    await to_embed.send(await rt.run_pure(prepare_batch, emb, batch, limiter=side))
+                    batch, chunks_in_batch = [], 0
+            if batch:
+                await to_embed.send(await rt.run_pure(prepare_batch, emb, batch, limiter=side))
+
+    async def embed() -> None:
+        async with embed_queue, to_store:
+            async for batch in embed_queue:
+                await embed_batch(rt, emb, batch, ran)
+                await to_store.send(batch)
+
+    async def write() -> None:
+        async with store_queue:
+            async for batch in store_queue:
+                await store_batch(rt, store, batch, limiter=side, on_file=committed)
+
+    tell()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            tg.start_soon(embed)
+            await write()  # in the caller's task: whatever interrupts a commit is raised where it was called
+    except BaseExceptionGroup as group:  # one stage failed and the others were cancelled: its error
+        raise _stage_error(group) from None
+    run.embedded = embedded
+    tell()
+
+
+def _stage_error(group: BaseExceptionGroup) -> BaseException:
+    """The first error in ``group`` that is not a cancellation (the group itself if none is)."""
+    cancelled = anyio.get_cancelled_exc_class()
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            inner = _stage_error(exc)
+            if inner is not exc:
+                return inner
+        elif not isinstance(exc, cancelled):
+            return exc
+    return group
