@@ -54,16 +54,18 @@ import anyio  # noqa: E402
 
 from bench.common import DEFAULT_MODEL_CACHE, data_dir, md_table, write_result  # noqa: E402
 from memvault.policy.keywords import DOC_KEYWORD_SCHEME  # noqa: E402
-from memvault.service.documents.indexing import (  # noqa: E402
+from memvault.service.documents.collection import (  # noqa: E402
     DOCS_COLLECTION,
-    PreparedFile,
-    _embed_text,
-    drop_orphans,
+    embed_text,
     ensure_docs_collection,
+)
+from memvault.service.documents.indexing import (  # noqa: E402
+    PreparedFile,
     index_docs,
     remove_documents,
     write_documents,
 )
+from memvault.service.documents.points import drop_orphans  # noqa: E402
 from memvault.service.documents.search import rank_chunks  # noqa: E402
 from memvault.service.indexing import embed_query, keyword_vector  # noqa: E402
 from memvault.service.runtime import Runtime  # noqa: E402
@@ -354,7 +356,7 @@ async def run_throughput(rt: Runtime, paths: list[Path]) -> dict[str, Any]:
     res = await index_docs(rt, scope, [str(p) for p in paths], "throughput", paths, cite_bases=paths)
     async with DocStore.connect(rt.settings.db_path) as store:
         files = await store.files(PROJECT, "throughput")
-        texts = [_embed_text(c) for f in files.values() for c in await store.chunks_of(f.id)]
+        texts = [embed_text(c) for f in files.values() for c in await store.chunks_of(f.id)]
     embed_s = spent[0]
     t0 = time.perf_counter()
     await rt.run_sync(emb.embed_passages, texts)

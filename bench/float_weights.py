@@ -84,7 +84,8 @@ def chunks(packages: list[str], eng: Any) -> list[str]:
     """The embedded text of every chunk of the packages' Python files (as ``index_docs`` makes them)."""
     from memvault.ingest.chunking import chunk_document
     from memvault.ingest.readers import read_document
-    from memvault.service.documents.indexing import HEADING_RESERVE_TOKENS, MAX_HEADING_CHARS
+    from memvault.service.documents.collection import MAX_HEADING_CHARS
+    from memvault.service.documents.indexing import HEADING_RESERVE_TOKENS
 
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     count = lambda t: len(eng.tokenizer.ids("passage: " + t))  # noqa: E731

@@ -180,7 +180,7 @@ async def capture_beir(args, name: str, folder_name: str) -> list[Question]:
     """A ``bench.beir --slice`` sub-set indexed through the documents path (gold: qrels)."""
     from bench import beir
     from bench.mv import open_runtime
-    from memvault.service.documents.indexing import DOCS_COLLECTION
+    from memvault.service.documents.collection import DOCS_COLLECTION
     from memvault.service.documents.search import rank_chunks
     from memvault.service.search import search_channels
     from memvault.storage.docs import DocStore
@@ -443,7 +443,8 @@ async def weak_keyword_cases(model_cache: Path, variants: Mapping[str, Variant])
     tests/bench_floors/test_recall_relevance.py (16 probe facts, "backed up" finds the Chinese memory)."""
     from bench import bilingual
     from bench.mv import PROJECT, SCOPE, USER, open_runtime, remember_turn
-    from memvault.service.documents.indexing import DOCS_COLLECTION, index_docs
+    from memvault.service.documents.collection import DOCS_COLLECTION
+    from memvault.service.documents.indexing import index_docs
     from memvault.service.filters import scope_filter
     from memvault.service.runtime import MEMORY_COLLECTION
     from memvault.service.search import search_channels

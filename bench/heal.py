@@ -38,7 +38,8 @@ from bench import synth
 from bench.common import DEFAULT_MODEL_CACHE, md_table, write_result
 from bench.mv import bulk_load, shared_embedder
 from memvault.config import Settings
-from memvault.service.documents.indexing import ensure_docs_collection, index_docs
+from memvault.service.documents.collection import ensure_docs_collection
+from memvault.service.documents.indexing import index_docs
 from memvault.service.indexing import reconcile
 from memvault.service.runtime import Runtime
 from memvault.service.scope.project import make_scope

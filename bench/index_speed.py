@@ -121,7 +121,7 @@ def _ms(seconds: list[float]) -> dict[str, float]:
 
 def chunk_texts(data_dir: Path) -> list[str]:
     """The text each stored chunk was embedded with (heading or symbol line, then the text)."""
-    from memvault.service.documents.indexing import MAX_HEADING_CHARS
+    from memvault.service.documents.collection import MAX_HEADING_CHARS
 
     con = sqlite3.connect(data_dir / "memvault.db")
     try:

@@ -195,7 +195,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         # gitlab.com, bitbucket.org: service.scope.project.CASE_INSENSITIVE_HOSTS) a project id is
         # lower case, so ids stored with another spelling become it. Memories are left
         # pending, so their index points get the new id; document files are marked for an
-        # in-place update of their points (keyword_scheme 0: service.documents.indexing.reweigh_stale
+        # in-place update of their points (keyword_scheme 0: service.documents.points.reweigh_stale
         # rewrites their sparse vectors and project). A task or a document file whose new id
         # is already taken by the same task id or path keeps its old row (OR IGNORE).
         """

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from memvault.config import Settings
-from memvault.policy.keywords import AVG_DOC_TERMS
+from memvault.policy.keywords import AVG_DOC_TERMS, DOC_KEYWORD_SCHEME
 from memvault.service.documents import indexing as docs_mod
-from memvault.service.documents.indexing import DOCS_COLLECTION, index_docs, reweigh_documents
+from memvault.service.documents.collection import DOCS_COLLECTION, keyword_text
+from memvault.service.documents.indexing import index_docs
+from memvault.service.documents.points import reweigh_documents
 from memvault.service.documents.search import rank_chunks
 from memvault.service.indexing import keyword_vector
 from memvault.service.runtime import Runtime
@@ -138,7 +140,7 @@ async def weigh_as_scheme_1(rt: Runtime) -> None:
     _, vectors = await rt.ready()
     async with DocStore.connect(rt.settings.db_path) as store:
         for f in (await store.files("proj", "default")).values():
-            old = {c.id: keyword_vector(docs_mod._keyword_text(f.path, c), query=False, avgdl=AVG_DOC_TERMS)
+            old = {c.id: keyword_vector(keyword_text(f.path, c), query=False, avgdl=AVG_DOC_TERMS)
                    for c in await store.chunks_of(f.id)}
             await rt.run_sync(vectors.update_sparse, DOCS_COLLECTION, old)
             await store.set_keyword_scheme(f, 1)
@@ -162,7 +164,7 @@ async def test_files_of_an_older_keyword_scheme_are_reweighed_in_place(tmp_path,
     assert await sparse_scores(runtime, query) == pytest.approx(current)
     async with DocStore.connect(runtime.settings.db_path) as store:
         files = await store.files("proj", "default")
-        assert {f.keyword_scheme for f in files.values()} == {docs_mod.DOC_KEYWORD_SCHEME}
+        assert {f.keyword_scheme for f in files.values()} == {DOC_KEYWORD_SCHEME}
     assert await reweigh_documents(runtime) == 0
     # index_docs does the same before comparing files: all unchanged, nothing embedded
     await weigh_as_scheme_1(runtime)
@@ -190,7 +192,7 @@ async def test_a_stale_file_that_cannot_be_reweighed_is_reembedded_from_the_regi
     assert sum(calls) == res.chunks_embedded == len(victim.chunk_ids)
     async with DocStore.connect(runtime.settings.db_path) as store:
         files = await store.files("proj", "default")
-        assert {f.keyword_scheme for f in files.values()} == {docs_mod.DOC_KEYWORD_SCHEME}
+        assert {f.keyword_scheme for f in files.values()} == {DOC_KEYWORD_SCHEME}
         assert await runtime.run_sync(vectors.ids, DOCS_COLLECTION) == await store.all_chunk_ids()
 
 

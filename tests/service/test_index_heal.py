@@ -34,7 +34,8 @@ import anyio
 import pytest
 
 from memvault.config import Settings
-from memvault.service.documents.indexing import DOCS_COLLECTION, index_docs
+from memvault.service.documents.collection import DOCS_COLLECTION
+from memvault.service.documents.indexing import index_docs
 from memvault.service.documents.search import rank_chunks
 from memvault.service.runtime import Runtime
 from memvault.service.scope.project import make_scope

@@ -17,7 +17,8 @@ import pytest
 
 from memvault.config import Settings
 from memvault.service.documents import indexing as docs_mod
-from memvault.service.documents.indexing import DOCS_COLLECTION, index_docs
+from memvault.service.documents.collection import DOCS_COLLECTION
+from memvault.service.documents.indexing import index_docs
 from memvault.service.runtime import Runtime
 from memvault.service.scope.project import make_scope
 from memvault.storage.docs import DocStore

@@ -1,4 +1,4 @@
-"""Indexing documents: ``index_docs`` (incremental), re-weighing, the ``docs`` collection.
+"""Indexing documents: ``index_docs`` (incremental).
 
 Indexing: paths are checked against the allowed roots (``ingest.pathguard``), walked
 (``ingest.discovery``: .gitignore, default ignores, no binaries, no symlink escape), read
@@ -22,12 +22,10 @@ transaction swaps the file's chunk rows, then the old points are deleted. A sear
 counts only when its chunk row exists, so a file is seen whole in its old or its new
 version, never half; points left by a crash are orphans, invisible, and deleted at the
 start of the next run. Registered chunks whose points are gone (a lost or rebuilt index)
-are embedded again from the chunk text the registry stores (``restore_chunks``), by the
+are embedded again from the chunk text the registry stores (``documents.points``), by the
 next run and by the start-up check (``index_health``); no file is read for that.
 
-Vectors: one vector collection ``docs`` (beside ``memories``) holds every document
-collection of every project; payload ``{project, collection, path, kind: "doc"}``.
-Documents belong to a project (never read by another project); ``project == ""`` is global
+Vectors: the ``docs`` collection (``documents.collection``). Documents belong to a project (never read by another project); ``project == ""`` is global
 and read by every project. Within a project they are shared by its users on this server,
 except those indexed for one user alone (``owner``: ``documents.owner``), whose registry key
 names that user.
@@ -58,17 +56,24 @@ import anyio.lowlevel
 import anyio.to_thread
 import numpy as np
 
-from memvault.policy.keywords import AVG_CHUNK_TERMS, DOC_KEYWORD_SCHEME
+from memvault.policy.keywords import DOC_KEYWORD_SCHEME
 from memvault.service import validation as v
+from memvault.service.documents.collection import (
+    DOCS_COLLECTION,
+    chunk_sparse,
+    doc_payload,
+    embed_text,
+    ensure_docs_collection,
+)
 from memvault.service.documents.models import IndexDocsResult, SkippedPath
 from memvault.service.documents.owner import owned_key
-from memvault.service.errors import Conflict, InvalidArgument
-from memvault.service.indexing import embed_passages_in_runs, keyword_vector
+from memvault.service.documents.points import reweigh_stale, sync_points
+from memvault.service.errors import InvalidArgument
 from memvault.service.memory.models import Scope
 from memvault.service.runtime import Runtime
 from memvault.service.secret_scan import find_secret, find_secret_blocks
 from memvault.storage.docs import ChunkRow, DocFile, DocStore
-from memvault.storage.vectors.base import CollectionMismatch, Point, SparseVector
+from memvault.storage.vectors.base import Point, SparseVector
 
 if sys.version_info < (3, 11):  # anyio's dependency on 3.10
     from exceptiongroup import BaseExceptionGroup
@@ -80,13 +85,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DOCS_COLLECTION = "docs"
-"""The vector collection holding every document chunk."""
 DEFAULT_COLLECTION = "default"
 """Document collection used when the caller names none."""
 HEADING_RESERVE_TOKENS = 32
 """Tokens of the model window kept for the heading line put before each chunk's text."""
-MAX_HEADING_CHARS = 80
 MAX_PATHS = 100
 MAX_PATH_CHARS = 4_096
 MAX_PREFIX_CHARS = 1_000
@@ -108,50 +110,6 @@ def check_path_prefix(prefix: str | None) -> str | None:
     if len(prefix) > MAX_PREFIX_CHARS or v.has_control_chars(prefix):
         raise InvalidArgument(f"path_prefix is too long or has control characters; at most {MAX_PREFIX_CHARS} printable characters")
     return prefix
-
-
-# ------------------------------------------------------------------------- shared
-
-
-async def ensure_docs_collection(rt: Runtime, *, rebuild_on_mismatch: bool) -> None:
-    """Open the ``docs`` vector collection for the loaded model.
-
-    Built with another model: dropped and recreated when ``rebuild_on_mismatch`` (the
-    registry records each file's model, so every file is then re-embedded when its
-    path is indexed again), else Conflict saying to re-index. Raises NotReady.
-    """
-    emb, vectors = await rt.ready()
-    try:
-        await rt.open_collection(DOCS_COLLECTION)  # a damaged one is set aside (see Runtime.open_collection)
-    except CollectionMismatch as exc:
-        if not rebuild_on_mismatch:
-            raise Conflict(f"documents were indexed with another embedding model; run index_docs "
-                            f"(or `memvault index`) on them again. ({exc})") from None
-        log.warning("%s; rebuilding the document index", exc)
-        await rt.run_sync(vectors.drop_collection, DOCS_COLLECTION)
-        await rt.run_sync(vectors.ensure_collection, DOCS_COLLECTION, emb.dim, emb.model_id)
-
-
-def _embed_text(c: ChunkRow) -> str:
-    label = c.heading or c.symbol
-    if label:
-        return label[:MAX_HEADING_CHARS] + "\n" + c.text
-    return c.text
-
-
-def _keyword_text(path: str, c: ChunkRow) -> str:
-    return " ".join(x for x in (path, c.heading, c.symbol, c.text) if x)
-
-
-def _chunk_sparse(path: str, c: ChunkRow) -> SparseVector:
-    """The keyword vector of chunk ``c`` of the file cited as ``path`` (weighting
-    ``DOC_KEYWORD_SCHEME``): what indexing writes and what re-weighing restores."""
-    return keyword_vector(_keyword_text(path, c), query=False, avgdl=AVG_CHUNK_TERMS)
-
-
-def _sparse_by_id(path: str, chunks: Sequence[ChunkRow]) -> dict[str, SparseVector]:
-    """Blocking (worker thread): ``_chunk_sparse`` of every chunk of the file cited as ``path``, by id."""
-    return {c.id: _chunk_sparse(path, c) for c in chunks}
 
 
 # ------------------------------------------------------------------------- writing
@@ -201,8 +159,8 @@ class PreparedBatch:
 def prepare_batch(emb: Embedder, files: Sequence[PreparedFile]) -> PreparedBatch:
     """Blocking (worker thread; touches no store): every chunk's embedded text and keyword
     vector, and the model runs to embed them in (``Embedder.passage_runs``: tokenises each)."""
-    texts = [_embed_text(c) for f in files for c in f.chunks]
-    sparse = [_chunk_sparse(f.doc.path, c) for f in files for c in f.chunks]
+    texts = [embed_text(c) for f in files for c in f.chunks]
+    sparse = [chunk_sparse(f.doc.path, c) for f in files for c in f.chunks]
     return PreparedBatch(list(files), texts, sparse, emb.passage_runs(texts))
 
 
@@ -236,7 +194,7 @@ async def store_batch(rt: Runtime, store: DocStore, batch: PreparedBatch, *,
         assert batch.dense is not None, "store_batch before embed_batch"
         points, i = [], 0
         for f in batch.files:
-            payload = _doc_payload(f.doc)
+            payload = doc_payload(f.doc)
             for c in f.chunks:
                 points.append(Point(id=c.id, dense=batch.dense[i], payload=payload, sparse=batch.sparse[i]))
                 i += 1
@@ -275,131 +233,6 @@ async def remove_documents(rt: Runtime, store: DocStore, docs: Sequence[DocFile]
     ids = [i for d in docs for i in d.chunk_ids]
     if ids:
         await rt.run_sync(vectors.delete, DOCS_COLLECTION, ids)
-
-
-async def reweigh_stale(rt: Runtime, store: DocStore) -> int:
-    """Bring files indexed under an older keyword weighting to ``DOC_KEYWORD_SCHEME`` in place.
-
-    Only the keyword (sparse) vectors change with the weighting, and they are computed from
-    what the registry stores (path, heading, symbol, text): each stale file's points get
-    new sparse vectors and the registry's project (a project id respelt by a schema
-    migration; no embedding), then its row records the scheme. A crash between the
-    two redoes that file next time. A file whose update fails (e.g. a point is missing)
-    stays stale, and ``index_docs`` re-embeds it. Files of another model are left to the
-    re-embedding. Call with the docs collection open and ``rt.docs_lock`` held. Returns the
-    number of files brought up to date.
-    """
-    emb, vectors = await rt.ready()
-    done = 0
-    for f in await store.stale_files(DOC_KEYWORD_SCHEME):
-        if f.embedding_model != emb.model_id:
-            continue
-        rows = await store.chunks_of(f.id)
-        sparse = await rt.run_sync(_sparse_by_id, f.path, rows)
-        try:
-            await rt.run_sync(vectors.update_sparse, DOCS_COLLECTION, sparse)
-            await rt.run_sync(vectors.set_payload, DOCS_COLLECTION, [r.id for r in rows], {"project": f.project})
-        except Exception as exc:  # the engine's error for a missing point; re-embedding repairs it
-            log.warning("could not re-weigh %s (project %r, collection %r) in place (%s); the next index_docs "
-                        "on it re-indexes it", f.path, f.project, f.collection, exc)
-            continue
-        await store.set_keyword_scheme(f, DOC_KEYWORD_SCHEME)
-        done += 1
-    if done:
-        log.info("re-weighed the keyword vectors of %d document file(s) to scheme %d", done, DOC_KEYWORD_SCHEME)
-    return done
-
-
-async def reweigh_documents(rt: Runtime) -> int:
-    """Start-up step: ``reweigh_stale`` over every project and collection (nothing to do -> one query).
-
-    Returns the number of files re-weighed. Raises NotReady; sqlite3 errors.
-    """
-    async with rt.docs_lock:
-        async with DocStore.connect(rt.settings.db_path) as store:
-            if not await store.stale_files(DOC_KEYWORD_SCHEME):
-                return 0
-            try:
-                await ensure_docs_collection(rt, rebuild_on_mismatch=False)
-            except Conflict:  # indexed with another model: every file is re-embedded anyway
-                return 0
-            return await reweigh_stale(rt, store)
-
-
-async def drop_orphans(rt: Runtime, store: DocStore) -> int:
-    """Delete points with no chunk row (left by an interrupted run). Returns how many."""
-    orphans, _ = await sync_points(rt, store, restore=False)
-    return orphans
-
-
-async def sync_points(rt: Runtime, store: DocStore, *, restore: bool = True) -> tuple[int, int]:
-    """Make the ``docs`` points match the registry: delete points with no chunk row (left by an
-    interrupted run) and, with ``restore``, re-embed the registered chunks that have no point
-    (a lost or rebuilt index) from their stored text. One scan of the point ids.
-
-    Call with the docs collection open and ``rt.docs_lock`` held. Returns (points deleted,
-    chunks embedded).
-    """
-    _, vectors = await rt.ready()
-    present = await rt.run_sync(vectors.ids, DOCS_COLLECTION)
-    registered = await store.all_chunk_ids()
-    orphans = sorted(present - registered)
-    if orphans:
-        await rt.run_sync(vectors.delete, DOCS_COLLECTION, orphans)
-        log.info("deleted %d orphaned document points", len(orphans))
-    restored = 0
-    missing = sorted(registered - present)
-    if restore and missing:
-        restored = await restore_chunks(rt, store, missing)
-        log.info("re-embedded %d registered document chunks that had no point", restored)
-    return len(orphans), restored
-
-
-async def restore_chunks(rt: Runtime, store: DocStore, ids: Sequence[str] | None = None) -> int:
-    """Write the points of registered chunks again from the registry (their stored text; no file is read).
-
-    ids: the chunks to restore (None = every registered chunk). A file whose row records
-    another embedding model or keyword weighting than the current ones is restored whole,
-    and its row then records the current ones. Unreadable rows are skipped (and logged by
-    the registry). Call with the docs collection open and ``rt.docs_lock`` held. Returns
-    the number of chunks embedded. Raises NotReady.
-    """
-    emb, vectors = await rt.ready()
-    todo = sorted(await store.all_chunk_ids()) if ids is None else list(dict.fromkeys(ids))
-    step = max(1, rt.settings.documents.docs_batch_chunks)
-    done, files_done = 0, set()
-    for i in range(0, len(todo), step):
-        rows = await store.chunks(todo[i : i + step])
-        behind = {r.file.id: r.file for r in rows.values() if r.file is not None and r.file.id not in files_done
-                  and (r.file.embedding_model, r.file.keyword_scheme) != (emb.model_id, DOC_KEYWORD_SCHEME)}
-        for f in behind.values():  # a file of another model: all of it, so that its row can say so
-            for c in await store.chunks_of(f.id):
-                c.file = f
-                rows[c.id] = c
-        pairs = [(c, c.file) for c in rows.values() if c.file is not None]
-        if pairs:
-            dense = await embed_passages_in_runs(rt, [_embed_text(c) for c, _ in pairs])
-            sparse = await rt.run_pure(_sparse_of_pairs, pairs)
-            points = [Point(id=c.id, dense=dense[j], sparse=sparse[j], payload=_doc_payload(f))
-                      for j, (c, f) in enumerate(pairs)]
-            await rt.run_sync(vectors.upsert, DOCS_COLLECTION, points)
-            done += len(pairs)
-        for f in behind.values():
-            await store.set_index_version(f, emb.model_id, DOC_KEYWORD_SCHEME)
-            files_done.add(f.id)
-    if done:
-        await rt.run_sync(emb.release_memory)
-    return done
-
-
-def _sparse_of_pairs(pairs: Sequence[tuple[ChunkRow, DocFile]]) -> list[SparseVector]:
-    """Blocking (worker thread): ``_chunk_sparse`` of every (chunk, its file)."""
-    return [_chunk_sparse(f.path, c) for c, f in pairs]
-
-
-def _doc_payload(doc: DocFile) -> dict:
-    """The payload of every point of ``doc``'s chunks: what search filters on."""
-    return {"project": doc.project, "collection": doc.collection, "path": doc.path, "kind": "doc"}
 
 
 def _cite(path: Path, cite_bases: Sequence[Path]) -> str:

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 from memvault.policy.budget import REPLY_BUDGET_CHARS, cut_to_budget
 from memvault.service import validation as v
-from memvault.service.documents.indexing import DOCS_COLLECTION, check_path_prefix, ensure_docs_collection
+from memvault.service.documents.collection import DOCS_COLLECTION, ensure_docs_collection
+from memvault.service.documents.indexing import check_path_prefix
 from memvault.service.documents.models import DocHit, SearchDocsResult
 from memvault.service.documents.owner import read_keys, split_key
 from memvault.service.memory.models import Scope

@@ -25,7 +25,7 @@ import anyio
 import anyio.abc
 
 from memvault.embedding.lean_engine import give_back_heap
-from memvault.service.documents.indexing import reweigh_documents
+from memvault.service.documents.points import reweigh_documents
 from memvault.service.indexing import settle_pending, sweep_expired
 from memvault.service.memory.consolidate import consolidate_all
 from memvault.service.profile.tasks import sweep_tasks

@@ -15,7 +15,7 @@ from functools import partial
 import anyio
 import anyio.to_thread
 
-from memvault.service.documents.indexing import DOCS_COLLECTION
+from memvault.service.documents.collection import DOCS_COLLECTION
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.storage.vectors.base import UnknownCollection
 

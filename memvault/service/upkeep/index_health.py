@@ -60,7 +60,8 @@ from typing import Any
 
 import anyio
 
-from memvault.service.documents.indexing import DOCS_COLLECTION, ensure_docs_collection, restore_chunks
+from memvault.service.documents.collection import DOCS_COLLECTION, ensure_docs_collection
+from memvault.service.documents.points import restore_chunks
 from memvault.service.errors import Conflict
 from memvault.service.filters import scope_filter
 from memvault.service.indexing import (
