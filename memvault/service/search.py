@@ -112,10 +112,12 @@ def dense_candidates(vectors: VectorIndex, collection: str, qvec: np.ndarray, fl
     with their cosine computed from that vector. Without the second search a store with more
     than ``n`` memories in the question's language never offers one in the other language;
     keeping only the other language's leaves a store in one language ranked exactly as by
-    the first search alone. Blocking: call from a worker thread."""
+    the first search alone. When the first search returns fewer than ``n``, every item the
+    filter admits is a candidate already and the second search is skipped. Blocking: call
+    from a worker thread."""
     hits = {h.id: h.score for h in vectors.search_dense(collection, qvec.tolist(), flt, n)}
     neutral_q = language_neutral_query(qvec, dict(centroids)) if centroids else None
-    if neutral_q is None:
+    if neutral_q is None or len(hits) < n:  # fewer than n match the filter: every one is a candidate already
         return hits
     missed = [h.id for h in vectors.search_dense(collection, neutral_q.tolist(), flt, n) if h.id not in hits]
     if not missed:
