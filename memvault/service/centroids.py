@@ -152,6 +152,16 @@ def language_centroids(embedder, saved: Path | None = None) -> dict[str, np.ndar
     return got
 
 
+def _language_axis(centroids: dict[str, np.ndarray]) -> tuple[np.ndarray, float, float] | None:
+    """``(axis, lo, hi)``: the Chinese centroid minus the English one, and each centroid's
+    projection on it; None when either is missing or they coincide."""
+    if CJK not in centroids or OTHER not in centroids:
+        return None
+    axis = centroids[CJK] - centroids[OTHER]
+    lo, hi = float(np.dot(centroids[OTHER], axis)), float(np.dot(centroids[CJK], axis))
+    return None if hi - lo <= 1e-9 else (axis, lo, hi)
+
+
 def language_positions(vectors: dict[str, list[float]], centroids: dict[str, np.ndarray]) -> dict[str, float]:
     """Where the model places each passage between the two languages: 0.0 at the mean English
     passage of the parallel sentences, 1.0 at the mean Chinese one, by the projection of its
@@ -164,12 +174,10 @@ def language_positions(vectors: dict[str, list[float]], centroids: dict[str, np.
     it above every Chinese answer. Since each centroid is the mean of its language's
     normalised vectors, the centroid's own projection is its language's mean projection.
     """
-    if CJK not in centroids or OTHER not in centroids or not vectors:
+    line = _language_axis(centroids)
+    if line is None or not vectors:
         return {}
-    axis = centroids[CJK] - centroids[OTHER]
-    lo, hi = float(np.dot(centroids[OTHER], axis)), float(np.dot(centroids[CJK], axis))
-    if hi - lo <= 1e-9:
-        return {}
+    axis, lo, hi = line
     ids = list(vectors)
     mat = np.asarray([vectors[i] for i in ids], dtype=np.float32)
     proj = (mat @ axis - lo) / (hi - lo)
@@ -188,12 +196,10 @@ def language_neutral_query(query: np.ndarray, centroids: dict[str, np.ndarray]) 
     language never becomes a candidate, however well it answers. Subtracting that part,
     linear in the passage's position, is a dot product with this vector. None when either
     centroid is missing."""
-    if CJK not in centroids or OTHER not in centroids:
+    line = _language_axis(centroids)
+    if line is None:
         return None
-    axis = centroids[CJK] - centroids[OTHER]
-    lo, hi = float(np.dot(centroids[OTHER], axis)), float(np.dot(centroids[CJK], axis))
-    if hi - lo <= 1e-9:
-        return None
+    axis, lo, hi = line
     q = np.asarray(query, dtype=np.float32)
     return q - (float(np.dot(q, axis)) / (hi - lo)) * axis
 
