@@ -81,3 +81,22 @@ def write_tree(root: Path) -> Tree:
 
 
 INDEXED_FILES = 4  # guide.md, deploy-zh.md, paper.pdf, splines.py (.gitignore is hidden: not indexed)
+
+
+FILLER_WORDS = ("river otter basin harbour lantern orchard granite meadow copper falcon willow canyon ember "
+                "glacier thistle beacon quarry saffron tundra violet").split()
+
+
+def write_filler_corpus(root: Path, *, files: int, sections: int, words: int, modulus: int, title: str) -> None:
+    """``files`` Markdown files (``part-NN.md``) of ``sections`` sections each, every section
+    ``words`` distinct filler words (about 2.5 tokens a word): a corpus to index in several
+    batches whose content does not matter (stopping, resuming, overlapping stages)."""
+    root.mkdir(parents=True)
+    for f in range(files):
+        parts = [f"# {title} part {f}", ""]
+        for s in range(sections):
+            parts += [f"## Section {f}.{s}", ""]
+            parts += [" ".join(FILLER_WORDS[(f * 7 + s * 3 + i) % len(FILLER_WORDS)] + f"{i % modulus}"
+                               for i in range(words)), ""]
+        (root / f"part-{f:02d}.md").write_text("\n".join(parts), encoding="utf-8")
+

@@ -20,6 +20,7 @@ import anyio
 import pytest
 
 from tests.conftest import alive, owner_pid
+from tests.docs_fixtures import write_filler_corpus
 from tests.process.test_owner import forwarded_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow,
@@ -30,19 +31,10 @@ SECTIONS = 6
 BATCH = 16  # chunks embedded per batch (docs_batch_chunks): files are committed every few seconds
 STOP_WITHIN_S = 2.0
 
-WORDS = ("river otter basin harbour lantern orchard granite meadow copper falcon willow canyon ember "
-         "glacier thistle beacon quarry saffron tundra violet").split()
-
 
 def write_corpus(root: Path) -> None:
     """FILES Markdown files of SECTIONS sections each (about 250 tokens a section)."""
-    root.mkdir(parents=True)
-    for f in range(FILES):
-        parts = [f"# Handbook part {f}", ""]
-        for s in range(SECTIONS):
-            parts += [f"## Section {f}.{s}", ""]
-            parts += [" ".join(WORDS[(f * 7 + s * 3 + i) % len(WORDS)] + f"{i % 13}" for i in range(100)), ""]
-        (root / f"part-{f:02d}.md").write_text("\n".join(parts), encoding="utf-8")
+    write_filler_corpus(root, files=FILES, sections=SECTIONS, words=100, modulus=13, title="Handbook")
 
 
 def registry(data_dir: Path) -> dict[str, tuple[int, int]]:

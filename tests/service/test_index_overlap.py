@@ -23,25 +23,18 @@ from memvault.service.runtime import Runtime
 from memvault.service.scope.project import make_scope
 from memvault.storage.docs import DocStore
 from memvault.storage.vectors.edge import EdgeVectorIndex
+from tests.docs_fixtures import write_filler_corpus
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 FILES = 10
 SECTIONS = 3
 BATCH = 4  # chunks a batch: a file or two each, so that there are several batches to overlap
-WORDS = ("river otter basin harbour lantern orchard granite meadow copper falcon willow canyon ember "
-         "glacier thistle beacon quarry saffron tundra violet").split()
 
 
 def write_corpus(root: Path) -> None:
     """FILES Markdown files of SECTIONS sections each (two chunks a file, a few hundred tokens)."""
-    root.mkdir(parents=True)
-    for f in range(FILES):
-        parts = [f"# Notes part {f}", ""]
-        for s in range(SECTIONS):
-            parts += [f"## Section {f}.{s}", ""]
-            parts += [" ".join(WORDS[(f * 7 + s * 3 + i) % len(WORDS)] + f"{i % 11}" for i in range(60)), ""]
-        (root / f"part-{f:02d}.md").write_text("\n".join(parts), encoding="utf-8")
+    write_filler_corpus(root, files=FILES, sections=SECTIONS, words=60, modulus=11, title="Notes")
 
 
 @pytest.fixture
