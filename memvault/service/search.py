@@ -122,9 +122,7 @@ def dense_candidates(vectors: VectorIndex, collection: str, qvec: np.ndarray, fl
     missed = [h.id for h in vectors.search_dense(collection, neutral_q.tolist(), flt, n) if h.id not in hits]
     if not missed:
         return hits
-    by_point = {canonical_id(i): i for i in missed}
-    found = {by_point[p]: pt.dense for p, pt in vectors.retrieve(collection, list(by_point)).items()
-             if p in by_point and len(pt.dense) == len(qvec)}
+    found = {i: vec for i, vec in own_vectors(vectors, collection, missed).items() if len(vec) == len(qvec)}
     positions = language_positions(found, dict(centroids))
     for i, vec in found.items():
         if i in positions and (positions[i] >= 0.5) != query_cjk:
@@ -169,10 +167,15 @@ def stored_positions(emb: Embedder, vectors: VectorIndex, collection: str, ids: 
     Blocking: call from a worker thread."""
     if not ids:
         return {}
+    return language_positions(own_vectors(vectors, collection, ids), language_centroids(emb))
+
+
+def own_vectors(vectors: VectorIndex, collection: str, ids: list[str]) -> dict[str, list[float]]:
+    """Item id -> the dense vector of the item's own point (an item of several windows: its
+    first), for the ``ids`` that have one. Blocking: call from a worker thread."""
     by_point = {canonical_id(i): i for i in ids}
-    points = vectors.retrieve(collection, list(by_point))
-    found = {by_point[p]: pt.dense for p, pt in points.items() if p in by_point and pt.dense}
-    return language_positions(found, language_centroids(emb))
+    return {by_point[p]: pt.dense for p, pt in vectors.retrieve(collection, list(by_point)).items()
+            if p in by_point and pt.dense}
 
 
 async def score_texts(rt: Runtime, collection: str, ch: Channels, texts: Mapping[str, str]) -> dict[str, Scored]:
