@@ -2,7 +2,7 @@
 
 Protocol (../shared/bench/README.md, standard BEIR scoring): each corpus document
 (title + text) becomes ONE chunk written through the same path as ``index_docs``
-(``tools.docs.write_documents``: batch embedding, keyword vectors, Qdrant Edge upsert,
+(``write_documents`` here: ``index_docs``'s batch embedding, keyword vectors, Qdrant Edge upsert,
 SQLite registry; chunk path = the document id). Each query with qrels is ranked to depth
 100. Scores follow BEIR / trec_eval: nDCG@10 with linear gain over the qrels' graded
 relevance (sum rel_i / log2(i + 1), ideal DCG from the qrels' grades), and Recall@100 =
@@ -61,9 +61,11 @@ from memvault.service.documents.collection import (  # noqa: E402
 )
 from memvault.service.documents.indexing import (  # noqa: E402
     PreparedFile,
+    embed_batch,
     index_docs,
+    prepare_batch,
     remove_documents,
-    write_documents,
+    store_batch,
 )
 from memvault.service.documents.points import drop_orphans  # noqa: E402
 from memvault.service.documents.search import rank_chunks  # noqa: E402
@@ -134,6 +136,17 @@ def doc_text(row: dict) -> str:
     text = (row.get("text") or "").strip()
     return f"{title}\n{text}" if title else text
 
+
+
+async def write_documents(rt: Runtime, store: DocStore, files: Sequence[PreparedFile]) -> int:
+    """Embed every chunk of ``files`` in short model runs, upsert the points, then commit file by
+    file: the steps ``index_docs`` runs side by side, one after the other. Returns the number of
+    chunks embedded."""
+    emb, _ = await rt.ready()
+    batch = await rt.run_pure(prepare_batch, emb, files)
+    await embed_batch(rt, emb, batch)
+    await store_batch(rt, store, batch)
+    return len(batch.texts)
 
 @dataclass
 class BeirSet:
@@ -404,7 +417,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         systems = ("memvault", *systems)  # the index is memvault's; its own ranking is the reference row
     progress = not args.no_progress
     payload: dict[str, Any] = {"protocol": __doc__.strip(),
-                               "driver": "in-process: tools.docs.write_documents / rank_chunks",
+                               "driver": "in-process: index_docs's prepare_batch / embed_batch / store_batch, rank_chunks",
                                "systems": list(systems), "depth": DEPTH, "sets": []}
     t0 = time.perf_counter()
 

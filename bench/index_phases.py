@@ -26,7 +26,7 @@ def phase_of(fn: Callable[..., Any]) -> str:
     name = name + " " + getattr(getattr(fn, "__func__", None), "__qualname__", "")
     for key, phase in (("read_and_chunk", "read+chunk"), ("prepare_batch", "prepare batch (keyword vectors, run plan)"),
                        ("passage_runs", "plan runs (tokenise)"), ("embed_passages", "model run"),
-                       ("embed_run", "model run"), ("sparse", "keyword vectors"), ("write_documents", "keyword vectors"),
+                       ("embed_run", "model run"), ("sparse", "keyword vectors"),
                        ("upsert", "vector upsert"), ("delete", "vector delete")):
         if key in name:
             return phase

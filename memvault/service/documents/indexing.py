@@ -117,7 +117,7 @@ def check_path_prefix(prefix: str | None) -> str | None:
 
 @dataclass
 class PreparedFile:
-    """A file read and chunked, waiting for its embeddings (``write_documents``).
+    """A file read and chunked, waiting for its embeddings (``prepare_batch``).
 
     doc: its registry row to be (``doc.chunk_ids`` set on commit); chunks: in order, with
     fresh UUIDs; old: the row it replaces, if any (its points are deleted after commit).
@@ -207,21 +207,6 @@ async def store_batch(rt: Runtime, store: DocStore, batch: PreparedBatch, *,
                 await rt.run_sync(vectors.delete, DOCS_COLLECTION, f.old.chunk_ids, limiter=limiter)
         if on_file is not None:
             on_file(f)
-
-
-async def write_documents(rt: Runtime, store: DocStore, files: Sequence[PreparedFile],
-                          on_run: Callable[[int], None] | None = None) -> int:
-    """Embed every chunk of ``files`` (in short model runs), upsert the points, then commit file by file:
-    ``prepare_batch``, ``embed_batch``, ``store_batch`` one after the other (``index_docs``
-    runs them side by side over successive batches). A cancellation while embedding lands
-    between model runs and commits nothing of the batch. ``on_run(n)``: called after each
-    model run with the chunks it embedded. Returns the number of chunks embedded. Raises NotReady.
-    """
-    emb, _ = await rt.ready()
-    batch = await rt.run_pure(prepare_batch, emb, files)
-    await embed_batch(rt, emb, batch, on_run)
-    await store_batch(rt, store, batch)
-    return len(batch.texts)
 
 
 async def remove_documents(rt: Runtime, store: DocStore, docs: Sequence[DocFile]) -> None:
