@@ -32,8 +32,7 @@ from collections.abc import Collection, Iterable
 from memvault.policy.cjk import CJK_CHAR, CJK_CLASS
 
 __all__ = [
-    "passage_cjk_weight",
-    "passage_script",
+    "passage_language",
     "CJK",
     "OTHER",
     "WORD",
@@ -112,28 +111,19 @@ def cjk_weight(text: str) -> float:
     return cjk / (cjk + words) if cjk else 0.0
 
 
-def passage_cjk_weight(text: str, model_position: float | None = None) -> float:
-    """The CJK weight the language correction of dense scores uses for a passage: its
-    :func:`cjk_weight` for a text in one language; for a text that mixes CJK characters with
-    words of another language, where the embedding model places it between the two languages
-    (``model_position``, ``service.centroids.language_positions``: 0 English, 1 Chinese),
-    clipped to [0, 1], when known. Counting words misjudges such texts: e5 embeds a Chinese
-    sentence full of English words and identifiers next to Chinese text."""
+def passage_language(text: str, model_position: float | None = None) -> tuple[str, float]:
+    """``(script class, CJK weight)`` of a passage for the keyword judgement and the language
+    correction of dense scores: :func:`script_class` and :func:`cjk_weight` for a text in one
+    language or an unknown ``model_position``; for a text that mixes CJK characters with
+    words of another language, where the embedding model places it between the two
+    languages (``model_position``, ``service.centroids.language_positions``: 0 English, 1
+    Chinese): clipped to [0, 1] as its weight, and the side of the midpoint as its class.
+    Counting words misjudges such texts: e5 embeds a Chinese sentence full of English words
+    and identifiers next to Chinese text."""
     w = cjk_weight(text)
     if model_position is None or w in (0.0, 1.0):
-        return w
-    return min(max(model_position, 0.0), 1.0)
-
-
-def passage_script(text: str, model_position: float | None = None) -> str:
-    """The script class of a passage for keyword judgement and the language correction: its
-    :func:`script_class` for a text in one language or an unknown ``model_position``; for a
-    text mixing CJK characters with words of another language, the side of the midpoint
-    between the two languages the model places it on (see :func:`passage_cjk_weight`)."""
-    w = cjk_weight(text)
-    if model_position is None or w in (0.0, 1.0):
-        return script_class(text)
-    return CJK if model_position >= 0.5 else OTHER
+        return script_class(text), w
+    return (CJK if model_position >= 0.5 else OTHER), min(max(model_position, 0.0), 1.0)
 
 
 @functools.lru_cache(maxsize=8192)

@@ -29,8 +29,7 @@ from memvault.policy.language import (
     OTHER,
     cjk_weight,
     judged_terms,
-    passage_cjk_weight,
-    passage_script,
+    passage_language,
     script_class,
     terms_weight,
 )
@@ -154,7 +153,7 @@ class FusionInputs:
 def mixed_ids(ch: Channels, texts: Mapping[str, str]) -> list[str]:
     """The dense candidates of ``ch`` whose text in ``texts`` mixes CJK characters with words
     of another language (``policy.language.cjk_weight`` strictly between 0 and 1): the ones
-    whose language the correction reads from the model (``policy.language.passage_cjk_weight``).
+    whose language the correction reads from the model (``policy.language.passage_language``).
     Empty when language neutrality is off (``ch.query_dots`` empty)."""
     if not ch.query_dots:
         return []
@@ -207,7 +206,7 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str],
     """``FusionInputs`` of the candidates of ``ch`` found in ``texts`` (pure; the keyword
     analysis of the texts is memoised by ``keyword_term_set``). ``positions``: where the
     model places candidates that mix two languages (``stored_positions``); the language
-    correction reads their CJK weight from it (``policy.language.passage_cjk_weight``)."""
+    correction reads their CJK weight from it (``policy.language.passage_language``)."""
     where = positions or {}
     ids = [i for i in ch.ids() if i in texts]
     qlang, qmix = language_of(ch.query)
@@ -216,7 +215,7 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str],
     langs = {i: language_of(texts[i]) for i in ids}
     for i, pos in where.items():  # a text mixing the two languages: where the model places it
         if i in langs:
-            langs[i] = (passage_script(texts[i], pos), passage_cjk_weight(texts[i], pos))
+            langs[i] = passage_language(texts[i], pos)
     by_lang: dict[str, list[float]] = {CJK: [], OTHER: []}
     for i, cos in ch.dense.items():
         if i in langs:

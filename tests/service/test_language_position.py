@@ -6,14 +6,14 @@ embeds it beside Chinese text. Corrected as English text, its cosine to a Chines
 was lifted above the Chinese memory that answers, for question after question: such
 memories ranked first for unrelated Chinese questions. The correction now reads the CJK
 weight of a text that mixes the two languages from the model (``service.centroids.
-language_positions``, ``policy.language.passage_cjk_weight``).
+language_positions``, ``policy.language.passage_language``).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from memvault.policy.language import cjk_weight, passage_cjk_weight
+from memvault.policy.language import CJK, OTHER, cjk_weight, passage_language, script_class
 from memvault.service.centroids import language_centroids, language_positions
 from tests.conftest import call
 
@@ -26,13 +26,13 @@ MIXED = (
 
 
 def test_passage_weight_is_the_texts_own_for_one_language_and_the_models_for_a_mix() -> None:
-    assert passage_cjk_weight("上线前要先跑完回归测试。", 0.2) == 1.0
-    assert passage_cjk_weight("Deploys go through Argo CD.", 0.7) == 0.0
+    assert passage_language("上线前要先跑完回归测试。", 0.2) == (CJK, 1.0)
+    assert passage_language("Deploys go through Argo CD.", 0.7) == (OTHER, 0.0)
     mixed = MIXED[0]
     assert 0.0 < cjk_weight(mixed) < 0.5
-    assert passage_cjk_weight(mixed, None) == cjk_weight(mixed)
-    assert passage_cjk_weight(mixed, 0.9) == 0.9
-    assert passage_cjk_weight(mixed, 1.3) == 1.0 and passage_cjk_weight(mixed, -0.2) == 0.0
+    assert passage_language(mixed, None) == (script_class(mixed), cjk_weight(mixed))
+    assert passage_language(mixed, 0.9) == (CJK, 0.9)
+    assert passage_language(mixed, 1.3) == (CJK, 1.0) and passage_language(mixed, -0.2) == (OTHER, 0.0)
 
 
 def test_the_model_places_chinese_sentences_with_english_words_beside_chinese(shared_embedder) -> None:
