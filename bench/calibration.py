@@ -37,8 +37,9 @@ def _is_answer(q: Any) -> Callable[[str], bool]:
     return lambda i: bool(gold & set(q.expand.get(i, [])))
 
 
-def rows(qs: Iterable[Any]) -> list[tuple[float, float, float, int]]:
-    """(gap, coverage, unjudged share, is an answer) of the ``TOP`` best candidates of each question."""
+def rows(qs: Iterable[Any]) -> list[tuple[float, float, float, float, int]]:
+    """(gap, coverage, unjudged share, share of it translated, is an answer) of the ``TOP``
+    best candidates of each question."""
     from bench.fusion_compare import DEFAULT, VARIANTS, order_memories, text_positions
     from bench.ranking import Ranking
     from memvault.policy.fusion import dense_background
@@ -52,7 +53,8 @@ def rows(qs: Iterable[Any]) -> list[tuple[float, float, float, int]]:
         answer = _is_answer(q)
         for i in order_memories(q, VARIANTS[DEFAULT], r)[:TOP]:
             if i in f.dense:
-                out.append((f.dense[i] - background, f.coverage.get(i, 0.0), f.unjudged.get(i, 0.0), int(answer(i))))
+                out.append((f.dense[i] - background, f.coverage.get(i, 0.0), f.unjudged.get(i, 0.0),
+                            f.translated.get(i, 0.0), int(answer(i))))
     return out
 
 
@@ -70,11 +72,14 @@ def fit_logistic(x: list[tuple[float, ...]], y: list[int], iters: int = 50, l2: 
 
 
 class _Captures(pickle.Unpickler):
-    """Captures pickled by ``python -m bench.fusion_compare`` name its Question class ``__main__``."""
+    """Captures pickled by ``python -m bench.fusion_compare`` name its Question class ``__main__``;
+    those made before the channels moved to ``service.search`` name ``service.fusion``."""
 
     def find_class(self, module: str, name: str) -> Any:
         if module == "__main__":
             module = "bench.fusion_compare"
+        elif module == "memvault.service.fusion":
+            module = "memvault.service.search"
         return super().find_class(module, name)
 
 
@@ -91,11 +96,12 @@ def main(argv: list[str] | None = None) -> None:
     caps = {s: load_captures(args.capture_dir / f"{s}.pkl") for s in ("bilingual", "devmem-dev")}
     train = [*caps["devmem-dev"], *[q for q in caps["bilingual"] if q.gold["fact"] < PROBE_TRAIN_FACTS]]
     data = rows(train)
-    # the features calibrated_relevance reads: gap, judged share x coverage, unjudged share
-    w = fit_logistic([(g, (1.0 - u) * c, u) for g, c, u, _ in data], [d[3] for d in data])
-    print(f"{len(data)} rows ({sum(d[3] for d in data)} answers) from {len(train)} questions")
+    # the features calibrated_relevance reads: gap, judged share x coverage, unjudged share,
+    # unjudged share x its translated share
+    w = fit_logistic([(g, (1.0 - u) * c, u, u * t) for g, c, u, t, _ in data], [d[4] for d in data])
+    print(f"{len(data)} rows ({sum(d[4] for d in data)} answers) from {len(train)} questions")
     print(f"RELEVANCE_BIAS = {w[0]:.2f}\nRELEVANCE_GAP = {w[1]:.2f}\nRELEVANCE_COVERAGE = {w[2]:.2f}\n"
-          f"RELEVANCE_CROSS_SCRIPT = {w[3]:.2f}")
+          f"RELEVANCE_CROSS_SCRIPT = {w[3]:.2f}\nRELEVANCE_TRANSLATED = {w[4]:.2f}")
 
 
 if __name__ == "__main__":

@@ -276,17 +276,19 @@ def v_shipped(**over) -> Variant:
     return f
 
 
-def v_options(coverage_weighted: bool = True, cross_script: bool = True) -> Variant:
-    """The shipped ranking with keyword coverage (``coverage_weighted``) or the cross-language
-    stand-in (``cross_script``) switched off: ``service.search.score_candidates``'s steps with
-    those arguments of ``policy.fusion.convex_fuse`` changed."""
+def v_options(coverage_weighted: bool = True, cross_script: bool = True, translated: bool = True) -> Variant:
+    """The shipped ranking with keyword coverage (``coverage_weighted``), the cross-language
+    stand-in (``cross_script``) or the dictionary's cross-language matches (``translated``)
+    switched off: ``service.search.score_candidates``'s steps with those arguments of
+    ``policy.fusion.convex_fuse`` changed."""
     def f(ch, texts, r, q):
         from memvault.policy.fusion import convex_fuse
         from memvault.service.search import fusion_inputs, scored
         fi = fusion_inputs(ch, texts, text_positions(ch, texts))
         fused = convex_fuse(fi.dense, fi.keyword, dense_weight=r.fusion_dense_weight,
                             coverage=fi.coverage if coverage_weighted else None,
-                            unjudged=fi.unjudged if cross_script else None)
+                            unjudged=fi.unjudged if cross_script else None,
+                            translated=fi.translated if translated else None)
         return scored(fi, fused, ch)
     f.ranking_over = {"neighbour_lift": 0.7}  # type: ignore[attr-defined]
     return f
@@ -311,6 +313,7 @@ VARIANTS: dict[str, Variant] = {
     "no language correction": v_shipped(neighbour_lift=0.7, language_neutral=False),
     "no coverage weighting": v_options(coverage_weighted=False),
     "no cross-language credit": v_options(cross_script=False),
+    "no dictionary translation": v_options(translated=False),
     "no importance or recency": v_shipped(neighbour_lift=0.7, weight_relevance=1.0, weight_importance=0.0,
                                           weight_recency=0.0),
     # one channel alone, through the same ranking
@@ -517,7 +520,8 @@ async def capture(args) -> dict[str, list[Question]]:
     for s in args.sets:
         path = args.capture_dir / f"{s}.pkl"
         if path.is_file():
-            caps[s] = pickle.loads(path.read_bytes())  # noqa: ASYNC240 - one step at a time
+            from bench.calibration import load_captures
+            caps[s] = load_captures(path)  # noqa: ASYNC240 - one step at a time
             continue
         t0 = time.perf_counter()
         caps[s] = await makers[s]()

@@ -46,6 +46,7 @@ __all__ = [
     "RELEVANCE_COVERAGE",
     "RELEVANCE_CROSS_SCRIPT",
     "RELEVANCE_GAP",
+    "RELEVANCE_TRANSLATED",
     "DENSE_BACKGROUND",
     "DENSE_BACKGROUND_CJK",
     "dense_background",
@@ -78,19 +79,18 @@ en->en / en->zh / zh->en / all: without 0.95 / 0.57 / 0.72 / 0.81; ranks 2-11, a
 0.71 / 0.83, three quarters 0.92 / 0.74 / 0.69 / 0.83; ranks 11-40, half 0.94 / 0.67 / 0.69 /
 0.82; the probe moves by 0.01 at most."""
 
-RELEVANCE_BIAS = -9.46
-RELEVANCE_GAP = 155.22
-RELEVANCE_COVERAGE = 8.33
-RELEVANCE_CROSS_SCRIPT = 5.38
+RELEVANCE_BIAS = -7.14
+RELEVANCE_GAP = 128.13
+RELEVANCE_COVERAGE = 5.24
+RELEVANCE_CROSS_SCRIPT = 3.44
+RELEVANCE_TRANSLATED = 9.51
 """Logistic parameters of :func:`calibrated_relevance` (see there), fitted by logistic
-regression on the best-ranked 10 candidates of the bilingual probe's questions about facts
-0-49 (2,000 candidates, both languages, same-language and cross-lingual). A refit that adds
-the ``dev`` developer-memory set (``python -m bench.calibration``: bias -7.29, gap 122.95,
-coverage 6.36, cross-language 4.65) separates answerable from never-stored questions no
-better (AUC of the first result dev 0.777 / 0.777 against 0.773 / 0.773, held-out guard 0.663
-/ 0.703 against 0.657 / 0.697, English / Chinese) and reads unrelated memories of small
-stores as likely answers (a 3-memory store: "which package manager for JavaScript?" against a
-PostgreSQL decision 0.37 against 0.28), so these stay."""
+regression (``python -m bench.calibration``) on the best-ranked 10 candidates of the ``dev``
+developer-memory set and of the bilingual probe's questions about facts 0-49 (both
+languages, same-language and cross-lingual). Held out, the AUC of the first result's
+relevance, answerable against never-stored questions, English / Chinese: ``guard`` 0.715 /
+0.690 and ``holdout`` 0.813 / 0.789, against 0.658 / 0.648 and 0.725 / 0.772 for the
+previous fit without the dictionary's matches (``RELEVANCE_TRANSLATED``) (docs/benchmarks.md)."""
 
 CROSS_SCRIPT_FLOOR = 0.5
 """Least share of its dense part that :func:`convex_fuse` credits a candidate in another
@@ -188,6 +188,7 @@ def convex_fuse(
     dense_weight: float,
     coverage: Mapping[Id, float] | None = None,
     unjudged: Mapping[Id, float] | None = None,
+    translated: Mapping[Id, float] | None = None,
 ) -> dict[Id, float]:
     """Convex combination of min-max normalised channel scores, best first.
 
@@ -205,9 +206,13 @@ def convex_fuse(
     has a keyword hit): a memory in the other language is credited with the keyword
     evidence the query's own language reached, scaled by how well it matches in meaning,
     and at least half of that (see ``CROSS_SCRIPT_FLOOR``). The part it can be judged by
-    counts in proportion: ``K = (1 - U) * K + U * D * max(B, CROSS_SCRIPT_FLOOR)``, so
-    that one borrowed word ("DAG" in a Chinese question) matched by an English memory is
-    not full coverage. The fused score is
+    counts in proportion: ``K = (1 - U) * K + U * S`` with the stand-in
+    ``S = D * max(B, CROSS_SCRIPT_FLOOR)``, so that one borrowed word ("DAG" in a Chinese
+    question) matched by an English memory is not full coverage. ``translated[id]`` (missing
+    -> 0) is the share of that unjudged part the candidate matches through a bilingual
+    dictionary (``policy.dictionary``): real keyword evidence, combined with the stand-in as
+    independent evidence, ``S = 1 - (1 - D * max(B, CROSS_SCRIPT_FLOOR)) * (1 - T)``, which
+    needs no weight of its own and stays in [0, 1]. The fused score is
     ``dense_weight * D + (1 - dense_weight) * K``, in [0, 1]. Every id of either channel
     is returned; ties keep the order dense ids first, then keyword-only ids.
 
@@ -217,6 +222,7 @@ def convex_fuse(
         raise ValueError(f"dense_weight must be in [0, 1], got {dense_weight}")
     ids = list(dict.fromkeys([*dense, *keyword]))
     blind = dict(unjudged or {})
+    via = dict(translated or {})
     if not ids:
         return {}
     dmin = min(dense.values(), default=0.0)
@@ -240,7 +246,7 @@ def convex_fuse(
     for i, (d, k) in parts.items():
         u = blind.get(i, 0.0)
         if u > 0:
-            k = (1.0 - u) * k + u * d * credit
+            k = (1.0 - u) * k + u * (1.0 - (1.0 - d * credit) * (1.0 - via.get(i, 0.0)))
         out[i] = dense_weight * d + (1.0 - dense_weight) * k
     order = sorted(out, key=lambda i: -out[i])  # stable
     return {i: out[i] for i in order}
@@ -261,17 +267,20 @@ def dense_background(scores: Iterable[float], query_script: str = "other") -> fl
     return sum(ranked) / BACKGROUND_RANKS
 
 
-def calibrated_relevance(gap: float | None, coverage: float, cross_script: float = 0.0) -> float:
+def calibrated_relevance(gap: float | None, coverage: float, cross_script: float = 0.0,
+                         translated: float = 0.0) -> float:
     """Estimated probability, in [0, 1], that a candidate is what the query asks about.
 
     ``sigmoid(RELEVANCE_BIAS + RELEVANCE_GAP * gap + RELEVANCE_COVERAGE * (1 - cross_script)
-    * coverage + RELEVANCE_CROSS_SCRIPT * cross_script)``, with ``gap`` the candidate's
+    * coverage + RELEVANCE_CROSS_SCRIPT * cross_script + RELEVANCE_TRANSLATED * cross_script
+    * translated)``, with ``gap`` the candidate's
     language-corrected cosine minus :func:`dense_background` of its query (``None``, no
     dense score -> -0.05, below the background), ``coverage`` its keyword coverage in
     [0, 1] over the query terms it can be judged by and ``cross_script`` the share of the
     query's terms it cannot be judged by, in [0, 1] (1 for a memory in the other language
     sharing no identifier with the query; the term stands in for the keyword evidence it
-    cannot have). Fitted by logistic regression on labelled English and Chinese
+    cannot have) and ``translated`` the share of that part it matches through the bilingual
+    dictionary (``policy.dictionary``), in [0, 1]. Fitted by logistic regression on labelled English and Chinese
     questions, same-language and cross-lingual (``bench.calibration``), so 0.5 means "as
     likely relevant as not", in either language. The absolute cosine was a feature too and
     added nothing once the gap was in (e5 cosines sit in a narrow band that moves with the
@@ -279,7 +288,7 @@ def calibrated_relevance(gap: float | None, coverage: float, cross_script: float
     """
     g = -0.05 if gap is None else gap
     z = (RELEVANCE_BIAS + RELEVANCE_GAP * g + RELEVANCE_COVERAGE * (1.0 - cross_script) * coverage
-         + RELEVANCE_CROSS_SCRIPT * cross_script)
+         + RELEVANCE_CROSS_SCRIPT * cross_script + RELEVANCE_TRANSLATED * cross_script * translated)
     if z >= 0:
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)

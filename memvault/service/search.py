@@ -9,12 +9,13 @@ candidates' texts (which the caller reads from SQLite anyway). Shared by ``recal
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from memvault.embedding.embedder import Embedder
 from memvault.policy.cjk import CJK_CHAR
+from memvault.policy.dictionary import translated_terms
 from memvault.policy.fusion import (
     calibrated_relevance,
     convex_fuse,
@@ -139,7 +140,9 @@ class FusionInputs:
     ``terms_weight``), ``unjudged`` (weighted share of the query's distinct terms it cannot
     be judged by, [0, 1]: 0 in the query's own language,
     1 for a memory in the other language that shares no identifier, number or word with
-    it), ``query_terms``, ``query_script`` (``policy.language.script_class`` of the query)."""
+    it), ``query_terms``, ``query_script`` (``policy.language.script_class`` of the query),
+    ``translated`` (for a candidate with an unjudged part: the share of that part it matches
+    through the bilingual dictionary, ``policy.dictionary.translated_terms``, [0, 1])."""
 
     ids: list[str]
     dense: dict[str, float]
@@ -148,6 +151,7 @@ class FusionInputs:
     unjudged: dict[str, float]
     query_terms: frozenset[str]
     query_script: str
+    translated: dict[str, float] = field(default_factory=dict)
 
 
 def mixed_ids(ch: Channels, texts: Mapping[str, str]) -> list[str]:
@@ -227,7 +231,8 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str],
     # A candidate is judged by its script and by which of the query's terms it holds, nothing
     # else of its text (``judged_terms``, ``keyword_coverage``): candidates alike in both
     # (most hold none or one) share one answer, computed over those few terms.
-    judged_by: dict[tuple[str, frozenset[str]], tuple[float, float]] = {}
+    judged_by: dict[tuple[str, frozenset[str]], tuple[float, float, frozenset[str]]] = {}
+    translated: dict[str, float] = {}
     for i in ids:
         if i in ch.dense:
             dense[i] = ch.dense[i] - language_shift(ch.query_dots, qmix, langs[i][1], gap)
@@ -237,12 +242,15 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str],
         got = judged_by.get(key)
         if got is None:
             judged = judged_terms(qterms, key[1], key[0])
-            got = judged_by[key] = (1.0 - terms_weight(judged) / qweight, keyword_coverage(judged, key[1]))
+            got = judged_by[key] = (1.0 - terms_weight(judged) / qweight, keyword_coverage(judged, key[1]),
+                                    qterms - judged)
         unjudged[i] = got[0]
         if i in ch.keyword:
             coverage[i] = got[1]
+        if got[0] > 0:
+            translated[i] = terms_weight(translated_terms(ch.query, texts[i]) & got[2]) / (got[0] * qweight)
     keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
-    return FusionInputs(ids, dense, keyword, coverage, unjudged, qterms, qlang)
+    return FusionInputs(ids, dense, keyword, coverage, unjudged, qterms, qlang, translated)
 
 
 def scored(f: FusionInputs, fused: Mapping[str, float], ch: Channels) -> dict[str, Scored]:
@@ -250,7 +258,8 @@ def scored(f: FusionInputs, fused: Mapping[str, float], ch: Channels) -> dict[st
     the calibrated relevance of ``policy.fusion.calibrated_relevance`` from ``f``."""
     background = dense_background(f.dense.values(), f.query_script)
     return {i: Scored(score=s, relevance=calibrated_relevance(f.dense[i] - background if i in f.dense else None,
-                                                              f.coverage.get(i, 0.0), f.unjudged.get(i, 0.0)),
+                                                              f.coverage.get(i, 0.0), f.unjudged.get(i, 0.0),
+                                                              f.translated.get(i, 0.0)),
                       similarity=ch.dense.get(i)) for i, s in fused.items()}
 
 
@@ -267,5 +276,5 @@ def score_candidates(ch: Channels, texts: Mapping[str, str],
     """
     f = fusion_inputs(ch, texts, positions)
     fused = convex_fuse(f.dense, f.keyword, dense_weight=DENSE_WEIGHT, coverage=f.coverage,
-                        unjudged=f.unjudged)
+                        unjudged=f.unjudged, translated=f.translated)
     return scored(f, fused, ch)

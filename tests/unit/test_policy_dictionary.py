@@ -1,0 +1,42 @@
+"""The bilingual dictionary's cross-language keyword matches (``policy.dictionary``, CC-CEDICT)."""
+
+from __future__ import annotations
+
+from memvault.policy.dictionary import headwords, senses, translated_terms
+from memvault.policy.keywords import keyword_term_set
+
+
+def test_an_english_question_matches_a_chinese_memory_through_a_whole_sense():
+    memory = "法定节假日前三天开始封版，这段时间只允许修紧急故障。"
+    assert translated_terms("can we ship right before a public holiday?", memory) == {"public", "holiday"}
+    # one word of a two-word sense is not a translation of it
+    assert "public" not in translated_terms("which public API endpoints are versioned?", memory)
+
+
+def test_a_chinese_question_matches_an_english_memory_with_the_characters_of_the_headword():
+    got = translated_terms("数据库密码多久换一次？", "The database password rotates every 90 days.")
+    assert {"数据", "据库", "密码"} <= got and got <= keyword_term_set("数据库密码多久换一次？")
+    assert translated_terms("数据库密码多久换一次？", "Standup is at 10:00 every weekday.") == frozenset()
+
+
+def test_a_hyphenated_sense_is_its_words():
+    assert frozenset({"read"}) in senses("只读")
+    assert "read" in translated_terms("how do I get read access to the prod database?", "生产数据库的只读账号找运维申请。")
+
+
+def test_single_characters_names_and_cross_references_are_not_translations():
+    assert senses("的") == ()  # single characters are not kept
+    assert senses("北京") == ()  # a proper name (capitalised pinyin)
+    assert all(len(s) <= 3 for s in senses("开关"))  # explanations longer than three terms are left out
+    assert senses("不存在的词语") == ()
+
+
+def test_headwords_lists_every_occurrence_with_its_offsets():
+    text = "我们用 pnpm，数据库在本地"
+    found = {(s, e, h) for s, e, h in headwords(text)}
+    assert (9, 12, "数据库") in found and (13, 15, "本地") in found
+    assert all(text[s:e] == h for s, e, h in found)
+
+
+def test_one_language_pairs_match_nothing_new():
+    assert translated_terms("how long is the payment timeout?", "The payment service times out after 15 s.") == frozenset()
