@@ -17,7 +17,8 @@ proper names (capitalised pinyin) translate nothing a memory would hold. Each se
 (``/``- and ``;``-separated definitions, parentheses dropped) becomes the set of keyword
 terms ``policy.keywords.keyword_term_set`` makes of it, the same stems the keyword channel
 uses; a sense of more than ``MAX_SENSE_TERMS`` terms is an explanation, not a translation,
-and is left out. A sense matches when all its terms are on the English side: "public
+and one that keeps fewer than half its words (stop words dropped: "at what time") is a
+function phrase; both are left out. A sense matches when all its terms are on the English side: "public
 holiday" needs both words, so 节假日 does not match a text about a public API.
 
 Loaded on first use (~0.5 s, ~20 MB: the raw definitions are kept per headword and parsed
@@ -43,6 +44,7 @@ _DATA_FILE = ("data", "cedict_1_0_ts_utf-8_mdbg.txt.gz")
 _LINE = re.compile(r"^\S+ (\S+) \[([^\]]*)\] /(.*)/\s*$")
 _HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _HAN_WORD = re.compile(rf"[\u4e00-\u9fff]{{2,{MAX_HEADWORD}}}")
+_WORD = re.compile(r"[A-Za-z]+")
 _PARENS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 # Definitions that point elsewhere or name a register rather than translate.
 _NOT_A_TRANSLATION = re.compile(
@@ -92,10 +94,13 @@ def senses(headword: str) -> tuple[frozenset[str], ...]:
         if _NOT_A_TRANSLATION.match(definition):
             continue
         for part in definition.split(";"):
-            terms = keyword_term_set(_PARENS.sub(" ", part))
+            text = _PARENS.sub(" ", part)
+            terms = keyword_term_set(text)
             # "read-only" is read + only (a stop word) + the whole: its words are the sense
             terms = frozenset(t for t in terms if t.isalpha()) or terms
-            if terms and len(terms) <= MAX_SENSE_TERMS:
+            # "at what time" (什么时候) keeps one word of three: a function phrase, whose
+            # leftover word would match any text that holds it
+            if terms and len(terms) <= MAX_SENSE_TERMS and 2 * len(terms) >= len(_WORD.findall(text)):
                 out[terms] = None
     return tuple(out)
 

@@ -29,6 +29,10 @@ def test_single_characters_names_and_cross_references_are_not_translations():
     assert senses("北京") == ()  # a proper name (capitalised pinyin)
     assert all(len(s) <= 3 for s in senses("开关"))  # explanations longer than three terms are left out
     assert senses("不存在的词语") == ()
+    # a question word translates into a function phrase ("at what time"): its one content
+    # word must not match every memory that says "time"
+    assert senses("什么时候") == ()
+    assert translated_terms("自评什么时候截止？", "Our 1:1 is at the same time every week.") == frozenset()
 
 
 def test_headwords_lists_every_occurrence_with_its_offsets():
