@@ -164,14 +164,16 @@ def _prompt_submit(args: argparse.Namespace) -> int:
     if not requests:
         return 0
     folder = Path(cwd) if isinstance(cwd, str) and cwd else Path(os.getcwd())
-    lines = _handed(args, folder, [(r.content, r.kind) for r in requests], start + PROMPT_BUDGET_S)
+    lines = _handed(args, folder, [(r.content, r.kind, r.scope) for r in requests], start + PROMPT_BUDGET_S)
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
     return 0
 
 
-def _handed(args: argparse.Namespace, folder: Path, requests: list[tuple[str, str]], deadline: float) -> list[str]:
-    """One line per request (content, kind), by ``deadline`` (``time.monotonic()``).
+def _handed(args: argparse.Namespace, folder: Path, requests: list[tuple[str, str, str]],
+            deadline: float) -> list[str]:
+    """One line per request (content, kind, scope: ``global`` stores in the user's global scope,
+    ``project`` in the folder's project), by ``deadline`` (``time.monotonic()``).
 
     A running owner gets each request over its socket (``context_client.hand_over``): its
     answer gives the line; a request it received but did not answer in time (paused, or
@@ -189,12 +191,13 @@ def _handed(args: argparse.Namespace, folder: Path, requests: list[tuple[str, st
         sys.stderr.write(f"memvault hook prompt-submit: {exc}\n")
         return ["memvault: could not remember that: memvault's settings are invalid (see stderr)"] * len(requests)
     hellos = [{"memvault": "remember", "user_id": hs.user_id, "cwd": str(folder), "project": hs.project,
-               "content": content, "kind": kind, "agent_id": HOOK_CLIENT_NAME, "source": REMEMBER_SOURCE}
-              for content, kind in requests]
+               "content": content, "kind": kind, "scope": scope, "agent_id": HOOK_CLIENT_NAME,
+               "source": REMEMBER_SOURCE}
+              for content, kind, scope in requests]
     outcomes = hand_over(hs.data_dir, hellos, deadline - PENDING_SHARE_S)
     lines: list[str | None] = [None] * len(requests)
     pending = []
-    for i, ((content, kind), (state, reply)) in enumerate(zip(requests, outcomes, strict=True)):
+    for i, ((content, kind, _), (state, reply)) in enumerate(zip(requests, outcomes, strict=True)):
         if state == ANSWERED and reply is not None and isinstance(reply.get("status"), str):
             lines[i] = _said(content, kind, reply)
         elif state == SENT:
@@ -210,7 +213,7 @@ def _handed(args: argparse.Namespace, folder: Path, requests: list[tuple[str, st
     return [line or "" for line in lines]
 
 
-def _remember_pending(args: argparse.Namespace, folder: Path, requests: list[tuple[str, str]],
+def _remember_pending(args: argparse.Namespace, folder: Path, requests: list[tuple[str, str, str]],
                       deadline: float) -> list[str | None]:
     """Start ``memvault hook remember-pending`` detached (its own session, not the hook's stdout: the
     client waits for nothing of it) with ``requests``; its lines that came by ``deadline``, None
@@ -253,7 +256,7 @@ def _remember_pending(args: argparse.Namespace, folder: Path, requests: list[tup
 
 def cmd_remember_pending(args: argparse.Namespace) -> int:
     """``memvault hook remember-pending`` (started by the prompt hook, detached): store the requests
-    of the JSON on stdin (``{"cwd": ..., "requests": [[content, kind], ...]}``) through the owner,
+    of the JSON on stdin (``{"cwd": ..., "requests": [[content, kind, scope], ...]}``) through the owner,
     starting it if needed, waiting up to ``PENDING_DEADLINE_S``; one line per request on stdout
     (the hook shows those that come in its time). Always 0."""
     import signal as _signal
@@ -262,7 +265,7 @@ def cmd_remember_pending(args: argparse.Namespace) -> int:
     try:
         data = json.loads(sys.stdin.buffer.read(MAX_STDIN_BYTES) or b"{}")
         folder = Path(data["cwd"])
-        requests = [(str(c), str(k)) for c, k in data["requests"]]
+        requests = [(str(r[0]), str(r[1]), str(r[2]) if len(r) > 2 else "project") for r in data["requests"]]
     except (ValueError, KeyError, TypeError, OSError) as exc:
         sys.stderr.write(f"memvault hook remember-pending: bad input: {exc}\n")
         return 0
@@ -276,9 +279,9 @@ def cmd_remember_pending(args: argparse.Namespace) -> int:
              * len(requests))
         return 0
     end = time.monotonic() + PENDING_DEADLINE_S  # for all the requests together
-    for content, kind in requests:
+    for content, kind, scope in requests:
         left = end - time.monotonic()
-        _say([_remember(settings, folder, content, kind, left) if left > 1 else
+        _say([_remember(settings, folder, content, kind, left, scope) if left > 1 else
               "memvault: could not remember that: memvault did not start in time"])
     return 0
 
@@ -309,11 +312,14 @@ def _full_settings(args: argparse.Namespace):
     return settings_of(args)
 
 
-def _remember(settings: Any, folder: Path, content: str, kind: str, timeout_s: float) -> str:
-    """Store one request through the owner; the one line the hook prints about it (never the content of a refused one)."""
+def _remember(settings: Any, folder: Path, content: str, kind: str, timeout_s: float, scope: str = "project") -> str:
+    """Store one request through the owner (``scope`` ``global``: in the user's global scope); the one
+    line the hook prints about it (never the content of a refused one)."""
     from memvault.process.owner_client import ToolCallFailed, run_tool_call
 
-    arguments = {"content": content, "kind": kind, "force": True, "source": REMEMBER_SOURCE}
+    arguments: dict[str, Any] = {"content": content, "kind": kind, "force": True, "source": REMEMBER_SOURCE}
+    if scope == "global":
+        arguments["project"] = ""
     try:
         res = run_tool_call(settings, folder, "remember", arguments, client_name=HOOK_CLIENT_NAME,
                             timeout_s=timeout_s)
@@ -322,8 +328,8 @@ def _remember(settings: Any, folder: Path, content: str, kind: str, timeout_s: f
     except Exception as exc:
         sys.stderr.write(f"memvault hook prompt-submit: {type(exc).__name__}: {str(exc)[:300]}\n")
         return "memvault: could not reach memvault to remember that (see `memvault doctor`)"
-    scope = res.get("scope") or {}
-    return _said(content, kind, {**res, "project": scope.get("project"), "project_name": scope.get("project_name")})
+    where = res.get("scope") or {}
+    return _said(content, kind, {**res, "project": where.get("project"), "project_name": where.get("project_name")})
 
 
 # --------------------------------------------------------------------------- parser

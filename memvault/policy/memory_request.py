@@ -26,6 +26,11 @@ missing a request over storing something the user never asked to keep:
   blocks and quoted lines (``>``).
 * A content shorter than ``MIN_CONTENT_CHARS`` or longer than ``MAX_CONTENT_CHARS`` is
   not taken (a cue with nothing after it, or a paste rather than a sentence).
+* Scope: a preference holds everywhere (``"global"``: "from now on, answer in English"),
+  unless it names something of the project: an identifier, a file name or a path
+  (``ORDER_RETRY_MAX``, ``src/api``, ``package.json``) or the project itself ("in this repo",
+  "这个项目"), then it is the project's, as every fact is ("remember that the staging DB
+  is …" is about the project the user works in).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ MAX_REQUESTS = 3
 """At most this many requests are taken from one prompt (the first ones)."""
 
 RequestKind = Literal["fact", "preference"]
+RequestScope = Literal["global", "project"]
 
 
 @dataclass(frozen=True)
@@ -52,12 +58,15 @@ class MemoryRequest:
 
     ``content``: what to store (one sentence, trimmed, English first letter capitalised);
     ``kind``: ``fact`` ("remember that …") or ``preference`` ("from now on …");
-    ``cue``: the words that made it a request, as written (for a log line).
+    ``cue``: the words that made it a request, as written (for a log line);
+    ``scope``: ``global`` for a preference that names nothing of the project, else
+    ``project`` (module docstring).
     """
 
     content: str
     kind: RequestKind
     cue: str
+    scope: RequestScope = "project"
 
 
 _FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.MULTILINE | re.DOTALL)
@@ -94,6 +103,15 @@ _QUESTION_END = re.compile(r"(?:[?？]|[吗嗎呢][。.]?)\s*$")
 # end but searched from every position of a long text would take quadratic time).
 _THANKS_AT_END = re.compile(r"(?:thanks|thank\s{1,8}you|thx|please|pls|谢谢|謝謝|多谢|多謝|谢啦)\Z", re.IGNORECASE)
 _THANKS_TAIL = 32
+# What ties a preference to the project it was said in: an identifier, file name or path
+# (letters joined by _ . / or : to more, one part of two characters or more: ORDER_RETRY_MAX,
+# src/api, package.json; not "e.g."), or words naming the project itself. A tool's name or a flag is not:
+# "prefer `uv` over pip", "run pytest -x first" hold everywhere.
+_PROJECT_BOUND = re.compile(
+    r"(?<![\w.])(?=[\w./:-]*[A-Za-z])(?:[\w-]{2,}(?:[_./:][\w-]+)+|[\w-]+(?:[_./:][\w-]+)*[_./:][\w-]{2,})"
+    r"|\b(?:this|the|our)\s+(?:project|repo|repository|codebase|code\s*base|service|app)\b|\bin\s+here\b"
+    r"|(?:这个|這個|本|该|該)(?:项目|項目|仓库|倉庫|代码库|代碼庫|服务|服務|应用|應用|工程)"
+    r"|(?:项目|項目|仓库|倉庫)(?:里|裡|中|内|內)", re.IGNORECASE)
 
 
 def _sentences(prompt: str) -> list[str]:
@@ -171,7 +189,8 @@ def _request(sentence: str) -> MemoryRequest | None:
 def _make(content: str, kind: RequestKind, cue: str) -> MemoryRequest | None:
     if not MIN_CONTENT_CHARS <= len(content) <= MAX_CONTENT_CHARS:
         return None
-    return MemoryRequest(content=content, kind=kind, cue=" ".join(cue.split()).rstrip(":,\u2014- "))
+    scope: RequestScope = "global" if kind == "preference" and not _PROJECT_BOUND.search(content) else "project"
+    return MemoryRequest(content=content, kind=kind, cue=" ".join(cue.split()).rstrip(":,\u2014- "), scope=scope)
 
 
 def find_memory_requests(prompt: str) -> list[MemoryRequest]:

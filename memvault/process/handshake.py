@@ -12,7 +12,7 @@ Forwarder -> owner, one JSON line:
 one more line ``{"ok": true, "url": ...}``, and the connection closes;
 or ``{"memvault": "context", ..., "max_tokens": 2000}`` from a session hook, answered with
 ``{"ok": true, "text": "..."}``, the block ``memvault context`` prints, and closed; or
-``{"memvault": "remember", ..., "content": "...", "kind": "fact", "agent_id": ..., "source": ...}``
+``{"memvault": "remember", ..., "content": "...", "kind": "fact", "scope": "project" | "global", "agent_id": ..., "source": ...}``
 from a prompt hook, answered with ``{"ok": true, "status": ..., "reason": ..., "project": ...}``).
 Owner -> forwarder, one JSON line: ``{"ok": true, "version": ..., "pid": ...}`` then MCP
 lines both ways; or ``{"ok": false, "error": "<sentence for a person>"}`` and the

@@ -33,14 +33,15 @@ def user_of(hello: dict[str, Any], settings: Settings) -> str:
 
 async def remember(rt: Runtime | None, settings: Settings, hello: dict[str, Any]) -> bytes:
     """The answer to a prompt hook's ``remember`` line: ``remember`` (the service, with all its
-    policies) of ``content`` / ``kind`` in the project of the hook's folder, written for the
+    policies) of ``content`` / ``kind`` in the project of the hook's folder (in the user's global
+    scope when ``scope`` is ``"global"``), written for the
     agent ``agent_id`` (the hook's client name) with ``source``; ``ok: true`` with the
     result's ``status``, ``reason`` and project, or ``ok: false`` with why (the hook then
     falls back to an MCP session). ``rt`` None: the store is not open."""
     from memvault.service.memory.models import ScopeSource  # noqa: F401  (named in the cast below)
     from memvault.service.memory.remember import RememberArgs
     from memvault.service.memory.remember import remember as remember_service
-    from memvault.service.profile.glance import hook_project
+    from memvault.service.profile.glance import HookProject, hook_project
     from memvault.service.scope.project import make_scope
 
     if rt is None:
@@ -49,8 +50,8 @@ async def remember(rt: Runtime | None, settings: Settings, hello: dict[str, Any]
     if not isinstance(cwd, str) or not isinstance(content, str) or not isinstance(kind, str):
         return answer(False, error="a remember request needs cwd (a folder), content and kind (strings)")
     try:
-        where = await anyio.to_thread.run_sync(
-            hook_project, Path(cwd), project if isinstance(project, str) else None)
+        where = HookProject(id="", name="", source="global") if hello.get("scope") == "global" else \
+            await anyio.to_thread.run_sync(hook_project, Path(cwd), project if isinstance(project, str) else None)
     except Exception as exc:  # the hook falls back to an MCP session, which reports it
         return answer(False, error=f"{type(exc).__name__}: {exc}")
     try:

@@ -110,8 +110,11 @@ async def test_requests_are_stored_through_the_owner_and_secrets_never(mcp_clien
 
     assert owner_status(data_dir)["served"] == 1  # the first request opened an MCP session (and started the owner)
 
+    # a preference that names nothing of the project holds everywhere; one that does is the project's
     res = prompt_hook("From now on, answer in English.", repo, data_dir, model_cache)
-    assert res.stdout == "memvault: remembered “From now on, answer in English.” (preference, project shop)\n"
+    assert res.stdout == "memvault: remembered “From now on, answer in English.” (preference, global)\n"
+    res = prompt_hook("From now on, keep src/api handlers thin.", repo, data_dir, model_cache)
+    assert res.stdout == "memvault: remembered “From now on, keep src/api handlers thin.” (preference, project shop)\n"
     # with the owner up, the hook hands requests over its socket: no MCP session, same policies
     assert owner_status(data_dir)["served"] == 1
     res = prompt_hook("记住：发布前必须先跑集成测试", repo, data_dir, model_cache)  # the same again
@@ -129,9 +132,9 @@ async def test_requests_are_stored_through_the_owner_and_secrets_never(mcp_clien
     # the session hook asks the running owner; with the owner gone it reads the store itself: the same block
     session_in = json.dumps({"session_id": "s2", "cwd": str(repo), "source": "startup"})
     via_owner = session_hook(session_in, data_dir)
-    project_part = via_owner.split("## This project\n", 1)[1]
+    project_part, global_part = via_owner.split("## This project\n", 1)[1].split("## Global\n", 1)
     assert "- 发布前必须先跑集成测试。 (fact, " in project_part
-    assert "- From now on, answer in English. (preference, " in project_part
+    assert "- From now on, answer in English. (preference, " in global_part
     assert context_from_owner(data_dir, "local", repo, None, 2000, timeout_s=30) == via_owner
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:  # a context line without its budget
@@ -146,6 +149,8 @@ async def test_requests_are_stored_through_the_owner_and_secrets_never(mcp_clien
     assert db_rows(data_dir, "SELECT COUNT(*) FROM memories WHERE content LIKE ?", (f"%{TOKEN[4:20]}%",)) == [(0,)]
     assert db_rows(data_dir, "SELECT project, kind, source FROM memories WHERE content LIKE '%集成测试%'") == [
         ("github.com/acme/shop", "fact", "prompt hook")]
+    assert db_rows(data_dir, "SELECT project FROM memories WHERE content LIKE 'From now on%' ORDER BY content") == [
+        ("",), ("github.com/acme/shop",)]
     # both ways write as the same agent with the same source
     assert db_rows(data_dir, "SELECT DISTINCT agent, source, visibility FROM memories") == [
         ("memvault-hook", "prompt hook", "shared")]

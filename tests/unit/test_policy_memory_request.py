@@ -121,3 +121,24 @@ def test_long_runs_of_trailing_filler_take_linear_time(filler):
     if filler != "?":  # a sentence ending in "?" is a question, not a request
         assert find_memory_requests("remember that the build uses pnpm" + filler * 50_000)[0].content == (
             "The build uses pnpm")
+
+
+@pytest.mark.parametrize(("prompt", "scope"), [
+    ("From now on, answer in English.", "global"),
+    ("from now on, call me Sam", "global"),
+    ("从现在开始，commit message 一律写英文。", "global"),
+    ("Going forward, run pytest -x first.", "global"),  # a tool and its flag hold everywhere
+    ("From now on prefer `uv` over pip.", "global"),
+    ("From now on, use short names, e.g. i and j.", "global"),  # "e.g." is no identifier
+    ("From now on, use Python 3.11 features.", "global"),
+    ("from now on set ORDER_RETRY_MAX to 5", "project"),  # an identifier of the project
+    ("From now on, put handlers in src/api.", "project"),  # a path
+    ("From now on, keep package.json sorted.", "project"),  # a file name
+    ("From now on, in this repo use tabs.", "project"),  # the project itself
+    ("以后，这个项目都用 pnpm。", "project"),
+    ("从现在开始，项目里的日志都用 zap。", "project"),
+    ("remember that answers should be short", "project"),  # a fact is the project's, as before
+])
+def test_a_preference_that_names_nothing_of_the_project_holds_everywhere(prompt, scope):
+    (req,) = find_memory_requests(prompt)
+    assert req.scope == scope, req
