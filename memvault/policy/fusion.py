@@ -79,18 +79,18 @@ en->en / en->zh / zh->en / all: without 0.95 / 0.57 / 0.72 / 0.81; ranks 2-11, a
 0.71 / 0.83, three quarters 0.92 / 0.74 / 0.69 / 0.83; ranks 11-40, half 0.94 / 0.67 / 0.69 /
 0.82; the probe moves by 0.01 at most."""
 
-RELEVANCE_BIAS = -7.14
-RELEVANCE_GAP = 128.13
-RELEVANCE_COVERAGE = 5.24
-RELEVANCE_CROSS_SCRIPT = 3.44
-RELEVANCE_TRANSLATED = 9.51
+RELEVANCE_BIAS = -7.16
+RELEVANCE_GAP = 131.37
+RELEVANCE_COVERAGE = 5.03
+RELEVANCE_CROSS_SCRIPT = 3.21
+RELEVANCE_TRANSLATED = 10.70
 """Logistic parameters of :func:`calibrated_relevance` (see there), fitted by logistic
 regression (``python -m bench.calibration``) on the best-ranked 10 candidates of the ``dev``
 developer-memory set and of the bilingual probe's questions about facts 0-49 (both
 languages, same-language and cross-lingual). Held out, the AUC of the first result's
-relevance, answerable against never-stored questions, English / Chinese: ``guard`` 0.715 /
-0.690 and ``holdout`` 0.813 / 0.789, against 0.658 / 0.648 and 0.725 / 0.772 for the
-previous fit without the dictionary's matches (``RELEVANCE_TRANSLATED``) (docs/benchmarks.md)."""
+relevance, answerable against never-stored questions, English / Chinese: ``guard`` 0.731 /
+0.701 and ``holdout`` 0.824 / 0.802, against 0.667 / 0.649 and 0.731 / 0.772 for the previous
+fit, without the dictionary's matches (``RELEVANCE_TRANSLATED``) (docs/benchmarks.md)."""
 
 CROSS_SCRIPT_FLOOR = 0.5
 """Least share of its dense part that :func:`convex_fuse` credits a candidate in another

@@ -19,9 +19,17 @@ def test_a_chinese_question_matches_an_english_memory_with_the_characters_of_the
     assert translated_terms("数据库密码多久换一次？", "Standup is at 10:00 every weekday.") == frozenset()
 
 
-def test_a_hyphenated_sense_is_its_words():
-    assert frozenset({"read"}) in senses("只读")
-    assert "read" in translated_terms("how do I get read access to the prod database?", "生产数据库的只读账号找运维申请。")
+def test_a_compound_stands_for_itself_unless_two_words_remain():
+    # "read-only" needs read-only: "read access" is not what 只读 says, and "read" alone is any reading
+    assert senses("只读") == (frozenset({"read", "read-only"}),)
+    assert translated_terms("is the replica read-only?", "生产数据库的只读账号找运维申请。") >= {"read", "read-only"}
+    assert not translated_terms("how do I read the logs?", "生产数据库的只读账号找运维申请。")
+
+
+def test_a_phrasal_verb_that_leaves_one_word_is_no_translation():
+    # "log in" and "time off" would match any text holding "log" or "time"
+    assert all(len(s) >= 2 or s in ({"login"}, {"signin"}) for s in senses("登录")), senses("登录")
+    assert frozenset({"time"}) not in senses("请假") and frozenset({"time"}) not in senses("超时")
 
 
 def test_single_characters_names_and_cross_references_are_not_translations():
@@ -45,3 +53,10 @@ def test_headwords_lists_every_occurrence_with_its_offsets():
 
 def test_one_language_pairs_match_nothing_new():
     assert translated_terms("how long is the payment timeout?", "The payment service times out after 15 s.") == frozenset()
+
+
+def test_the_developer_glossary_adds_what_the_dictionary_lacks_or_glosses_otherwise():
+    # 站会 is not in CC-CEDICT; 评审 is there as "to appraise / to judge"
+    assert translated_terms("when is the daily standup?", "杭州这边每天上午九点半站会，十五分钟以内。") >= {"standup"}
+    assert translated_terms("代码评审多久要回复？", "Code review comments get a first answer within a day.") >= {
+        "评审", "评", "审"}
