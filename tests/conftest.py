@@ -20,7 +20,7 @@ import os
 import signal
 import sqlite3
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -254,6 +254,17 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     assert not res.is_error, f"{tool} failed: {text}"
     assert res.structured_content is not None, f"{tool} returned no structured content: {text}"
     return res.structured_content
+
+
+async def recall_orders(client: Client, store: Sequence[str], questions: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """``remember`` each of ``store`` in the global scope (force), then ``recall`` each question
+    with k = the store's size: (the ids in store order, question -> recalled ids best first)."""
+    ids = [(await call(client, "remember", content=m, project="", force=True))["id"] for m in store]
+    orders = {}
+    for q in questions:
+        got = await call(client, "recall", query=q, k=len(store))
+        orders[q] = [m["id"] for m in got["memories"]]
+    return ids, orders
 
 
 async def call_error(client: Client, tool: str, **arguments: Any) -> str:

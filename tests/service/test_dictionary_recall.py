@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import call
+from tests.conftest import recall_orders
 
 STORE = (
     # Chinese memories, asked about in English
@@ -47,27 +47,24 @@ STORE = (
     "测试集群的节点比生产少一半。",
     "文档站点用 Docusaurus 搭建，改完自动发布。",
 )
-QUESTIONS = (
-    ("can we ship right before a public holiday?", 0),
-    ("how do I get a read-only account on the production database?", 1),
-    ("may an intern merge to the main branch on their own?", 2),
-    ("how often do mentors meet the new hires?", 3),
-    ("where do server logs go at the end of each quarter?", 4),
-    ("数据库密码多久换一次？", 5),
-    ("设计文档要提前几天发出来？", 6),
-    ("工程部的周报邮件哪天发？", 7),
-    ("压力测试应该在哪个集群上跑？", 8),
-)
+ANSWER_OF = {  # question -> the index in STORE of the memory that answers it
+    "can we ship right before a public holiday?": 0,
+    "how do I get a read-only account on the production database?": 1,
+    "may an intern merge to the main branch on their own?": 2,
+    "how often do mentors meet the new hires?": 3,
+    "where do server logs go at the end of each quarter?": 4,
+    "数据库密码多久换一次？": 5,
+    "设计文档要提前几天发出来？": 6,
+    "工程部的周报邮件哪天发？": 7,
+    "压力测试应该在哪个集群上跑？": 8,
+}
 
 
 @pytest.mark.anyio
 async def test_cross_language_questions_find_their_memory_through_the_dictionary(mcp_client):
     async with mcp_client() as c:
-        ids = [(await call(c, "remember", content=m, project="", force=True))["id"] for m in STORE]
-        ranks = {}
-        for q, want in QUESTIONS:
-            got = await call(c, "recall", query=q, k=len(STORE))
-            ranks[q] = [m["id"] for m in got["memories"]].index(ids[want])
+        ids, orders = await recall_orders(c, STORE, list(ANSWER_OF))
+    ranks = {q: orders[q].index(ids[want]) for q, want in ANSWER_OF.items()}
     # without the dictionary: 5 of 9 first, the public-holiday freeze 7th behind English memories
     assert all(r < 3 for r in ranks.values()), ranks
     assert sum(r == 0 for r in ranks.values()) >= 7, ranks

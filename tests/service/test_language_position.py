@@ -15,7 +15,7 @@ import pytest
 
 from memvault.policy.language import CJK, OTHER, cjk_weight, passage_language, script_class
 from memvault.service.centroids import language_centroids, language_positions
-from tests.conftest import call
+from tests.conftest import recall_orders
 
 MIXED = (
     "Git 默认 rebase 不 merge：git config pull.rebase true；PR 合并一律 squash merge。",
@@ -72,13 +72,10 @@ QUESTIONS = (
 @pytest.mark.anyio
 async def test_chinese_memories_with_many_english_words_do_not_outrank_the_chinese_answer(mcp_client):
     async with mcp_client() as c:
-        ids = [(await call(c, "remember", content=m, project="", force=True))["id"] for m in STORE]
-        ranks = {}
-        for q, want in QUESTIONS:
-            got = await call(c, "recall", query=q, k=len(STORE))
-            order = [m["id"] for m in got["memories"]]
-            ranks[q] = (order.index(ids[want]), min(order.index(ids[n]) for n in range(len(MIXED))))
-        # the answer above every mixed memory, for every question; first for all but one (one
-        # pure Chinese memory shares a question's words, "上线前", with another's answer)
-        assert all(answer < mixed for answer, mixed in ranks.values()), ranks
-        assert sum(answer == 0 for answer, _ in ranks.values()) >= len(QUESTIONS) - 1, ranks
+        ids, orders = await recall_orders(c, STORE, [q for q, _ in QUESTIONS])
+    ranks = {q: (orders[q].index(ids[want]), min(orders[q].index(ids[n]) for n in range(len(MIXED))))
+             for q, want in QUESTIONS}
+    # the answer above every mixed memory, for every question; first for all but one (one
+    # pure Chinese memory shares a question's words, "上线前", with another's answer)
+    assert all(answer < mixed for answer, mixed in ranks.values()), ranks
+    assert sum(answer == 0 for answer, _ in ranks.values()) >= len(QUESTIONS) - 1, ranks
