@@ -6,10 +6,10 @@ every file either whole in the registry (all its chunks, all their points) or ab
 indexing again embeds only the files it had not finished.
 
 The folder is as small as still proves it: three batches of three files (18 chunks of
-about 250 tokens each, seconds of model time a batch). The signal goes as soon as the
-first batch's files are committed, while the second batch is in the model and the third
-waits: an owner that waited for its batch would live seconds past the signal, one that
-finished the call would keep every file; indexing again then embeds the two batches left.
+about 250 tokens each). The signal goes as soon as the first batch's files are
+committed, while the second batch is in the model (the stages overlap) and the third
+waits: an owner that finished the call before stopping would keep every file, and
+indexing again embeds the two batches left, not a large folder.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ async def test_sigterm_during_index_docs_stops_within_2s_and_keeps_finished_file
                 if registry(data_dir):
                     break
                 await anyio.sleep(0.05)
-            await anyio.sleep(0.3)  # ... and the next batch is in the model
+            await anyio.sleep(0.1)  # ... and the next batch is in the model
             os.kill(pid, signal.SIGTERM)
             t0 = time.monotonic()
             for _ in range(3000):  # gone, or 60 s
