@@ -33,7 +33,6 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -120,15 +119,14 @@ def auc(pos: list[float], neg: list[float]) -> float | None:
 def score(qs: list[Any], variant: Any, r: Any) -> dict[str, Any]:
     """Per slice and system: {n, R@1, R@5}; abstention per question language: AUC and the
     shares flagged nothing_relevant. ``variant`` orders memvault (``fusion_compare``)."""
-    from bench.fusion_compare import order_memories
+    from bench.fusion_compare import order_and_scores
     from bench.metrics import dedupe
     from memvault.service.memory.recall import LIKELY_ANSWER
 
     acc: dict[str, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
     first_rel: dict[str, dict[bool, list[float]]] = defaultdict(lambda: defaultdict(list))
     for q in qs:
-        ids = order_memories(q, variant, r)
-        scored = variant(q.channels, q.texts, replace(r, **getattr(variant, "ranking_over", {})), q)
+        ids, scored = order_and_scores(q, variant, r)
         rel = scored[ids[0]].relevance if ids else 0.0
         first_rel[q.gold["lang"]][bool(q.gold["gold"])].append(rel)
         orders = {"memvault": dedupe([s for i in ids for s in q.expand[i]]), "dense": q.gold["dense"],

@@ -247,9 +247,10 @@ def text_positions(ch: Any, texts: Mapping[str, str]) -> dict[str, float]:
     """The bench's ``service.search.stored_positions``: the candidates that mix two languages
     (``service.search.mixed_ids``) placed by their text embedded as a passage, which is the
     vector a store holds for a memory or chunk of one window (every text of these sets).
-    Captures need not carry them; the model is loaded once, on first need."""
+    Captures need not carry them; the model is the one the captures' runtimes share
+    (``bench.mv.shared_embedder``), loaded on first need if no capture ran in this process."""
+    from bench.mv import shared_embedder
     from memvault.config import Settings
-    from memvault.embedding.embedder import load_embedder
     from memvault.service.centroids import language_centroids, language_positions
     from memvault.service.search import mixed_ids
 
@@ -257,7 +258,7 @@ def text_positions(ch: Any, texts: Mapping[str, str]) -> dict[str, float]:
     todo = sorted({texts[i] for i in ids} - _POSITIONS.keys())
     if todo:
         if not _EMBEDDER:
-            _EMBEDDER.append(load_embedder(Settings(model_cache_dir=DEFAULT_MODEL_CACHE)))
+            _EMBEDDER.append(shared_embedder(Settings(model_cache_dir=DEFAULT_MODEL_CACHE)))
         emb = _EMBEDDER[0]
         vecs = emb.embed_passages(todo)
         _POSITIONS.update(language_positions({t: list(map(float, v)) for t, v in zip(todo, vecs, strict=True)},
@@ -328,6 +329,12 @@ VARIANTS: dict[str, Variant] = {
 def order_memories(q: Question, variant: Variant, r) -> list[str]:
     """Candidate ids best first, as ``recall.rank`` orders them (``r`` with the variant's own
     ``Ranking`` overrides, if it has any)."""
+    return order_and_scores(q, variant, r)[0]
+
+
+def order_and_scores(q: Question, variant: Variant, r) -> tuple[list[str], dict]:
+    """``order_memories`` and the variant's ``{id: Scored}`` it was ordered from (its
+    relevance per candidate), from one scoring instead of two."""
     from memvault.policy.neighbours import (
         NEIGHBOUR_MAX_CHARS,
         NEIGHBOUR_REACH,
@@ -354,7 +361,7 @@ def order_memories(q: Question, variant: Variant, r) -> list[str]:
 
     scores = final_scores_with_neighbours({i: sc.score for i, sc in scored.items()}, near, r.neighbour_lift, final,
                                           {i: sc.relevance for i, sc in scored.items()}, LIKELY_ANSWER)
-    return sorted(scored, key=lambda i: -scores[i][0])  # stable, as recall.rank's list.sort
+    return sorted(scored, key=lambda i: -scores[i][0]), scored  # stable, as recall.rank's list.sort
 
 
 def order_docs(q: Question, variant: Variant, r) -> list[str]:

@@ -238,6 +238,15 @@ async def memvault_client(data_dir: Path, model_cache: Path, *, roots: list[str]
         yield client
 
 
+def stored_bytes(path: Path) -> bytes:
+    """A file's bytes without its trailing NULs, for tests that search a data dir for text
+    that must not be there. The vector index preallocates its files (32 MB each, nearly
+    all NUL); a searched string never ends in NUL, so it occurs in what is left exactly
+    where it occurs in the whole file, and a search reads a few hundred kB instead of
+    hundreds of MB (one search per string: seconds per test)."""
+    return path.read_bytes().rstrip(b"\0")
+
+
 def db_rows(data_dir: Path, sql: str, params: tuple = ()) -> list[tuple]:
     """Rows of a read-only query on a server's SQLite file (the truth the tests check)."""
     con = sqlite3.connect(data_dir / "memvault.db")

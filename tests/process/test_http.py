@@ -5,6 +5,7 @@ All traffic goes to 127.0.0.1; the off-loopback case is refused before anything 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -48,20 +49,23 @@ def _tokens_file(tmp_path: Path, mapping: dict[str, str], mode: int = 0o600) -> 
     return path
 
 
-@pytest.fixture
-def http_server(tmp_path: Path, model_cache: Path) -> Iterator[tuple[str, Path]]:
-    """A `memvault serve --http` on 127.0.0.1 with two users' tokens, allowed to index ``tmp_path/docs``;
-    yields (url, data dir)."""
+@contextlib.contextmanager
+def _serving(root: Path, model_cache: Path, user_cache: Path | None = None) -> Iterator[tuple[str, Path]]:
+    """A `memvault serve --http` on 127.0.0.1 with two users' tokens, started in ``root`` and
+    allowed to index ``root/docs``; yields (url, data dir); stopped after the block.
+    ``user_cache``: its per-user cache (default: the test's own, ``XDG_CACHE_HOME``)."""
     import hashlib
 
-    tokens = _tokens_file(tmp_path, {"alice-secret-token": "alice",
-                                     "sha256:" + hashlib.sha256(b"bob-secret-token").hexdigest(): "bob"})
+    tokens = _tokens_file(root, {"alice-secret-token": "alice",
+                                 "sha256:" + hashlib.sha256(b"bob-secret-token").hexdigest(): "bob"})
     port = _free_port()
-    data = tmp_path / "d"
-    (tmp_path / "docs").mkdir()
+    data = root / "d"
+    (root / "docs").mkdir()
+    env = _env(data, model_cache, http_tokens_file=tokens, docs_allowed_dirs=json.dumps([str(root / "docs")]))
+    if user_cache is not None:
+        env["XDG_CACHE_HOME"] = str(user_cache)
     proc = subprocess.Popen([MEMVAULT, "serve", "--http", "--port", str(port), "--log-level", "WARNING"],
-                            env=_env(data, model_cache, http_tokens_file=tokens,
-                                     docs_allowed_dirs=json.dumps([str(tmp_path / "docs")])), cwd=tmp_path,
+                            env=env, cwd=root,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/mcp"
     deadline = time.monotonic() + 120
@@ -82,6 +86,24 @@ def http_server(tmp_path: Path, model_cache: Path) -> Iterator[tuple[str, Path]]
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture
+def http_server(tmp_path: Path, model_cache: Path) -> Iterator[tuple[str, Path]]:
+    """A server of its own for a test that stores or reads (``_serving`` in ``tmp_path``)."""
+    with _serving(tmp_path, model_cache) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def http_gate(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Iterator[tuple[str, Path]]:
+    """One server shared by the tests of what it refuses before any tool runs (a token, its
+    headers, the origin): they store nothing and read nothing, so one start serves them all
+    instead of one start each. Its per-user cache is its own folder."""
+    root = tmp_path_factory.mktemp("http-gate")
+    (root / "user-cache").mkdir(mode=0o700)
+    with _serving(root, model_cache, root / "user-cache") as served:
+        yield served
 
 
 def _client(url: str, token: str) -> Client:
@@ -111,8 +133,8 @@ async def test_two_tokens_are_two_users_who_never_see_each_other(http_server):
         assert [m["content"] for m in got["memories"]] == ["Alice's team deploys on Tuesdays"]
 
 
-async def test_a_missing_or_wrong_token_gets_401_and_nothing_else(http_server):
-    url, _ = http_server
+async def test_a_missing_or_wrong_token_gets_401_and_nothing_else(http_gate):
+    url, _ = http_gate
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     async with httpx2.AsyncClient(timeout=30) as http:
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic YWxpY2U6eA=="}):
@@ -122,9 +144,9 @@ async def test_a_missing_or_wrong_token_gets_401_and_nothing_else(http_server):
             assert "memvault" not in r.text and "remember" not in r.text and "alice" not in r.text
 
 
-async def test_more_than_one_authorization_header_is_refused_with_400(http_server):
+async def test_more_than_one_authorization_header_is_refused_with_400(http_gate):
     """A proxy that checks the first header and a server that reads the last would disagree on the user."""
-    url, _ = http_server
+    url, _ = http_gate
     hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}
     accept = ("Accept", "application/json, text/event-stream")
@@ -171,8 +193,8 @@ async def test_documents_indexed_over_http_belong_to_the_user_who_indexed_them(h
             ["docs/handbook/wifi.md"]
 
 
-async def test_a_foreign_origin_is_refused(http_server):
-    url, _ = http_server
+async def test_a_foreign_origin_is_refused(http_gate):
+    url, _ = http_gate
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     async with httpx2.AsyncClient(timeout=30) as http:
         r = await http.post(url, json=body, headers={"Authorization": "Bearer alice-secret-token",

@@ -1,9 +1,15 @@
 """SIGTERM to the owner while ``index_docs`` runs: it stops at once and keeps what it finished.
 
 A real ``memvault serve`` forwarder and the owner it starts (the process is the point):
-the owner is signalled while it embeds a large folder, must be gone within 2 s, and
-leaves every file either whole in the registry (all its chunks, all their points) or
-absent; indexing again embeds only the files it had not finished.
+the owner is signalled while it embeds a folder, must be gone within 2 s, and leaves
+every file either whole in the registry (all its chunks, all their points) or absent;
+indexing again embeds only the files it had not finished.
+
+The folder is as small as still proves it: three batches of three files (18 chunks of
+about 250 tokens each). The signal goes as soon as the first batch's files are
+committed, while the second batch is in the model (the stages overlap) and the third
+waits: an owner that finished the call before stopping would keep every file, and
+indexing again embeds the two batches left, not a large folder.
 """
 
 from __future__ import annotations
@@ -26,9 +32,9 @@ from tests.process.test_owner import forwarded_client
 pytestmark = [pytest.mark.anyio, pytest.mark.slow,
               pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="the owner listens on a Unix socket")]
 
-FILES = 30
+FILES = 9
 SECTIONS = 6
-BATCH = 16  # chunks embedded per batch (docs_batch_chunks): files are committed every few seconds
+BATCH = 16  # chunks per batch (docs_batch_chunks): a batch closes after three 6-chunk files
 STOP_WITHIN_S = 2.0
 
 
@@ -67,11 +73,11 @@ async def test_sigterm_during_index_docs_stops_within_2s_and_keeps_finished_file
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(index)
-            for _ in range(2400):  # the first files are committed (at most 240 s) ...
+            for _ in range(4800):  # the first batch's files are committed (at most 240 s) ...
                 if registry(data_dir):
                     break
-                await anyio.sleep(0.1)
-            await anyio.sleep(1.0)  # ... and the next batch is being embedded
+                await anyio.sleep(0.05)
+            await anyio.sleep(0.1)  # ... and the next batch is in the model
             os.kill(pid, signal.SIGTERM)
             t0 = time.monotonic()
             for _ in range(3000):  # gone, or 60 s

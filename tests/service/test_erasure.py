@@ -17,7 +17,7 @@ import pytest
 from memvault.service.filters import label_digest
 from memvault.storage.facts import FactStore
 from memvault.storage.migrations import MIGRATIONS
-from tests.conftest import call
+from tests.conftest import call, stored_bytes
 
 CONTENT = "The courier password hint is zorblaxquint under the blue mat."
 KEY = "pref.vexmorrandle"
@@ -33,7 +33,7 @@ def traces(data_dir: Path, files: str = "**/*") -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     forms = [(w, f) for w in WORDS for f in (w.encode("utf-8"), "\0".join(w).encode("ascii"))]
     for f in sorted(p for p in data_dir.glob(files) if p.is_file() and p.stat().st_size):
-        blob = f.read_bytes()
+        blob = stored_bytes(f)
         for w in sorted({w for w, b in forms if b in blob}):
             found.setdefault(w, []).append(str(f.relative_to(data_dir)))
     return found

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from memvault.service.scope.project import project_of_folder
-from tests.conftest import call, call_error, db_rows
+from tests.conftest import call, call_error, db_rows, stored_bytes
 from tests.docs_fixtures import write_tree
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -193,7 +193,7 @@ async def test_credentials_are_never_indexed(tmp_path, mcp_client):
         assert any("blue-green" in r["text"] for r in hits["results"])
         leaked = await call(c, "search_docs", query="aws_secret_access_key private key", k=10)
         assert all("wJalrXUtnFEMI" not in r["text"] and "PRIVATE KEY" not in r["text"] for r in leaked["results"])
-    blob = b"".join(p.read_bytes() for p in d.rglob("*") if p.is_file())
+    blob = b"".join(stored_bytes(p) for p in d.rglob("*") if p.is_file())
     assert b"wJalrXUtnFEMI" not in blob and key_body.encode() not in blob
 
 
@@ -259,7 +259,7 @@ async def test_private_key_in_a_document_is_never_indexed_in_any_wrapping(tmp_pa
                 assert all(line not in r["text"] for r in got["results"])
     texts = [t for (t,) in db_rows(d, "SELECT text FROM doc_chunks")]
     assert texts and not [x for t in texts for ls in keys.values() for x in ls[1:-1] if x in t]
-    blob = b"".join(p.read_bytes() for p in d.rglob("*") if p.is_file())
+    blob = b"".join(stored_bytes(p) for p in d.rglob("*") if p.is_file())
     leaked = [x for ls in keys.values() for x in ls if x.encode() in blob]
     assert not leaked, f"{len(leaked)} key lines reached the data dir"
 

@@ -14,15 +14,16 @@ import pytest
 
 from memvault.policy.units import SECONDS_PER_DAY
 from memvault.service.scope.project import project_of_folder
-from tests.conftest import CLIENT_NAME, call, call_error, db_rows
+from tests.conftest import CLIENT_NAME, call, call_error, db_rows, stored_bytes
 from tests.corpus import filler_memories
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def file_bytes(data_dir: Path) -> bytes:
-    """Every byte memvault keeps on disk (SQLite file, its WAL, the vector shards)."""
-    return b"".join(p.read_bytes() for p in sorted(data_dir.rglob("*")) if p.is_file() and "models" not in p.parts)
+    """Every byte memvault keeps on disk (SQLite file, its WAL, the vector shards), each
+    file's trailing NULs dropped (``stored_bytes``)."""
+    return b"".join(stored_bytes(p) for p in sorted(data_dir.rglob("*")) if p.is_file() and "models" not in p.parts)
 
 
 async def test_tools_listed_with_annotations_and_instructions(tmp_path, mcp_client):

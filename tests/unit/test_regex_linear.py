@@ -18,15 +18,22 @@ pattern's own literal words), a body repeated (letters, digits, dots, dashes,
 underscores, spaces, tabs, newlines, CJK...), a terminator the pattern may reject. They
 go through ``search``, ``match``, ``fullmatch`` and a fully consumed ``finditer``, in
 two rounds: every combination with a 64-character body (exponential backtracking
-never finishes), then the costliest two dozen of those with a 20,000-character body
-(polynomial backtracking takes seconds, a linear pattern milliseconds). One input over
-``CALL_BOUND_S`` of CPU time fails the test, naming the pattern and the input; a CPU
-timer interrupts it instead of letting it run for hours. CPU time, not wall time, so a
-loaded machine does not make the test flaky.
+never finishes), then the costliest two dozen of those with a 1,250- and a
+5,000-character body (``growth``). One input over ``CALL_BOUND_S`` of CPU time fails
+the test, naming the pattern and the input; a CPU timer interrupts it instead of
+letting it run for hours. CPU time, not wall time, so a loaded machine does not make
+the test flaky.
 
 Then the pipelines that run on that text (keywords, secrets, importance, dedup, deixis,
-text cuts, chunking, the HTML reader) get 100 kB inputs of the same shapes, where anything quadratic
-shows as seconds.
+text cuts, chunking, the HTML reader) get inputs of the same shapes at two sizes, 6.25
+and 25 kB (the HTML reader 12.5 and 50 kB).
+
+Growth, not one giant input: one run on an input ``GROWTH`` times longer does the work
+of ``GROWTH`` runs on the shorter one when the code is linear, ``GROWTH`` times that
+when it is quadratic. A ratio over ``SUPER_LINEAR_RATIO`` fails once the longer run is
+past a floor under which CPU timings are noise; the floors are set so that anything
+quadratic that the earlier single inputs of 20,000 characters (patterns) and 100 / 200 kB
+(pipelines, HTML) failed on fails here too, from a quarter of the input.
 """
 
 from __future__ import annotations
@@ -58,8 +65,15 @@ CALL_BOUND_S = 1.0
 """CPU seconds one input may take through the four calls. Normal: under 40 ms at
 20,000 characters, under 1 ms at 100."""
 
-PIPELINE_BOUND_S = 8.0
-"""CPU seconds one pipeline may take on a 100 kB input. Normal: under 0.6 s."""
+PIPELINE_BOUND_S = 2.0
+"""CPU seconds one pipeline may take on a 25 kB input. Normal: under 0.15 s."""
+
+GROWTH = 4
+"""Size step of the growth checks: the longer input is GROWTH times the shorter."""
+
+SUPER_LINEAR_RATIO = 2.0
+"""Ratio of one run on the longer input to GROWTH runs on the shorter that fails a growth
+check: twice what linear work shows (1), half what quadratic work shows (GROWTH)."""
 
 _MATCHERS = frozenset(
     {"compile", "search", "match", "fullmatch", "sub", "subn", "split", "findall", "finditer"}
@@ -255,9 +269,16 @@ SHORT_CHARS = 64
 """Body length of round 1 (every combination): exponential backtracking needs about
 2**64 steps, and is interrupted."""
 
-LONG_CHARS = 20_000
-"""Body length of round 2 (the LONG_ROUND costliest shapes of round 1): n**2 steps in
-one attempt, or n attempts of n steps each, take seconds here."""
+LONG_CHARS = 5_000
+"""Body length of round 2 (the LONG_ROUND costliest shapes of round 1), timed beside a
+body GROWTH times shorter: n**2 steps in one attempt, or n attempts of n steps each,
+grow GROWTH**2 times."""
+
+LONG_FLOOR_S = 0.05
+"""CPU seconds under which a round-2 time is not judged by its growth (CPU time is
+counted in ticks of milliseconds on some systems). A quadratic pattern at this floor on
+5,000 characters takes 0.8 s on 20,000, where the single-size round failed only at
+CALL_BOUND_S."""
 
 LONG_ROUND = 24
 
@@ -341,14 +362,52 @@ def short_repr(s: str, n: int = 90) -> str:
 
 @dataclasses.dataclass
 class Verdict:
-    """The costliest input met: CPU seconds (a lower bound when ``runaway``) and the input."""
+    """The costliest input met: CPU seconds (a lower bound when ``runaway``) and the input;
+    ``ratio``: its time over that of GROWTH runs on an input GROWTH times shorter, when
+    that is over SUPER_LINEAR_RATIO (0 otherwise)."""
 
     seconds: float = 0.0
     text: str = ""
     runaway: bool = False
+    ratio: float = 0.0
 
     def slow(self, bound: float) -> bool:
-        return self.runaway or self.seconds > bound
+        return self.runaway or self.seconds > bound or self.ratio > SUPER_LINEAR_RATIO
+
+    def describe(self) -> str:
+        took = f"{self.seconds:.2f}+ s (interrupted)" if self.runaway else f"{self.seconds:.3f} s"
+        grew = f", {self.ratio:.1f} times {GROWTH} runs on a {GROWTH} times shorter input" if self.ratio else ""
+        return f"{took} CPU{grew} on {short_repr(self.text)}"
+
+
+def growth(fn: Callable[[str], object], make_input: Callable[[int], str], chars: int, bound: float,
+           floor: float) -> Verdict:
+    """Time ``fn`` on ``make_input(chars)``, then (when that took over ``floor``) GROWTH
+    runs on ``make_input(chars // GROWTH)`` (CPU seconds, interrupted at ``1.5 * bound``).
+    The verdict's ``ratio`` is set when the one long run took more than
+    SUPER_LINEAR_RATIO times the short runs, in up to three tries (the quickest long
+    run, the slowest short runs: a pause in one try is not a property of the code)."""
+    big, small = make_input(chars), make_input(chars // GROWTH)
+    took, runaway = timed(fn, big, bound)
+    if runaway or took > bound:
+        return Verdict(took, big, runaway)
+    verdict = Verdict(took, big)
+    if took <= floor:
+        return verdict
+
+    def short_runs(s: str) -> None:
+        for _ in range(GROWTH):
+            fn(s)
+
+    long_s, short_s = took, timed(short_runs, small, bound)[0]
+    for _ in range(2):
+        if long_s <= SUPER_LINEAR_RATIO * short_s:
+            break
+        long_s = min(long_s, timed(fn, big, bound)[0])
+        short_s = max(short_s, timed(short_runs, small, bound)[0])
+    if long_s > floor and long_s > SUPER_LINEAR_RATIO * short_s:
+        verdict.ratio = long_s / max(short_s, 1e-9)
+    return verdict
 
 
 def check_pattern(pat: re.Pattern, bound: float = CALL_BOUND_S) -> Verdict:
@@ -357,7 +416,8 @@ def check_pattern(pat: re.Pattern, bound: float = CALL_BOUND_S) -> Verdict:
     Round 1: every shape at SHORT_CHARS, ranked by wall-clock time (cheap, and good
     enough to rank) under a CPU guard renewed every GUARD_BATCH inputs; an input that
     seems slow is timed again alone in CPU time. Round 2: the LONG_ROUND costliest shapes
-    at LONG_CHARS, each timed in CPU time.
+    at LONG_CHARS, each timed in CPU time beside the same shape GROWTH times shorter
+    (``growth``).
     """
     costs: list[tuple[int, Shape]] = []
     todo = shapes(pat)
@@ -373,15 +433,20 @@ def check_pattern(pat: re.Pattern, bound: float = CALL_BOUND_S) -> Verdict:
         except _Runaway:
             return Verdict(bound * 1.5, s, True)
     costs.sort(key=lambda c: -c[0])
-    again = [(shape, SHORT_CHARS) for ns, shape in costs if ns > bound * 1e9 / 2]
     worst = Verdict()
-    for shape, chars in again + [(shape, LONG_CHARS) for _, shape in costs[:LONG_ROUND]]:
-        s = make(shape, chars)
+    for shape in [shape for ns, shape in costs if ns > bound * 1e9 / 2]:
+        s = make(shape, SHORT_CHARS)
         took, runaway = timed(lambda x: _exercise(pat, x), s, bound)
         if runaway or took > worst.seconds:
             worst = Verdict(took, s, runaway)
             if worst.slow(bound):
-                break
+                return worst
+    for _, shape in costs[:LONG_ROUND]:
+        v = growth(lambda x: _exercise(pat, x), functools.partial(make, shape), LONG_CHARS, bound, LONG_FLOOR_S)
+        if v.slow(bound):
+            return v
+        if v.seconds > worst.seconds:
+            worst = v
     return worst
 
 
@@ -412,8 +477,7 @@ def test_every_pattern_is_linear_on_adversarial_inputs() -> None:
             continue  # linear by construction
         v = check_pattern(pat)
         if v.slow(CALL_BOUND_S):
-            took = f"{v.seconds:.2f}+ s (interrupted)" if v.runaway else f"{v.seconds:.2f} s"
-            slow.append(f"{where}: {source!r} took {took} CPU on {short_repr(v.text)}")
+            slow.append(f"{where}: {source!r} took {v.describe()}")
     assert not slow, "patterns that backtrack more than linearly:\n" + "\n".join(slow)
 
 
@@ -435,19 +499,21 @@ def test_has_repeat() -> None:
     assert literal_runs(re.compile(r"(?:api|secret)[_-]?key\s*=")) == ["secret", "api", "key"]
 
 
-# --- the pipelines on 100 kB ------------------------------------------------------------
+# --- the pipelines on 25 kB, beside 6.25 kB ---------------------------------------------
 
-PIPELINE_CHARS = 100_000
+PIPELINE_CHARS = 25_000
+
+PIPELINE_FLOOR_S = 0.1
+"""CPU seconds under which a pipeline's 25 kB time is not judged by its growth. A
+quadratic pipeline at this floor takes 1.6 s on 100 kB, where the single 100 kB input
+failed only at 8 s."""
 
 
-def _pipeline_inputs() -> list[str]:
-    """One 100 kB input per body (prefixes and terminators taking turns), and some
-    prefixes repeated on their own ("password: password: ...", "1.2.1.2....")."""
-    out = [
-        make((PREFIXES[i % len(PREFIXES)], body, TERMINATORS[i % len(TERMINATORS)]), PIPELINE_CHARS)
-        for i, body in enumerate(BODIES)
-    ]
-    out += [make(("", p, "#"), PIPELINE_CHARS) for p in ("1.2.", "password: ", "key=", "http://x/a_", "-p ")]
+def _pipeline_shapes() -> list[Shape]:
+    """One shape per body (prefixes and terminators taking turns), and some prefixes
+    repeated on their own ("password: password: ...", "1.2.1.2....")."""
+    out = [(PREFIXES[i % len(PREFIXES)], body, TERMINATORS[i % len(TERMINATORS)]) for i, body in enumerate(BODIES)]
+    out += [("", p, "#") for p in ("1.2.", "password: ", "key=", "http://x/a_", "-p ")]
     return out
 
 
@@ -487,15 +553,15 @@ def _pipelines() -> dict[str, Callable[[str], object]]:
 
 
 @pytest.mark.slow  # seconds of CPU per case: not for the quick loop
-def test_pipelines_are_linear_on_100_kb() -> None:
+def test_pipelines_are_linear_on_25_kb() -> None:
     slow: list[str] = []
     pipelines = _pipelines()
-    for s in _pipeline_inputs():
+    for shape in _pipeline_shapes():
         for name, run in pipelines.items():
-            took, runaway = timed(run, s, PIPELINE_BOUND_S)
-            if runaway or took > PIPELINE_BOUND_S:
-                slow.append(f"{name}: {took:.2f}{'+' if runaway else ''} s CPU on {short_repr(s)}")
-    assert not slow, "pipelines slower than linear on 100 kB:\n" + "\n".join(slow)
+            v = growth(run, functools.partial(make, shape), PIPELINE_CHARS, PIPELINE_BOUND_S, PIPELINE_FLOOR_S)
+            if v.slow(PIPELINE_BOUND_S):
+                slow.append(f"{name}: {v.describe()}")
+    assert not slow, "pipelines slower than linear:\n" + "\n".join(slow)
 
 
 # Markup that opens and may never close, for the HTML reader: the standard library's
@@ -503,10 +569,15 @@ def test_pipelines_are_linear_on_100_kb() -> None:
 HTML_BODIES = ["impl<", "a < b ", "<!", "<!-", "<!--", "<?", "</", "<![CDATA[", "<a ", "<b>", "<a x='",
                '<a x="1" ', "<!DOCTYPE ", "&#", "&", "<script>", "</b", "<p\n"]
 HTML_ENDS = ["", ">", "-->", "]]>", "'>"]
-HTML_CHARS = 200_000
-HTML_BOUND_S = 3.0
-"""CPU seconds html_to_text may take on one 200 kB input. Normal: under 0.3 s; "impl<" * 40,000
-took about 25 s before the parser gave up early on unclosed markup."""
+HTML_CHARS = 50_000
+HTML_BOUND_S = 0.75
+"""CPU seconds html_to_text may take on one 50 kB input. Normal: under 0.1 s. Before the
+parser gave up early on unclosed markup, "impl<" * 40,000 took about 25 s: quadratic, so
+about 1.5 s on 50 kB, and 16 times its time on a quarter of that."""
+
+HTML_FLOOR_S = 0.1
+"""CPU seconds under which a 50 kB time is not judged by its growth: a quadratic reader
+at this floor takes 1.6 s on 200 kB, where the single 200 kB input failed only at 3 s."""
 
 
 @pytest.mark.slow  # seconds of CPU per case: not for the quick loop
@@ -516,11 +587,30 @@ def test_html_reader_is_linear_on_unclosed_markup(end: str) -> None:
 
     slow = []
     for body in HTML_BODIES:
-        s = make(("x", body, end), HTML_CHARS)
-        took, runaway = timed(html_to_text, s, HTML_BOUND_S)
-        if runaway or took > HTML_BOUND_S:
-            slow.append(f"{took:.2f}{'+' if runaway else ''} s CPU on {short_repr(s)}")
+        v = growth(html_to_text, functools.partial(make, ("x", body, end)), HTML_CHARS, HTML_BOUND_S, HTML_FLOOR_S)
+        if v.slow(HTML_BOUND_S):
+            slow.append(v.describe())
     assert not slow, "html_to_text slower than linear:\n" + "\n".join(slow)
+
+
+def test_the_growth_check_catches_a_quadratic_reader_under_its_bound() -> None:
+    """A reader that searches the rest of the input for the end of each unclosed "<"
+    (what the HTML parser did) is flagged by its growth alone, its time under the bound."""
+    ends = re.compile(r"[^>]*>")
+
+    def rescans(s: str) -> None:
+        i = s.find("<")
+        while i != -1:
+            ends.match(s, i)
+            i = s.find("<", i + 1)
+
+    from memvault.ingest.readers import html_to_text
+
+    v = growth(rescans, functools.partial(make, ("x", "impl<", "")), HTML_CHARS // 2, bound=60.0, floor=0.05)
+    assert not v.runaway and v.seconds < 60.0 and v.ratio > SUPER_LINEAR_RATIO, v.describe()
+    linear = growth(html_to_text, functools.partial(make, ("x", "<b>a</b>\n", "")), HTML_CHARS * 2,
+                    bound=60.0, floor=0.0)
+    assert linear.ratio == 0.0, linear.describe()
 
 
 def test_html_reader_still_reads_markup_that_closes_late() -> None:
