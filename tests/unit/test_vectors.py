@@ -351,6 +351,19 @@ def test_many_points_of_one_item_still_leave_room_for_others(index):
     assert [h.id for h in index.search_dense(COL, unit(0), VectorFilter(), limit=2)] == [pid(70), pid(80)]
 
 
+def test_search_dense_many_answers_each_vector_as_search_dense_does(index):
+    # one item's 40 points fill a first fetch of 2 points: that query goes on fetching more
+    index.upsert(COL, fixture_points() + windows(70, [unit(0)] * 40) + windows(80, [unit(0, 1, 0.5)]))
+    queries = [unit(0), unit(3), unit(1, 2, 0.3)]
+    for flt in (VectorFilter(), VectorFilter(status=None), VectorFilter(kinds=["fact"]), VectorFilter(projects=["nope"])):
+        for limit in (0, 2, 5, 100):
+            many = index.search_dense_many(COL, queries, flt, limit)
+            assert many == [index.search_dense(COL, q, flt, limit) for q in queries]
+    first = [h.id for h in index.search_dense_many(COL, [unit(0)], VectorFilter(), 2)[0]]
+    assert len(set(first)) == 2 and pid(70) in first  # two items, though item 70's points alone fill 2 places
+    assert index.search_dense_many(COL, [], VectorFilter(), 5) == []
+
+
 def test_delete_and_set_payload_reach_every_point_of_an_item(index):
     index.upsert(COL, windows(50, [unit(0), unit(1), unit(2)], kind="fact") + windows(60, [unit(3)], kind="fact"))
     index.set_payload(COL, [pid(50)], {"kind": "note"})

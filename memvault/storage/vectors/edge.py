@@ -372,6 +372,16 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
             return self._query(cur, query, flt, limit, self._exact if exact or self._force_exact or not cur.indexed
                                else self._hnsw)
 
+    def search_dense_many(self, collection: str, vectors: Sequence[Sequence[float]], flt: VectorFilter, limit: int,
+                          *, exact: bool = False) -> list[list[Hit]]:
+        """One ``query_batch`` for every vector: the engine's exact search checks the filter and
+        reads each point once for all of them, where separate queries repeat both."""
+        with self._lock:
+            cur = self._get(collection)
+            queries = [qe.Query.Nearest(dense_list(v, cur.dim), using=DENSE) for v in vectors]
+            return self._query_many(cur, queries, flt, limit, self._exact if exact or self._force_exact
+                                    or not cur.indexed else self._hnsw)
+
     def search_sparse(self, collection: str, sparse: SparseVector, flt: VectorFilter, limit: int) -> list[Hit]:
         with self._lock:
             cur = self._get(collection)
@@ -556,25 +566,45 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
                     cur.journal = None
 
     def _query(self, cur: OpenShard, query: qe.Query, flt: VectorFilter, limit: int,
-               params: qe.SearchParams) -> list[Hit]:
+               params: qe.SearchParams, *, fetch: int | None = None) -> list[Hit]:
+        """Top ``limit`` items for ``query``, fetching ``fetch`` points (default ``limit``) first."""
         if limit <= 0 or flt.matches_nothing():
             return []
-        fetch = limit
+        fetch = limit if fetch is None else fetch
         while True:  # several points may be one item's: fetch more until ``limit`` items (or all)
-            request = qe.QueryRequest(
-                limit=fetch,
-                query=query,
-                filter=edge_filter(flt),
-                params=params,
-                with_payload=[PARENT],
-                with_vector=False,
-            )
             with self._engine(cur.name):
-                points = cur.shard.query(request)
-            hits = best_per_item([(item_id(p.id, p.payload), float(p.score)) for p in points], limit)
-            if len(hits) >= limit or len(points) < fetch:
+                points = cur.shard.query(self._request(query, flt, fetch, params))
+            hits, enough = self._items(points, limit, fetch)
+            if enough:
                 return hits
             fetch *= 4
+
+    def _query_many(self, cur: OpenShard, queries: list[qe.Query], flt: VectorFilter, limit: int,
+                    params: qe.SearchParams) -> list[list[Hit]]:
+        """``_query`` of each of ``queries``, the first fetch of all of them in one ``query_batch``
+        (a query whose ``limit`` points hold fewer items goes on alone, as ``_query`` would)."""
+        if not queries or limit <= 0 or flt.matches_nothing():
+            return [[] for _ in queries]
+        batch = qe.QueryBatchRequest([self._request(q, flt, limit, params) for q in queries])
+        with self._engine(cur.name):
+            answers = cur.shard.query_batch(batch)
+        out = []
+        for query, points in zip(queries, answers, strict=True):
+            hits, enough = self._items(points, limit, limit)
+            out.append(hits if enough else self._query(cur, query, flt, limit, params, fetch=limit * 4))
+        return out
+
+    @staticmethod
+    def _request(query: qe.Query, flt: VectorFilter, fetch: int, params: qe.SearchParams) -> qe.QueryRequest:
+        return qe.QueryRequest(limit=fetch, query=query, filter=edge_filter(flt), params=params,
+                               with_payload=[PARENT], with_vector=False)
+
+    @staticmethod
+    def _items(points: Sequence[qe.ScoredPoint], limit: int, fetch: int) -> tuple[list[Hit], bool]:
+        """The best ``limit`` items of ``points`` (the answer to a fetch of ``fetch`` points),
+        and whether that is the answer: ``limit`` items, or every matching point fetched."""
+        hits = best_per_item([(item_id(p.id, p.payload), float(p.score)) for p in points], limit)
+        return hits, len(hits) >= limit or len(points) < fetch
 
     @staticmethod
     def _edge_point(p: Point, dim: int) -> qe.Point:
