@@ -364,6 +364,34 @@ def test_search_dense_many_answers_each_vector_as_search_dense_does(index):
     assert index.search_dense_many(COL, [], VectorFilter(), 5) == []
 
 
+def test_edge_reads_hits_payload_only_once_a_window_point_may_be_there(tmp_path):
+    # Without window points a hit's id is its item's and searches read no payload; the first
+    # window point upserted, and a reopened store holding one, make them read ``parent`` again.
+    idx = EdgeVectorIndex(tmp_path / "vectors")
+    idx.ensure_collection(COL, DIM, MODEL)
+    idx.upsert(COL, fixture_points())
+    assert idx._get(COL).windows is False
+    assert idx.search_dense(COL, unit(1), VectorFilter(status=None), 3)[0].id == pid(1)
+    far = unit(2, 5, 3.0)  # no fixture point is this close to it
+    idx.upsert(COL, windows(50, [unit(6), far]))
+    assert idx._get(COL).windows is True
+    sparse_query = SparseVector([COMMON_TERM], [1.0])
+    for hits in (idx.search_dense(COL, far, VectorFilter(), 1), idx.search_dense_many(COL, [far], VectorFilter(), 1)[0]):
+        assert [h.id for h in hits] == [pid(50)]  # the window point's item, not the point
+    assert pid(5001) not in {h.id for h in idx.search_sparse(COL, sparse_query, VectorFilter(status=None), 100)}
+    idx.close()
+    again = EdgeVectorIndex(tmp_path / "vectors")
+    again.ensure_collection(COL, DIM, MODEL)
+    assert again._get(COL).windows is True
+    assert [h.id for h in again.search_dense(COL, far, VectorFilter(), 1)] == [pid(50)]
+    again.delete(COL, [pid(50)])
+    again.close()
+    single = EdgeVectorIndex(tmp_path / "vectors")
+    single.ensure_collection(COL, DIM, MODEL)
+    assert single._get(COL).windows is False  # its window points deleted
+    single.close()
+
+
 def test_delete_and_set_payload_reach_every_point_of_an_item(index):
     index.upsert(COL, windows(50, [unit(0), unit(1), unit(2)], kind="fact") + windows(60, [unit(3)], kind="fact"))
     index.set_payload(COL, [pid(50)], {"kind": "note"})

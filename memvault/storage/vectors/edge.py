@@ -263,12 +263,14 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
             try:
                 with self._engine(name):
                     payload_indexed = self._ensure_indexes(shard, self._index_after)
+                    windows = self._has_windows(shard)
             except BaseException:
                 shard.close()
                 raise
             indexed = has_hnsw(sdir)
             self._open[name] = OpenShard(shard, dim, model_id, sdir, name, rel, dirty=True, indexed=indexed,
-                                         built_points=built_points if indexed else 0, payload_indexed=payload_indexed)
+                                         built_points=built_points if indexed else 0, payload_indexed=payload_indexed,
+                                         windows=windows)
             edge_integrity.remove_leftovers(cdir, sdir)
             log.info("vector collection %s open at %s (%s)", name, sdir, _describe(model_id, dim))
 
@@ -323,6 +325,8 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
             edge_disk.check_write(self.root, len(points), cur.dim)  # a full disk kills a mapped write (SIGBUS)
             edge_points = [self._edge_point(p, cur.dim) for p in points]
             cur.written_since += len(edge_points)
+            if any(PARENT in p.payload for p in points):
+                cur.windows = True
             for i in range(0, len(edge_points), self._upsert_batch):
                 self._update(collection, qe.UpdateOperation.upsert_points(edge_points[i : i + self._upsert_batch]))
             self._index_payload_when_due(collection, cur)
@@ -343,6 +347,8 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
         # By filter, so that ids without a point are skipped instead of failing the batch.
         op = qe.UpdateOperation.set_payload_by_filter(_items_filter(ids), payload)
         with self._writes, self._lock:
+            if PARENT in payload:
+                self._get(collection).windows = True
             self._update(collection, op)
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
@@ -573,7 +579,7 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
         fetch = limit if fetch is None else fetch
         while True:  # several points may be one item's: fetch more until ``limit`` items (or all)
             with self._engine(cur.name):
-                points = cur.shard.query(self._request(query, flt, fetch, params))
+                points = cur.shard.query(self._request(query, flt, fetch, params, cur.windows))
             hits, enough = self._items(points, limit, fetch)
             if enough:
                 return hits
@@ -585,7 +591,7 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
         (a query whose ``limit`` points hold fewer items goes on alone, as ``_query`` would)."""
         if not queries or limit <= 0 or flt.matches_nothing():
             return [[] for _ in queries]
-        batch = qe.QueryBatchRequest([self._request(q, flt, limit, params) for q in queries])
+        batch = qe.QueryBatchRequest([self._request(q, flt, limit, params, cur.windows) for q in queries])
         with self._engine(cur.name):
             answers = cur.shard.query_batch(batch)
         out = []
@@ -595,9 +601,17 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
         return out
 
     @staticmethod
-    def _request(query: qe.Query, flt: VectorFilter, fetch: int, params: qe.SearchParams) -> qe.QueryRequest:
+    def _request(query: qe.Query, flt: VectorFilter, fetch: int, params: qe.SearchParams,
+                 windows: bool) -> qe.QueryRequest:
+        """The request of one search; the hits' ``parent`` is read only when the shard may hold
+        window points (``OpenShard.windows``): reading payloads is a good part of a search's cost."""
         return qe.QueryRequest(limit=fetch, query=query, filter=edge_filter(flt), params=params,
-                               with_payload=[PARENT], with_vector=False)
+                               with_payload=[PARENT] if windows else False, with_vector=False)
+
+    @staticmethod
+    def _has_windows(shard: qe.EdgeShard) -> bool:
+        """Whether ``shard`` holds a point with a ``parent`` (a later window of an item)."""
+        return shard.count(qe.CountRequest(exact=True, filter=qe.Filter(must_not=[qe.IsEmptyCondition(PARENT)]))) > 0
 
     @staticmethod
     def _items(points: Sequence[qe.ScoredPoint], limit: int, fetch: int) -> tuple[list[Hit], bool]:
