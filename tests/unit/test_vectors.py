@@ -549,6 +549,14 @@ def test_edge_points_survive_kill_9_without_flush(tmp_path):
         idx.close()
 
 
+def test_edge_shards_load_with_memvaults_search_threads():
+    from memvault.storage.vectors.edge_build import SEARCH_THREADS, edge_config
+
+    # the live shard, a swapped-in build and the build itself all load with edge_config
+    assert edge_config(DIM).max_search_threads == SEARCH_THREADS
+    assert edge_config(DIM, max_search_threads=SEARCH_THREADS + 2).max_search_threads == SEARCH_THREADS + 2
+
+
 def test_edge_concurrent_threads(tmp_path):
     idx = EdgeVectorIndex(tmp_path / "vectors", upsert_batch=7)
     idx.ensure_collection(COL, DIM, MODEL)
