@@ -3,7 +3,9 @@
 Fills a temp store with ``--memories`` synthetic sentences (``bench.mv.bulk_load``), or
 copies a filled one (``--store DIR``: a memvault data dir, or an entry of ``bench.speed
 --fill-cache``, whose ``store/`` is used; a store holding no memory is refused),
-then times each stage of ``recall.rank`` separately over ``--queries`` rounds (and an empty
+then times each stage of ``recall.rank`` separately over ``--queries`` rounds (the dense
+channel's first search alone, and both its searches as recall runs them; the mixed-language
+candidates' stored vectors; and an empty
 hand-off to a worker thread and to SQLite's thread: what each await of the path costs besides
 its work), the
 access-statistics write alone, the whole ``recall`` handler (rank + reply bounding +
@@ -28,6 +30,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,7 @@ from bench import synth
 from bench.common import DEFAULT_MODEL_CACHE, md_table
 from bench.mv import PROJECT, SCOPE, USER, bulk_load, open_runtime
 from memvault.embedding.embedder import Embedder
+from memvault.policy.language import CJK
 from memvault.policy.neighbours import NEIGHBOUR_SOURCES
 from memvault.service.centroids import language_centroids
 from memvault.service.filters import scope_filter
@@ -46,7 +50,15 @@ from memvault.service.indexing import embed_query, keyword_vector
 from memvault.service.memory.models import RecallResult
 from memvault.service.memory.recall import RecallArgs, rank, recall, written_around
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
-from memvault.service.search import Channels, score_candidates
+from memvault.service.search import (
+    CANDIDATES,
+    Channels,
+    dense_candidates,
+    language_of,
+    mixed_ids,
+    score_candidates,
+    stored_positions,
+)
 
 
 def _schema_checker() -> Callable[[Any], None]:
@@ -124,8 +136,8 @@ class ModelClock:
 
 
 STAGES = ("thread hand-off (empty)", "SQLite round trip (empty)",
-          "query embedding (model)", "dense search", "keyword search", "SQLite fetch", "candidate scoring",
-          "conversation neighbours",
+          "query embedding (model)", "dense search (one)", "dense channel (both searches)", "keyword search",
+          "SQLite fetch", "mixed texts' vectors", "candidate scoring", "conversation neighbours",
           "rank total", "rank: model", "rank: non-model", "access-stats write",
           "recall handler total", "recall handler: model", "recall handler: non-model",
           "reply: structured dump", "reply: text copy", "client: output-schema check")
@@ -189,19 +201,28 @@ async def breakdown(rt: Runtime, questions: synth.Questions, calls: int, *,
             with st("query embedding (model)"):
                 qv = await embed_query(rt, q_parts)
             flt = scope_filter(USER, [PROJECT], rt.clock.now())
-            with st("dense search"):
-                dense = await rt.run_sync(vec.search_dense, MEMORY_COLLECTION, qv.tolist(), flt, 100)
+            centroids = language_centroids(emb)
+            with st("dense search (one)"):
+                await rt.run_sync(vec.search_dense, MEMORY_COLLECTION, qv.tolist(), flt, CANDIDATES)
+            read: dict[str, list[float]] = {}
+            with st("dense channel (both searches)"):  # + the vectors of what the second found
+                dense = await rt.run_sync(partial(dense_candidates, vec, MEMORY_COLLECTION, qv, flt, CANDIDATES,
+                                                  centroids, language_of(q_parts)[0] == CJK, read=read))
             with st("keyword search"):
                 sparse = await rt.run_sync(vec.search_sparse, MEMORY_COLLECTION,
-                                           keyword_vector(q_parts, query=True), flt, 100)
+                                           keyword_vector(q_parts, query=True), flt, CANDIDATES)
             with st("SQLite fetch"):
-                rows = await rt.facts.get({h.id for h in dense} | {h.id for h in sparse})
-            channels = Channels(q_parts, {h.id: h.score for h in dense}, {h.id: h.score for h in sparse},
-                                {lang: float(np.dot(c, qv)) for lang, c in language_centroids(emb).items()})
+                rows = await rt.facts.get([*dense, *(h.id for h in sparse)])
+            channels = Channels(q_parts, dense, {h.id: h.score for h in sparse},
+                                {lang: float(np.dot(c, qv)) for lang, c in centroids.items()}, stored=read)
+            texts = {r.id: r.content for r in rows}
+            with st("mixed texts' vectors"):
+                positions = await rt.run_sync(stored_positions, emb, vec, MEMORY_COLLECTION,
+                                              mixed_ids(channels, texts), read)
             with st("candidate scoring"):  # texts mostly not analysed before in this process
-                await rt.run_sync(score_candidates, channels, {r.id: r.content for r in rows}, rt.settings.ranking)
+                await rt.run_sync(score_candidates, channels, texts, positions)
             with st("conversation neighbours"):
-                await written_around(rt, [h.id for h in dense[:NEIGHBOUR_SOURCES]], rt.clock.now())
+                await written_around(rt, list(dense)[:NEIGHBOUR_SOURCES], rt.clock.now())
             model.take()
             with st("rank total"):
                 ranked = await rank(rt, USER, [PROJECT], q_rank, limit=5)

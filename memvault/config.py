@@ -155,8 +155,9 @@ class DocumentSettings(_Group):
     )
     docs_max_file_bytes: int = Field(default=10_000_000, ge=1, description="Larger files are skipped by index_docs.")
     docs_batch_chunks: int = Field(
-        default=128, ge=1, description="Chunks gathered across files per embedding batch, committed together: "
-        "fewer hold less memory and lose less work to a stop, more index faster.")
+        default=512, ge=1, description="Chunks gathered across files per embedding batch, committed together: "
+        "fewer hold less memory and lose less work to a stop, more index faster (a batch's chunks are "
+        "embedded in length order, so a larger one pads fewer tokens).")
 
     @field_validator("docs_allowed_dirs", mode="after")
     @classmethod

@@ -52,12 +52,15 @@ measured fairly")."""
 class Channels:
     """What each channel found for one query: ``dense`` cosine and ``keyword`` score by item id
     (each best first; see ``search_channels`` for how many), and ``query_dots``: the query embedding's dot product with
-    each language's mean passage embedding (empty when language neutrality is off)."""
+    each language's mean passage embedding (empty when language neutrality is off).
+    ``stored``: the stored dense vectors the search read already (``dense_candidates``'s
+    ``read``), so that the scoring does not read them again."""
 
     query: str
     dense: dict[str, float]
     keyword: dict[str, float]
     query_dots: dict[str, float]
+    stored: Mapping[str, list[float]] = field(default_factory=dict)
 
     def ids(self) -> list[str]:
         """Every candidate id, dense hits first."""
@@ -92,17 +95,20 @@ async def search_channels(rt: Runtime, collection: str, query: str, flt: VectorF
     def search() -> Channels:
         qvec = emb.embed_queries([query])[0]
         centroids = language_centroids(emb) if neutral else {}
-        dense = dense_candidates(vectors, collection, qvec, flt, n, centroids, language_of(query)[0] == CJK)
+        read: dict[str, list[float]] = {}
+        dense = dense_candidates(vectors, collection, qvec, flt, n, centroids, language_of(query)[0] == CJK, read=read)
         sparse = keyword_vector(query, query=True)
         sparse_hits = vectors.search_sparse(collection, sparse, flt, n) if sparse.indices else []
         dots = {lang: float(np.dot(c, qvec)) for lang, c in centroids.items()}
-        return Channels(query=query, dense=dense, keyword={h.id: h.score for h in sparse_hits}, query_dots=dots)
+        return Channels(query=query, dense=dense, keyword={h.id: h.score for h in sparse_hits}, query_dots=dots,
+                        stored=read)
 
     return await rt.run_sync(search)
 
 
 def dense_candidates(vectors: VectorIndex, collection: str, qvec: np.ndarray, flt: VectorFilter, n: int,
-                     centroids: Mapping[str, np.ndarray], query_cjk: bool = False) -> dict[str, float]:
+                     centroids: Mapping[str, np.ndarray], query_cjk: bool = False, *,
+                     read: dict[str, list[float]] | None = None) -> dict[str, float]:
     """Item id -> cosine to ``qvec`` (of the item's best point), best first: the top ``n`` by
     cosine, and, given the language ``centroids``, those of the top ``n`` by the
     language-neutral query (``service.centroids.language_neutral_query``) that the first
@@ -113,16 +119,23 @@ def dense_candidates(vectors: VectorIndex, collection: str, qvec: np.ndarray, fl
     than ``n`` memories in the question's language never offers one in the other language;
     keeping only the other language's leaves a store in one language ranked exactly as by
     the first search alone. When the first search returns fewer than ``n``, every item the
-    filter admits is a candidate already and the second search is skipped. Blocking: call
-    from a worker thread."""
-    hits = {h.id: h.score for h in vectors.search_dense(collection, qvec.tolist(), flt, n)}
+    filter admits is a candidate already and the second's answer is not used.
+
+    Both searches are one engine call (``VectorIndex.search_dense_many``: one pass over the
+    points for the two). ``read``, when given, receives the stored vectors read here (item
+    id -> vector), for ``stored_positions``. Blocking: call from a worker thread."""
     neutral_q = language_neutral_query(qvec, dict(centroids)) if centroids else None
+    queries = [qvec.tolist()] if neutral_q is None else [qvec.tolist(), neutral_q.tolist()]
+    answers = vectors.search_dense_many(collection, queries, flt, n)
+    hits = {h.id: h.score for h in answers[0]}
     if neutral_q is None or len(hits) < n:  # fewer than n match the filter: every one is a candidate already
         return hits
-    missed = [h.id for h in vectors.search_dense(collection, neutral_q.tolist(), flt, n) if h.id not in hits]
+    missed = [h.id for h in answers[1] if h.id not in hits]
     if not missed:
         return hits
     found = {i: vec for i, vec in own_vectors(vectors, collection, missed).items() if len(vec) == len(qvec)}
+    if read is not None:
+        read.update(found)
     positions = language_positions(found, dict(centroids))
     for i, vec in found.items():
         if i in positions and (positions[i] >= 0.5) != query_cjk:
@@ -161,16 +174,23 @@ def mixed_ids(ch: Channels, texts: Mapping[str, str]) -> list[str]:
     Empty when language neutrality is off (``ch.query_dots`` empty)."""
     if not ch.query_dots:
         return []
-    return [i for i in ch.dense if i in texts and 0.0 < cjk_weight(texts[i]) < 1.0]
+    return [i for i in ch.dense if i in texts and 0.0 < language_of(texts[i])[1] < 1.0]
 
 
-def stored_positions(emb: Embedder, vectors: VectorIndex, collection: str, ids: list[str]) -> dict[str, float]:
+def stored_positions(emb: Embedder, vectors: VectorIndex, collection: str, ids: list[str],
+                     known: Mapping[str, list[float]] | None = None) -> dict[str, float]:
     """``service.centroids.language_positions`` of the stored items ``ids`` of ``collection``
-    (their own point's dense vector, read from the index; ids without a point are left out).
+    (their own point's dense vector: taken from ``known`` when there, the item id -> vector
+    already read this call, else read from the index; ids without a point are left out).
     Blocking: call from a worker thread."""
     if not ids:
         return {}
-    return language_positions(own_vectors(vectors, collection, ids), language_centroids(emb))
+    have = known or {}
+    got = {i: have[i] for i in ids if i in have}
+    rest = [i for i in ids if i not in got]
+    if rest:
+        got |= own_vectors(vectors, collection, rest)
+    return language_positions(got, language_centroids(emb))
 
 
 def own_vectors(vectors: VectorIndex, collection: str, ids: list[str]) -> dict[str, list[float]]:
@@ -187,7 +207,7 @@ async def score_texts(rt: Runtime, collection: str, ch: Channels, texts: Mapping
     emb, vectors = await rt.ready()
 
     def work() -> dict[str, Scored]:
-        positions = stored_positions(emb, vectors, collection, mixed_ids(ch, texts))
+        positions = stored_positions(emb, vectors, collection, mixed_ids(ch, texts), ch.stored)
         return score_candidates(ch, texts, positions)
 
     return await rt.run_sync(work)

@@ -136,6 +136,25 @@ async def test_files_are_read_and_stored_while_the_model_runs(tmp_path, runtime,
     assert await runtime.run_sync(vectors.ids, DOCS_COLLECTION) == {i for ids, _ in kept.values() for i in ids}
 
 
+async def test_the_first_batch_is_short_so_the_model_starts_early(tmp_path, runtime, monkeypatch):
+    # two chunks a file: the first batch closes after one file, the later ones after BATCH chunks
+    write_corpus(tmp_path / "ws")
+    monkeypatch.setattr(docs_mod, "FIRST_BATCH_CHUNKS", 2)
+    sizes: list[int] = []
+    embed_batch = docs_mod.embed_batch
+
+    async def noted(rt, emb, batch, on_run=None):
+        sizes.append(len(batch.texts))
+        return await embed_batch(rt, emb, batch, on_run)
+
+    monkeypatch.setattr(docs_mod, "embed_batch", noted)
+    scope = make_scope("local", "proj", "argument")
+    res = await index_docs(runtime, scope, [str(tmp_path / "ws")], None, [tmp_path / "ws"],
+                           cite_bases=[tmp_path / "ws"])
+    assert res.added == FILES and sum(sizes) == res.chunks_embedded
+    assert sizes[0] == 2 and max(sizes[1:]) >= BATCH > 2, sizes
+
+
 async def test_a_stop_while_stages_overlap_keeps_whole_files_and_resume_redoes_only_the_rest(tmp_path, runtime,
                                                                                             monkeypatch):
     write_corpus(tmp_path / "ws")

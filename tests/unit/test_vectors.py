@@ -351,6 +351,47 @@ def test_many_points_of_one_item_still_leave_room_for_others(index):
     assert [h.id for h in index.search_dense(COL, unit(0), VectorFilter(), limit=2)] == [pid(70), pid(80)]
 
 
+def test_search_dense_many_answers_each_vector_as_search_dense_does(index):
+    # one item's 40 points fill a first fetch of 2 points: that query goes on fetching more
+    index.upsert(COL, fixture_points() + windows(70, [unit(0)] * 40) + windows(80, [unit(0, 1, 0.5)]))
+    queries = [unit(0), unit(3), unit(1, 2, 0.3)]
+    for flt in (VectorFilter(), VectorFilter(status=None), VectorFilter(kinds=["fact"]), VectorFilter(projects=["nope"])):
+        for limit in (0, 2, 5, 100):
+            many = index.search_dense_many(COL, queries, flt, limit)
+            assert many == [index.search_dense(COL, q, flt, limit) for q in queries]
+    first = [h.id for h in index.search_dense_many(COL, [unit(0)], VectorFilter(), 2)[0]]
+    assert len(set(first)) == 2 and pid(70) in first  # two items, though item 70's points alone fill 2 places
+    assert index.search_dense_many(COL, [], VectorFilter(), 5) == []
+
+
+def test_edge_reads_hits_payload_only_once_a_window_point_may_be_there(tmp_path):
+    # Without window points a hit's id is its item's and searches read no payload; the first
+    # window point upserted, and a reopened store holding one, make them read ``parent`` again.
+    idx = EdgeVectorIndex(tmp_path / "vectors")
+    idx.ensure_collection(COL, DIM, MODEL)
+    idx.upsert(COL, fixture_points())
+    assert idx._get(COL).windows is False
+    assert idx.search_dense(COL, unit(1), VectorFilter(status=None), 3)[0].id == pid(1)
+    far = unit(2, 5, 3.0)  # no fixture point is this close to it
+    idx.upsert(COL, windows(50, [unit(6), far]))
+    assert idx._get(COL).windows is True
+    sparse_query = SparseVector([COMMON_TERM], [1.0])
+    for hits in (idx.search_dense(COL, far, VectorFilter(), 1), idx.search_dense_many(COL, [far], VectorFilter(), 1)[0]):
+        assert [h.id for h in hits] == [pid(50)]  # the window point's item, not the point
+    assert pid(5001) not in {h.id for h in idx.search_sparse(COL, sparse_query, VectorFilter(status=None), 100)}
+    idx.close()
+    again = EdgeVectorIndex(tmp_path / "vectors")
+    again.ensure_collection(COL, DIM, MODEL)
+    assert again._get(COL).windows is True
+    assert [h.id for h in again.search_dense(COL, far, VectorFilter(), 1)] == [pid(50)]
+    again.delete(COL, [pid(50)])
+    again.close()
+    single = EdgeVectorIndex(tmp_path / "vectors")
+    single.ensure_collection(COL, DIM, MODEL)
+    assert single._get(COL).windows is False  # its window points deleted
+    single.close()
+
+
 def test_delete_and_set_payload_reach_every_point_of_an_item(index):
     index.upsert(COL, windows(50, [unit(0), unit(1), unit(2)], kind="fact") + windows(60, [unit(3)], kind="fact"))
     index.set_payload(COL, [pid(50)], {"kind": "note"})
@@ -506,6 +547,14 @@ def test_edge_points_survive_kill_9_without_flush(tmp_path):
         assert [h.id for h in hits] == [pid(299)]
     finally:
         idx.close()
+
+
+def test_edge_shards_load_with_memvaults_search_threads():
+    from memvault.storage.vectors.edge_build import SEARCH_THREADS, edge_config
+
+    # the live shard, a swapped-in build and the build itself all load with edge_config
+    assert edge_config(DIM).max_search_threads == SEARCH_THREADS
+    assert edge_config(DIM, max_search_threads=SEARCH_THREADS + 2).max_search_threads == SEARCH_THREADS + 2
 
 
 def test_edge_concurrent_threads(tmp_path):

@@ -137,6 +137,11 @@ def prepare_chunks(chunks: Sequence[Chunk]) -> list[ChunkRow]:
     ]
 
 
+FIRST_BATCH_CHUNKS = 128
+"""Chunks of the first batch at most (later ones: ``docs_batch_chunks``): the model waits for
+the first batch's files to be read and chunked with nothing to embed, so it is kept short,
+and the larger batches after it (fewer padded tokens) are read while the model runs."""
+
 BATCHES_AHEAD = 1
 """Batches ``index_docs`` prepares ahead of the one being embedded, and embedded batches it
 keeps waiting to be stored: each is ``docs_batch_chunks`` chunks of text (a few MB at most),
@@ -500,8 +505,9 @@ async def _index_files(rt: Runtime, store: DocStore, found: Sequence[DiscoveredF
     ``project``, counting into ``run``: three stages side by side, joined by bounded queues.
 
     - reading: each file not unchanged is read, hashed, chunked and checked for secrets,
-      and every ``docs_batch_chunks`` chunks (across files) become a batch, prepared for the
-      model (embedded texts, keyword vectors, model runs planned);
+      and every ``docs_batch_chunks`` chunks (across files; the first batch at most
+      ``FIRST_BATCH_CHUNKS``) become a batch, prepared for the model (embedded texts,
+      keyword vectors, model runs planned);
     - embedding: each batch in short model runs, one at a time, in one of the engine's
       two slots (the other stays free for recall);
     - storing: each embedded batch's points upserted, then its files committed one by one.
@@ -547,6 +553,7 @@ async def _index_files(rt: Runtime, store: DocStore, found: Sequence[DiscoveredF
         async with to_embed:
             batch: list[PreparedFile] = []
             chunks_in_batch = 0
+            limit = min(FIRST_BATCH_CHUNKS, s.documents.docs_batch_chunks)
             for f in found:
                 cite = _cite(f.path, bases)
                 old = registered.get(str(f.path))
@@ -590,9 +597,10 @@ async def _index_files(rt: Runtime, store: DocStore, found: Sequence[DiscoveredF
                               indexed_by=scope.user_id)
                 batch.append(PreparedFile(doc, prepare_chunks(chunks), old))
                 chunks_in_batch += len(chunks)
-                if chunks_in_batch >= s.documents.docs_batch_chunks:
+                if chunks_in_batch >= limit:
                     await to_embed.send(await rt.run_pure(prepare_batch, emb, batch, limiter=side))
                     batch, chunks_in_batch = [], 0
+                    limit = s.documents.docs_batch_chunks
             if batch:
                 await to_embed.send(await rt.run_pure(prepare_batch, emb, batch, limiter=side))
 

@@ -428,6 +428,16 @@ class VectorIndex(ABC):
         point instead of walking an HNSW graph (slower on a large collection; an approximate
         search may miss a point without anything being wrong)."""
 
+    def search_dense_many(
+        self, collection: str, vectors: Sequence[Sequence[float]], flt: VectorFilter, limit: int, *,
+        exact: bool = False
+    ) -> list[list[Hit]]:
+        """``search_dense`` of each of ``vectors`` with the same filter and limit: one hit list
+        per vector, in order, each exactly what ``search_dense`` returns for it. An engine that
+        can runs them in one pass over the points (the filter checked once per point, not
+        once per vector); this default runs them one after the other."""
+        return [self.search_dense(collection, v, flt, limit, exact=exact) for v in vectors]
+
     @abstractmethod
     def search_sparse(
         self, collection: str, sparse: SparseVector, flt: VectorFilter, limit: int

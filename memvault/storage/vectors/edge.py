@@ -263,12 +263,14 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
             try:
                 with self._engine(name):
                     payload_indexed = self._ensure_indexes(shard, self._index_after)
+                    windows = self._has_windows(shard)
             except BaseException:
                 shard.close()
                 raise
             indexed = has_hnsw(sdir)
             self._open[name] = OpenShard(shard, dim, model_id, sdir, name, rel, dirty=True, indexed=indexed,
-                                         built_points=built_points if indexed else 0, payload_indexed=payload_indexed)
+                                         built_points=built_points if indexed else 0, payload_indexed=payload_indexed,
+                                         windows=windows)
             edge_integrity.remove_leftovers(cdir, sdir)
             log.info("vector collection %s open at %s (%s)", name, sdir, _describe(model_id, dim))
 
@@ -323,6 +325,8 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
             edge_disk.check_write(self.root, len(points), cur.dim)  # a full disk kills a mapped write (SIGBUS)
             edge_points = [self._edge_point(p, cur.dim) for p in points]
             cur.written_since += len(edge_points)
+            if any(PARENT in p.payload for p in points):
+                cur.windows = True
             for i in range(0, len(edge_points), self._upsert_batch):
                 self._update(collection, qe.UpdateOperation.upsert_points(edge_points[i : i + self._upsert_batch]))
             self._index_payload_when_due(collection, cur)
@@ -343,6 +347,8 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
         # By filter, so that ids without a point are skipped instead of failing the batch.
         op = qe.UpdateOperation.set_payload_by_filter(_items_filter(ids), payload)
         with self._writes, self._lock:
+            if PARENT in payload:
+                self._get(collection).windows = True
             self._update(collection, op)
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
@@ -371,6 +377,16 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
             query = qe.Query.Nearest(dense_list(vector, cur.dim), using=DENSE)
             return self._query(cur, query, flt, limit, self._exact if exact or self._force_exact or not cur.indexed
                                else self._hnsw)
+
+    def search_dense_many(self, collection: str, vectors: Sequence[Sequence[float]], flt: VectorFilter, limit: int,
+                          *, exact: bool = False) -> list[list[Hit]]:
+        """One ``query_batch`` for every vector: the engine's exact search checks the filter and
+        reads each point once for all of them, where separate queries repeat both."""
+        with self._lock:
+            cur = self._get(collection)
+            queries = [qe.Query.Nearest(dense_list(v, cur.dim), using=DENSE) for v in vectors]
+            return self._query_many(cur, queries, flt, limit, self._exact if exact or self._force_exact
+                                    or not cur.indexed else self._hnsw)
 
     def search_sparse(self, collection: str, sparse: SparseVector, flt: VectorFilter, limit: int) -> list[Hit]:
         with self._lock:
@@ -556,25 +572,53 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
                     cur.journal = None
 
     def _query(self, cur: OpenShard, query: qe.Query, flt: VectorFilter, limit: int,
-               params: qe.SearchParams) -> list[Hit]:
+               params: qe.SearchParams, *, fetch: int | None = None) -> list[Hit]:
+        """Top ``limit`` items for ``query``, fetching ``fetch`` points (default ``limit``) first."""
         if limit <= 0 or flt.matches_nothing():
             return []
-        fetch = limit
+        fetch = limit if fetch is None else fetch
         while True:  # several points may be one item's: fetch more until ``limit`` items (or all)
-            request = qe.QueryRequest(
-                limit=fetch,
-                query=query,
-                filter=edge_filter(flt),
-                params=params,
-                with_payload=[PARENT],
-                with_vector=False,
-            )
             with self._engine(cur.name):
-                points = cur.shard.query(request)
-            hits = best_per_item([(item_id(p.id, p.payload), float(p.score)) for p in points], limit)
-            if len(hits) >= limit or len(points) < fetch:
+                points = cur.shard.query(self._request(query, flt, fetch, params, cur.windows))
+            hits, enough = self._items(points, limit, fetch)
+            if enough:
                 return hits
             fetch *= 4
+
+    def _query_many(self, cur: OpenShard, queries: list[qe.Query], flt: VectorFilter, limit: int,
+                    params: qe.SearchParams) -> list[list[Hit]]:
+        """``_query`` of each of ``queries``, the first fetch of all of them in one ``query_batch``
+        (a query whose ``limit`` points hold fewer items goes on alone, as ``_query`` would)."""
+        if not queries or limit <= 0 or flt.matches_nothing():
+            return [[] for _ in queries]
+        batch = qe.QueryBatchRequest([self._request(q, flt, limit, params, cur.windows) for q in queries])
+        with self._engine(cur.name):
+            answers = cur.shard.query_batch(batch)
+        out = []
+        for query, points in zip(queries, answers, strict=True):
+            hits, enough = self._items(points, limit, limit)
+            out.append(hits if enough else self._query(cur, query, flt, limit, params, fetch=limit * 4))
+        return out
+
+    @staticmethod
+    def _request(query: qe.Query, flt: VectorFilter, fetch: int, params: qe.SearchParams,
+                 windows: bool) -> qe.QueryRequest:
+        """The request of one search; the hits' ``parent`` is read only when the shard may hold
+        window points (``OpenShard.windows``): reading payloads is a good part of a search's cost."""
+        return qe.QueryRequest(limit=fetch, query=query, filter=edge_filter(flt), params=params,
+                               with_payload=[PARENT] if windows else False, with_vector=False)
+
+    @staticmethod
+    def _has_windows(shard: qe.EdgeShard) -> bool:
+        """Whether ``shard`` holds a point with a ``parent`` (a later window of an item)."""
+        return shard.count(qe.CountRequest(exact=True, filter=qe.Filter(must_not=[qe.IsEmptyCondition(PARENT)]))) > 0
+
+    @staticmethod
+    def _items(points: Sequence[qe.ScoredPoint], limit: int, fetch: int) -> tuple[list[Hit], bool]:
+        """The best ``limit`` items of ``points`` (the answer to a fetch of ``fetch`` points),
+        and whether that is the answer: ``limit`` items, or every matching point fetched."""
+        hits = best_per_item([(item_id(p.id, p.payload), float(p.score)) for p in points], limit)
+        return hits, len(hits) >= limit or len(points) < fetch
 
     @staticmethod
     def _edge_point(p: Point, dim: int) -> qe.Point:

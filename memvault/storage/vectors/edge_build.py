@@ -43,13 +43,22 @@ vectors (~6.5k 384-dim points) is answered exactly through the payload indexes, 
 log = logging.getLogger(__name__)
 
 
+SEARCH_THREADS = 1
+"""Threads one search of a shard runs on (``EdgeConfig.max_search_threads``). The engine's
+default, one per core, hands each search to a pool of threads and waits for them: with the
+one or few segments of a memvault shard that buys nothing, and on two busy cores the hand-off
+and the wake-ups cost a good part of an exact search of 10,000 points (recall runs two at
+once, and the runtime's two engine slots already let two calls search side by side)."""
+
+
 def edge_config(dim: int, *, cold_vectors: bool = False, **extra: Any) -> qe.EdgeConfig:
     """memvault's shard configuration: dense vectors of ``dim`` (cosine) and IDF keyword
-    vectors; ``cold_vectors``: dense vectors mapped without being read in at load
-    (``Memory.Cold``; for a shard created on tmpfs, where reading a hole allocates it; a
-    shard keeps the placement it was created with, None leaves it as it is);
-    ``extra``: more EdgeConfig arguments. The WAL is left on (never pass
-    ``wal_enabled=False``: nothing survives a kill then)."""
+    vectors, searched on ``SEARCH_THREADS`` threads; ``cold_vectors``: dense vectors mapped
+    without being read in at load (``Memory.Cold``; for a shard created on tmpfs, where
+    reading a hole allocates it; a shard keeps the placement it was created with, None
+    leaves it as it is); ``extra``: more EdgeConfig arguments. The WAL is left on (never
+    pass ``wal_enabled=False``: nothing survives a kill then)."""
+    extra.setdefault("max_search_threads", SEARCH_THREADS)
     return qe.EdgeConfig(
         vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine,
                                             memory=qe.Memory.Cold if cold_vectors else None)},

@@ -32,6 +32,9 @@ class OpenShard:
     written_since: int = 0  # points upserted since this shard was built (or opened)
     built_points: int = 0  # points the shard held when its HNSW index was built (the record's ``built_points``)
     payload_indexed: bool = False  # has its payload indexes (made once PAYLOAD_INDEX_AFTER points are held)
+    # May hold a point of an item's later window (payload ``parent``): searches then read each
+    # hit's ``parent`` to name its item; without one, a point's id is its item's and no payload is read.
+    windows: bool = True
 
 
 def is_panic(exc: BaseException) -> bool:

@@ -165,7 +165,8 @@ class IndexSwap:
                 self._end_build(cur, folder)
                 raise
             self._open[collection] = OpenShard(new, cur.dim, cur.model_id, folder / SHARD_DIR, collection, rel,
-                                               indexed=indexed, built_points=int(built.get("points", 0)))
+                                               indexed=indexed, built_points=int(built.get("points", 0)),
+                                               windows=cur.windows)  # the same points, the journal's too
             cur.journal, self._child, self._building = None, None, False
             old = cur
         swap_s = time.perf_counter() - t2
