@@ -97,12 +97,30 @@ def main(argv: list[str] | None = None) -> None:
     train = [*caps["devmem-dev"], *[q for q in caps["bilingual"] if q.gold["fact"] < PROBE_TRAIN_FACTS]]
     data = rows(train)
     # the features calibrated_relevance reads: gap, judged share x coverage, unjudged share,
-    # unjudged share x its translated share
+    # unjudged share x its translated share; all five refitted, for reference
     w = fit_logistic([(g, (1.0 - u) * c, u, u * t) for g, c, u, t, _ in data], [d[4] for d in data])
     print(f"{len(data)} rows ({sum(d[4] for d in data)} answers) from {len(train)} questions")
-    print(f"RELEVANCE_BIAS = {w[0]:.2f}\nRELEVANCE_GAP = {w[1]:.2f}\nRELEVANCE_COVERAGE = {w[2]:.2f}\n"
-          f"RELEVANCE_CROSS_SCRIPT = {w[3]:.2f}\nRELEVANCE_TRANSLATED = {w[4]:.2f}")
+    print(f"all refitted: bias {w[0]:.2f}, gap {w[1]:.2f}, coverage {w[2]:.2f}, cross-script {w[3]:.2f}, "
+          f"translated {w[4]:.2f}")
+    print(f"RELEVANCE_TRANSLATED = {fit_translated(data):.1f} (the other four held)")
 
+
+def fit_translated(data: list[tuple[float, float, float, float, int]], step: float = 0.5,
+                   top: float = 30.0) -> float:
+    """The ``RELEVANCE_TRANSLATED`` of least negative log-likelihood on ``data`` (``rows``), the
+    other parameters held at their shipped values; a grid of ``step`` from 0 to ``top``."""
+    from memvault.policy import fusion as pf
+
+    def nll(weight: float) -> float:
+        total = 0.0
+        for g, c, u, t, y in data:
+            z = (pf.RELEVANCE_BIAS + pf.RELEVANCE_GAP * g + pf.RELEVANCE_COVERAGE * (1.0 - u) * c
+                 + pf.RELEVANCE_CROSS_SCRIPT * u + weight * u * t)
+            p = 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
+            total -= float(np.log(p + 1e-12) if y else np.log(1.0 - p + 1e-12))
+        return total
+
+    return min((step * n for n in range(int(top / step) + 1)), key=nll)
 
 if __name__ == "__main__":
     main()

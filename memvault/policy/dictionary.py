@@ -36,6 +36,7 @@ import re
 import threading
 from importlib import resources
 
+from memvault.policy.cjk import CJK_RUN, is_cjk
 from memvault.policy.keywords import keyword_term_set
 
 __all__ = ["GLOSSARY_FILE", "MAX_HEADWORD", "MAX_SENSE_TERMS", "headwords", "senses", "translated_terms"]
@@ -48,8 +49,9 @@ GLOSSARY_FILE = "dev_glossary.tsv"
 """Developer vocabulary beside CC-CEDICT (this package's data): terms the dictionary lacks (站会
 "standup", 灰度 "canary") or glosses in another sense (评审 "to appraise" is a code review here)."""
 _LINE = re.compile(r"^\S+ (\S+) \[([^\]]*)\] /(.*)/\s*$")
-_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
-_HAN_WORD = re.compile(rf"[\u4e00-\u9fff]{{2,{MAX_HEADWORD}}}")
+# Runs of CJK letters (``policy.cjk``); a headword is looked up inside them, and only words of 2
+# to MAX_HEADWORD characters are kept from the dictionary (every CC-CEDICT headword is CJK).
+_HAN_WORD_LENGTHS = range(2, MAX_HEADWORD + 1)
 _WORD = re.compile(r"[A-Za-z]+")
 _PARENS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 # Definitions that point elsewhere or name a register rather than translate.
@@ -81,9 +83,11 @@ def _read_table() -> dict[str, str]:
             if line.startswith("#"):
                 continue
             m = _LINE.match(line)
-            if m is None or not _HAN_WORD.fullmatch(m.group(1)) or m.group(2)[:1].isupper():
+            if m is None:
                 continue
             head = m.group(1)
+            if len(head) not in _HAN_WORD_LENGTHS or not all(map(is_cjk, head)) or m.group(2)[:1].isupper():
+                continue
             out[head] = f"{out[head]}/{m.group(3)}" if head in out else m.group(3)
     glossary = resources.files(__package__).joinpath(GLOSSARY_FILE).read_text(encoding="utf-8")
     for line in glossary.splitlines():
@@ -126,7 +130,7 @@ def headwords(text: str) -> tuple[tuple[int, int, str], ...]:
     of Han characters (overlapping occurrences all listed; offsets into ``text``)."""
     table = _definitions()
     out = []
-    for m in _HAN_RUN.finditer(text):
+    for m in CJK_RUN.finditer(text):
         run, base = m.group(), m.start()
         for i in range(len(run) - 1):
             for j in range(i + 2, min(len(run), i + MAX_HEADWORD) + 1):

@@ -103,15 +103,25 @@ _QUESTION_END = re.compile(r"(?:[?？]|[吗嗎呢][。.]?)\s*$")
 # end but searched from every position of a long text would take quadratic time).
 _THANKS_AT_END = re.compile(r"(?:thanks|thank\s{1,8}you|thx|please|pls|谢谢|謝謝|多谢|多謝|谢啦)\Z", re.IGNORECASE)
 _THANKS_TAIL = 32
-# What ties a preference to the project it was said in: an identifier, file name or path
-# (letters joined by _ . / or : to more, one part of two characters or more: ORDER_RETRY_MAX,
-# src/api, package.json; not "e.g."), or words naming the project itself. A tool's name or a flag is not:
-# "prefer `uv` over pip", "run pytest -x first" hold everywhere.
-_PROJECT_BOUND = re.compile(
-    r"(?<![\w.])(?=[\w./:-]*[A-Za-z])(?:[\w-]{2,}(?:[_./:][\w-]+)+|[\w-]+(?:[_./:][\w-]+)*[_./:][\w-]{2,})"
-    r"|\b(?:this|the|our)\s+(?:project|repo|repository|codebase|code\s*base|service|app)\b|\bin\s+here\b"
+# What ties a preference to the project it was said in: an identifier, file name or path (a
+# token of letters joined by _ . / or : to more, one part of two characters or more:
+# ORDER_RETRY_MAX, src/api, package.json; not "e.g."), or words naming the project itself. A
+# tool's name or a flag is not: "prefer `uv` over pip", "run pytest -x first" hold everywhere.
+_TOKEN = re.compile(r"[\w./:-]+")
+_JOINED = re.compile(r"[_./:]")
+_NAMES_PROJECT = re.compile(
+    r"\b(?:this|the|our)\s+(?:project|repo|repository|codebase|code\s*base|service|app)\b|\bin\s+here\b"
     r"|(?:这个|這個|本|该|該)(?:项目|項目|仓库|倉庫|代码库|代碼庫|服务|服務|应用|應用|工程)"
     r"|(?:项目|項目|仓库|倉庫)(?:里|裡|中|内|內)", re.IGNORECASE)
+
+
+def _names_something_of_the_project(content: str) -> bool:
+    """Whether ``content`` holds an identifier, file name or path, or names the project (above)."""
+    for token in _TOKEN.findall(content):
+        parts = [p for p in _JOINED.split(token.strip("./:-_")) if p]
+        if len(parts) >= 2 and any(c.isalpha() for c in token) and any(len(p) >= 2 for p in parts):
+            return True
+    return _NAMES_PROJECT.search(content) is not None
 
 
 def _sentences(prompt: str) -> list[str]:
@@ -189,7 +199,8 @@ def _request(sentence: str) -> MemoryRequest | None:
 def _make(content: str, kind: RequestKind, cue: str) -> MemoryRequest | None:
     if not MIN_CONTENT_CHARS <= len(content) <= MAX_CONTENT_CHARS:
         return None
-    scope: RequestScope = "global" if kind == "preference" and not _PROJECT_BOUND.search(content) else "project"
+    scope: RequestScope = "global" if kind == "preference" and not _names_something_of_the_project(content) \
+        else "project"
     return MemoryRequest(content=content, kind=kind, cue=" ".join(cue.split()).rstrip(":,\u2014- "), scope=scope)
 
 

@@ -11,7 +11,8 @@ def test_a_borrowed_word_does_not_give_an_english_memory_full_keyword_credit() -
     judged on that word alone, in proportion to its share of the question, so the Chinese
     memory that answers (same word plus the question's Chinese terms) ranks first at the same
     cosine."""
-    texts = {"zh": "数据管道里的 DAG 都由周航评审。", "en": "Zhou Hang is strict in DAG reviews."}
+    # (the English memory says nothing the dictionary links to 评审, "review": only DAG is shared)
+    texts = {"zh": "数据管道里的 DAG 都由周航评审。", "en": "Zhou Hang is strict about DAG naming."}
     ch = Channels(query="DAG 谁来评审？", dense={"en": 0.85, "zh": 0.85}, keyword={"en": 3.0, "zh": 5.0},
                   query_dots={})
     scored = score_candidates(ch, texts)
