@@ -18,8 +18,9 @@ proper names (capitalised pinyin) translate nothing a memory would hold. Each se
 terms ``policy.keywords.keyword_term_set`` makes of it, the same stems the keyword channel
 uses; a sense of more than ``MAX_SENSE_TERMS`` terms is an explanation, not a translation,
 and one of several words that keeps one term or fewer than half its words (stop words
-dropped: "at what time", "log in") is a function phrase or a phrasal verb; both are left out. A sense matches when all its terms are on the English side: "public
-holiday" needs both words, so 节假日 does not match a text about a public API.
+dropped: "at what time", "log in") is a function phrase or a phrasal verb; both are left
+out. A sense matches when all its terms are on the English side: "public holiday" needs
+both words, so 节假日 does not match a text about a public API.
 
 Beside it, ``GLOSSARY_FILE``: some 180 terms of Chinese developer speech the dictionary lacks
 or glosses in another sense (站会 standup, 封版 code freeze, 评审 review), written for memvault.
