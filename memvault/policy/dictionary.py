@@ -124,10 +124,11 @@ def senses(headword: str) -> tuple[frozenset[str], ...]:
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=256)
 def headwords(text: str) -> tuple[tuple[int, int, str], ...]:
     """``(start, end, headword)`` of every dictionary headword occurring in ``text``'s runs
-    of Han characters (overlapping occurrences all listed; offsets into ``text``)."""
+    of Han characters (overlapping occurrences all listed; offsets into ``text``). Kept for
+    the last 256 texts: queries, short; a document chunk's list runs to thousands."""
     table = _definitions()
     out = []
     for m in CJK_RUN.finditer(text):
@@ -137,6 +138,13 @@ def headwords(text: str) -> tuple[tuple[int, int, str], ...]:
                 if run[i:j] in table:
                     out.append((base + i, base + j, run[i:j]))
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=2048)
+def _distinct_headwords(text: str) -> frozenset[str]:
+    """The headwords ``text`` holds, once each: what a candidate is matched by. Kept for the
+    texts of a few recalls' candidates (a memory holds tens, a document chunk a few hundred)."""
+    return frozenset(head for _, _, head in headwords.__wrapped__(text))
 
 
 def _han_terms(text: str, start: int, end: int) -> set[str]:
@@ -162,7 +170,7 @@ def translated_terms(query: str, text: str) -> frozenset[str]:
     for start, end, head in headwords(query):
         if any(sense <= doc for sense in senses(head)):
             got |= _han_terms(query, start, end)
-    for _, _, head in headwords(text):
+    for head in _distinct_headwords(text):
         for sense in senses(head):
             if sense <= qterms:
                 got |= sense
