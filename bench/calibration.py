@@ -109,13 +109,14 @@ def fit_translated(data: list[tuple[float, float, float, float, int]], step: flo
                    top: float = 30.0) -> float:
     """The ``RELEVANCE_TRANSLATED`` of least negative log-likelihood on ``data`` (``rows``), the
     other parameters held at their shipped values; a grid of ``step`` from 0 to ``top``."""
-    from memvault.policy import fusion as pf
+    from memvault.policy.fusion import relevance_logit
+
+    held = [(relevance_logit(g, c, u), u * t, y) for g, c, u, t, y in data]  # the part that does not move
 
     def nll(weight: float) -> float:
         total = 0.0
-        for g, c, u, t, y in data:
-            z = (pf.RELEVANCE_BIAS + pf.RELEVANCE_GAP * g + pf.RELEVANCE_COVERAGE * (1.0 - u) * c
-                 + pf.RELEVANCE_CROSS_SCRIPT * u + weight * u * t)
+        for base, ut, y in held:
+            z = base + weight * ut
             p = 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
             total -= float(np.log(p + 1e-12) if y else np.log(1.0 - p + 1e-12))
         return total

@@ -42,6 +42,7 @@ __all__ = [
     "convex_fuse",
     "CROSS_SCRIPT_FLOOR",
     "calibrated_relevance",
+    "relevance_logit",
     "RELEVANCE_BIAS",
     "RELEVANCE_COVERAGE",
     "RELEVANCE_CROSS_SCRIPT",
@@ -270,6 +271,16 @@ def dense_background(scores: Iterable[float], query_script: str = "other") -> fl
     return sum(ranked) / BACKGROUND_RANKS
 
 
+def relevance_logit(gap: float | None, coverage: float, cross_script: float = 0.0) -> float:
+    """The log-odds :func:`calibrated_relevance` starts from, before the dictionary's term:
+    ``RELEVANCE_BIAS + RELEVANCE_GAP * gap + RELEVANCE_COVERAGE * (1 - cross_script) * coverage
+    + RELEVANCE_CROSS_SCRIPT * cross_script`` (``gap`` None -> -0.05). ``bench.calibration``
+    fits ``RELEVANCE_TRANSLATED`` on top of it."""
+    g = -0.05 if gap is None else gap
+    return (RELEVANCE_BIAS + RELEVANCE_GAP * g + RELEVANCE_COVERAGE * (1.0 - cross_script) * coverage
+            + RELEVANCE_CROSS_SCRIPT * cross_script)
+
+
 def calibrated_relevance(gap: float | None, coverage: float, cross_script: float = 0.0,
                          translated: float = 0.0) -> float:
     """Estimated probability, in [0, 1], that a candidate is what the query asks about.
@@ -289,9 +300,7 @@ def calibrated_relevance(gap: float | None, coverage: float, cross_script: float
     added nothing once the gap was in (e5 cosines sit in a narrow band that moves with the
     query: the gap is what separates an answer from the rest).
     """
-    g = -0.05 if gap is None else gap
-    z = (RELEVANCE_BIAS + RELEVANCE_GAP * g + RELEVANCE_COVERAGE * (1.0 - cross_script) * coverage
-         + RELEVANCE_CROSS_SCRIPT * cross_script + RELEVANCE_TRANSLATED * cross_script * translated)
+    z = relevance_logit(gap, coverage, cross_script) + RELEVANCE_TRANSLATED * cross_script * translated
     if z >= 0:
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
