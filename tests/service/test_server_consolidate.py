@@ -34,6 +34,17 @@ async def _store(c, items) -> list[str]:
     return ids
 
 
+async def _until_superseded(d, ids) -> bool:
+    """Whether every memory of ``ids`` is superseded within 30 s (the periodic job runs every
+    0.36 s in these tests; a loaded machine may take long), looking every 0.1 s."""
+    marks = ",".join("?" * len(ids))
+    for _ in range(300):
+        if {s for (s,) in db_rows(d, f"SELECT status FROM memories WHERE id IN ({marks})", tuple(ids))} == {"superseded"}:
+            return True
+        await anyio.sleep(0.1)
+    return False
+
+
 def _rows(d, ids) -> dict[str, tuple]:
     marks = ",".join("?" * len(ids))
     return {r[0]: r for r in db_rows(d, f"SELECT {FIELDS} FROM memories WHERE id IN ({marks})", tuple(ids))}
@@ -145,11 +156,7 @@ async def test_periodic_job_is_off_by_default_and_applies_when_set(tmp_path, mcp
         apart = await _store(c, [(t, [], 0.6) for t in DISTINCT])
     monkeypatch.setattr(housekeeping, "FLUSH_INTERVAL_S", 0.1)  # the timers' period
     async with mcp_client(d, project="shop", consolidate_every_hours=0.0001):
-        for _ in range(300):  # the job runs every 0.36 s; give it up to 30 s on a loaded machine
-            if {s for (s,) in db_rows(d, "SELECT status FROM memories WHERE id IN (?,?,?)", tuple(ids))} == \
-                    {"superseded"}:
-                break
-            await anyio.sleep(0.1)
+        await _until_superseded(d, ids)
         [(merged,)] = db_rows(d, "SELECT DISTINCT superseded_by FROM memories WHERE id IN (?,?,?)", tuple(ids))
         assert merged is not None
         assert db_rows(d, "SELECT actor FROM memory_history WHERE memory_id=? AND action='add'", (merged,)) == \
@@ -201,13 +208,7 @@ async def test_facts_that_differ_in_a_unit_or_a_time_of_day_are_never_merged(tmp
             assert not any(set(pair) <= g for g in grouped), (a, b, res["proposals"])
     monkeypatch.setattr(housekeeping, "FLUSH_INTERVAL_S", 0.1)  # the timers' period
     async with mcp_client(d, project="shop", consolidate_every_hours=0.0001):
-        for _ in range(300):  # the job runs every 0.36 s; give it up to 30 s on a loaded machine
-            if {s for (s,) in db_rows(d, "SELECT status FROM memories WHERE id IN (?,?,?)", tuple(ids))} == \
-                    {"superseded"}:
-                break
-            await anyio.sleep(0.1)
-        assert {s for (s,) in db_rows(d, "SELECT status FROM memories WHERE id IN (?,?,?)", tuple(ids))} == \
-            {"superseded"}
+        assert await _until_superseded(d, ids)
         kept = [i for pair in pairs for i in pair]
         marks = ",".join("?" * len(kept))
         assert {s for (s,) in db_rows(d, f"SELECT status FROM memories WHERE id IN ({marks})", tuple(kept))} == \

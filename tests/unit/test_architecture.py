@@ -59,6 +59,16 @@ def _layer(path: Path) -> str:
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
 
+def _from_module(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module of ``from ... import``, a relative one resolved against ``package``
+    (the dotted package the importing file lives in)."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
 def _imports_in(source: str, package: str) -> list[tuple[int, str]]:
     """(line, absolute module name) of every import in ``source``, relative ones resolved
     against ``package`` (the dotted package the file lives in)."""
@@ -67,12 +77,7 @@ def _imports_in(source: str, package: str) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                mod = ".".join([*base, node.module] if node.module else base)
-            else:
-                mod = node.module or ""
+            mod = _from_module(node, package)
             out.append((node.lineno, mod))
             if mod == "memvault":  # from memvault import x: x may be a module of memvault
                 out += [(node.lineno, f"memvault.{a.name}") for a in node.names
@@ -131,12 +136,7 @@ def _edges(source: str, module: str, package: str, modules: set[str]) -> set[str
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                mod = ".".join([*base, node.module] if node.module else base)
-            else:
-                mod = node.module or ""
+            mod = _from_module(node, package)
             subs = [f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in modules]
             names = subs + ([mod] if len(subs) < len(node.names) else [])
         else:
