@@ -37,9 +37,12 @@ def _is_answer(q: Any) -> Callable[[str], bool]:
     return lambda i: bool(gold & set(q.expand.get(i, [])))
 
 
-def rows(qs: Iterable[Any]) -> list[tuple[float, float, float, float, int]]:
-    """(gap, coverage, unjudged share, share of it translated, is an answer) of the ``TOP``
-    best candidates of each question."""
+Row = tuple[float, float, float, float, int, int]
+
+
+def rows(qs: Iterable[Any], top: int = TOP) -> list[Row]:
+    """(gap, coverage, unjudged share, share of it translated, the query names something no
+    candidate holds (0 / 1), is an answer) of the ``top`` best candidates of each question."""
     from bench.fusion_compare import DEFAULT, VARIANTS, order_memories, text_positions
     from bench.ranking import Ranking
     from memvault.policy.fusion import dense_background
@@ -51,10 +54,10 @@ def rows(qs: Iterable[Any]) -> list[tuple[float, float, float, float, int]]:
         f = fusion_inputs(q.channels, q.texts, text_positions(q.channels, q.texts))
         background = dense_background(f.dense.values(), f.query_script)
         answer = _is_answer(q)
-        for i in order_memories(q, VARIANTS[DEFAULT], r)[:TOP]:
+        for i in order_memories(q, VARIANTS[DEFAULT], r)[:top]:
             if i in f.dense:
                 out.append((f.dense[i] - background, f.coverage.get(i, 0.0), f.unjudged.get(i, 0.0),
-                            f.translated.get(i, 0.0), int(answer(i))))
+                            f.translated.get(i, 0.0), int(f.unseen_name), int(answer(i))))
     return out
 
 
@@ -98,30 +101,47 @@ def main(argv: list[str] | None = None) -> None:
     data = rows(train)
     # the features calibrated_relevance reads: gap, judged share x coverage, unjudged share,
     # unjudged share x its translated share; all five refitted, for reference
-    w = fit_logistic([(g, (1.0 - u) * c, u, u * t) for g, c, u, t, _ in data], [d[4] for d in data])
-    print(f"{len(data)} rows ({sum(d[4] for d in data)} answers) from {len(train)} questions")
+    w = fit_logistic([(g, (1.0 - u) * c, u, u * t, n) for g, c, u, t, n, _ in data], [d[5] for d in data])
+    print(f"{len(data)} rows ({sum(d[5] for d in data)} answers) from {len(train)} questions")
     print(f"all refitted: bias {w[0]:.2f}, gap {w[1]:.2f}, coverage {w[2]:.2f}, cross-script {w[3]:.2f}, "
-          f"translated {w[4]:.2f}")
+          f"translated {w[4]:.2f}, unseen name {w[5]:.2f}")
     print(f"RELEVANCE_TRANSLATED = {fit_translated(data):.1f} (the other four held)")
+    # a property of the question, not of a candidate: fitted on what abstention reads, each
+    # question's first result (on the top 10 the rows of answerable questions swamp it)
+    print(f"RELEVANCE_UNSEEN_NAME = {fit_unseen_name(rows(train, top=1)):.1f} (the other five held, first results)")
 
 
-def fit_translated(data: list[tuple[float, float, float, float, int]], step: float = 0.5,
-                   top: float = 30.0) -> float:
-    """The ``RELEVANCE_TRANSLATED`` of least negative log-likelihood on ``data`` (``rows``), the
-    other parameters held at their shipped values; a grid of ``step`` from 0 to ``top``."""
-    from memvault.policy.fusion import relevance_logit
-
-    held = [(relevance_logit(g, c, u), u * t, y) for g, c, u, t, y in data]  # the part that does not move
+def _grid_fit(held: list[tuple[float, float, int]], grid: Iterable[float]) -> float:
+    """The weight of ``grid`` of least negative log-likelihood for rows ``(fixed log-odds,
+    feature, label)``: log-odds ``fixed + weight * feature``."""
 
     def nll(weight: float) -> float:
         total = 0.0
-        for base, ut, y in held:
-            z = base + weight * ut
+        for base, x, y in held:
+            z = base + weight * x
             p = 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
             total -= float(np.log(p + 1e-12) if y else np.log(1.0 - p + 1e-12))
         return total
 
-    return min((step * n for n in range(int(top / step) + 1)), key=nll)
+    return min(grid, key=nll)
+
+
+def fit_translated(data: list[Row], step: float = 0.5, top: float = 30.0) -> float:
+    """The ``RELEVANCE_TRANSLATED`` of least negative log-likelihood on ``data`` (``rows``), the
+    other parameters held at their shipped values; a grid of ``step`` from 0 to ``top``."""
+    from memvault.policy.fusion import relevance_logit
+
+    held = [(relevance_logit(g, c, u), u * t, y) for g, c, u, t, _, y in data]  # the part that does not move
+    return _grid_fit(held, (step * n for n in range(int(top / step) + 1)))
+
+
+def fit_unseen_name(data: list[Row], step: float = 0.5, bottom: float = -20.0) -> float:
+    """The ``RELEVANCE_UNSEEN_NAME`` of least negative log-likelihood on ``data`` (``rows``), the
+    other five parameters held at their shipped values; a grid of ``step`` from ``bottom`` to 0."""
+    from memvault.policy.fusion import RELEVANCE_TRANSLATED, relevance_logit
+
+    held = [(relevance_logit(g, c, u) + RELEVANCE_TRANSLATED * u * t, float(n), y) for g, c, u, t, n, y in data]
+    return _grid_fit(held, (-step * n for n in range(int(-bottom / step) + 1)))
 
 if __name__ == "__main__":
     main()

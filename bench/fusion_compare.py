@@ -277,15 +277,19 @@ def v_shipped(**over) -> Variant:
     return f
 
 
-def v_options(coverage_weighted: bool = True, cross_script: bool = True, translated: bool = True) -> Variant:
+def v_options(coverage_weighted: bool = True, cross_script: bool = True, translated: bool = True,
+              unseen_name: bool = True) -> Variant:
     """The shipped ranking with keyword coverage (``coverage_weighted``), the cross-language
-    stand-in (``cross_script``) or the dictionary's cross-language matches (``translated``)
-    switched off: ``service.search.score_candidates``'s steps with those arguments of
+    stand-in (``cross_script``), the dictionary's cross-language matches (``translated``) or
+    the relevance term of a name no candidate holds (``unseen_name``) switched off:
+    ``service.search.score_candidates``'s steps with those arguments of
     ``policy.fusion.convex_fuse`` changed."""
     def f(ch, texts, r, q):
         from memvault.policy.fusion import convex_fuse
         from memvault.service.search import fusion_inputs, scored
         fi = fusion_inputs(ch, texts, text_positions(ch, texts))
+        if not unseen_name:
+            fi = replace(fi, unseen_name=False)
         fused = convex_fuse(fi.dense, fi.keyword, dense_weight=r.fusion_dense_weight,
                             coverage=fi.coverage if coverage_weighted else None,
                             unjudged=fi.unjudged if cross_script else None,
@@ -315,6 +319,7 @@ VARIANTS: dict[str, Variant] = {
     "no coverage weighting": v_options(coverage_weighted=False),
     "no cross-language credit": v_options(cross_script=False),
     "no dictionary translation": v_options(translated=False),
+    "no unseen-name term": v_options(unseen_name=False),
     "no importance or recency": v_shipped(neighbour_lift=0.7, weight_relevance=1.0, weight_importance=0.0,
                                           weight_recency=0.0),
     # one channel alone, through the same ranking

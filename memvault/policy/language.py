@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 
 from memvault.policy.cjk import CJK_CHAR, CJK_CLASS
 
@@ -40,6 +40,7 @@ __all__ = [
     "CJK_SHARE",
     "LANGUAGES",
     "language_units",
+    "named_things",
     "cjk_weight",
     "script_class",
     "term_kind",
@@ -70,6 +71,7 @@ _JOINERS = r"_.\-/\\:@+#~'"
 _CHUNK = re.compile(rf"(?:(?![{CJK_CLASS}])[\w{_JOINERS}])+")
 _SENTENCE_ENDS = frozenset(".!?。！？")
 _LOWER_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")  # user's, don't: still a word
+_NAME_SHAPE = re.compile(r"\d|[a-z][A-Z]|[A-Z]{2}")  # (beside a letter) a digit, an inner capital, two capitals
 
 
 def _chunk_is_word(chunk: str, sentence_start: bool) -> bool:
@@ -84,6 +86,18 @@ def _chunk_is_word(chunk: str, sentence_start: bool) -> bool:
     return sentence_start and core[0].isupper() and core[1:].islower()
 
 
+def _chunks(sample: str) -> Iterator[tuple[str, bool]]:
+    """Each non-CJK chunk of ``sample`` (letters, digits, joiners) with whether it is a
+    natural-language word (:func:`_chunk_is_word`, told where sentences start)."""
+    end = 0  # where the previous chunk ended
+    for m in _CHUNK.finditer(sample):
+        gap = sample[end:m.start()]  # what lies between this chunk and the one before
+        before = sample[max(end - 1, 0):m.start()].rstrip()  # with the last character of that chunk
+        starts = end == 0 and not gap.strip() or "\n" in gap or before[-1:] in _SENTENCE_ENDS
+        yield m.group(), _chunk_is_word(m.group(), starts)
+        end = m.end()
+
+
 @functools.lru_cache(maxsize=8192)  # recall asks about the same stored texts again and again
 def language_units(text: str) -> tuple[float, int]:
     """``(cjk_units, words)`` of the first 1,000 characters of ``text``: CJK characters / 2,
@@ -91,16 +105,30 @@ def language_units(text: str) -> tuple[float, int]:
     and numbers count in neither)."""
     sample = text[:_SAMPLE_CHARS]
     cjk = len(CJK_CHAR.findall(sample))
-    words = 0
-    end = 0  # where the previous chunk ended
-    for m in _CHUNK.finditer(sample):
-        gap = sample[end:m.start()]  # what lies between this chunk and the one before
-        before = sample[max(end - 1, 0):m.start()].rstrip()  # with the last character of that chunk
-        starts = end == 0 and not gap.strip() or "\n" in gap or before[-1:] in _SENTENCE_ENDS
-        if _chunk_is_word(m.group(), starts):
-            words += 1
-        end = m.end()
-    return cjk / 2.0, words
+    return cjk / 2.0, sum(1 for _, is_word in _chunks(sample) if is_word)
+
+
+@functools.lru_cache(maxsize=256)
+def named_things(text: str) -> tuple[str, ...]:
+    """The names ``text`` (a question) carries, once each, in order, written as no word of
+    English prose is: a chunk holding a letter and a digit, an inner capital or two capitals
+    (``SHOP-4091``, ``p95``, ``PostHog``, ``SLO``; a plural ``s`` after capitals dropped:
+    ``GPUs`` -> ``GPU``); and, in a text holding CJK characters, every chunk of Latin letters
+    of 2 characters or more: in a Chinese sentence an English word or name is a borrowed term
+    written as it is written (``Kubernetes``, ``token``, ``shop-web``). English prose
+    capitalises and hyphenates its own words (``Postgres``, ``self-review``), so those are
+    not names in an English question."""
+    cjk = CJK_CHAR.search(text) is not None
+    out: dict[str, None] = {}
+    for chunk, _ in _chunks(text[:_SAMPLE_CHARS]):
+        core = chunk.strip(_JOINERS)
+        if len(core) < 2 or not any(c.isalpha() for c in core):
+            continue
+        if len(core) > 2 and core.endswith("s") and core[-2].isupper():
+            core = core[:-1]
+        if cjk or _NAME_SHAPE.search(core):
+            out[core] = None
+    return tuple(out)
 
 
 def cjk_weight(text: str) -> float:

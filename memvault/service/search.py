@@ -30,6 +30,7 @@ from memvault.policy.language import (
     OTHER,
     cjk_weight,
     judged_terms,
+    named_things,
     passage_language,
     script_class,
     terms_weight,
@@ -155,7 +156,9 @@ class FusionInputs:
     1 for a memory in the other language that shares no identifier, number or word with
     it), ``query_terms``, ``query_script`` (``policy.language.script_class`` of the query),
     ``translated`` (for a candidate with an unjudged part: the share of that part it matches
-    through the bilingual dictionary, ``policy.dictionary.translated_terms``, [0, 1])."""
+    through the bilingual dictionary, ``policy.dictionary.translated_terms``, [0, 1]),
+    ``unseen_name`` (the query names something, ``policy.language.named_things``, that no
+    candidate holds: see ``unseen_name``)."""
 
     ids: list[str]
     dense: dict[str, float]
@@ -165,6 +168,7 @@ class FusionInputs:
     query_terms: frozenset[str]
     query_script: str
     translated: dict[str, float] = field(default_factory=dict)
+    unseen_name: bool = False
 
 
 def mixed_ids(ch: Channels, texts: Mapping[str, str]) -> list[str]:
@@ -270,7 +274,32 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str],
         if got[0] > 0:
             translated[i] = terms_weight(translated_terms(ch.query, texts[i]) & got[2]) / (got[0] * qweight)
     keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
-    return FusionInputs(ids, dense, keyword, coverage, unjudged, qterms, qlang, translated)
+    held = frozenset().union(*(terms for _, terms in judged_by))
+    return FusionInputs(ids, dense, keyword, coverage, unjudged, qterms, qlang, translated,
+                        unseen_name(ch.query, qterms, held))
+
+
+def unseen_name(query: str, query_terms: frozenset[str], held: frozenset[str]) -> bool:
+    """Whether ``query`` names something (``policy.language.named_things``: an identifier, a
+    product, an acronym, an English term in a Chinese sentence) whose keyword term none of
+    the candidates holds (``held``: the query terms the candidates hold between them). A
+    name's term is the name itself, lower-cased, when the keyword channel keeps it whole
+    (``SHOP-4091``, ``max.poll.interval.ms``), else its longest term (``Kubernetes`` ->
+    ``kubernet``); a name written whole whose parts are all held counts as held
+    (``class-based`` against "class" and "based"); a name the query's own terms do not hold
+    is left out.
+
+    The candidates stand for the store: a memory holding a name that rare scores high on
+    it in the keyword channel, which returns its top ``CANDIDATES`` hits. A question about a
+    thing the store never mentions cannot be answered from it, however close in topic the
+    best memory is (calibrated relevance lowers its estimate: ``policy.fusion``)."""
+    for name in named_things(query):
+        terms = keyword_term_set(name)
+        whole = name.lower() if name.lower() in terms else max(terms, key=len, default="")
+        parts = terms - {whole}
+        if whole in query_terms and whole not in held and not (parts and parts <= held):
+            return True
+    return False
 
 
 def scored(f: FusionInputs, fused: Mapping[str, float], ch: Channels) -> dict[str, Scored]:
@@ -279,7 +308,7 @@ def scored(f: FusionInputs, fused: Mapping[str, float], ch: Channels) -> dict[st
     background = dense_background(f.dense.values(), f.query_script)
     return {i: Scored(score=s, relevance=calibrated_relevance(f.dense[i] - background if i in f.dense else None,
                                                               f.coverage.get(i, 0.0), f.unjudged.get(i, 0.0),
-                                                              f.translated.get(i, 0.0)),
+                                                              f.translated.get(i, 0.0), f.unseen_name),
                       similarity=ch.dense.get(i)) for i, s in fused.items()}
 
 

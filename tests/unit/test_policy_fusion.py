@@ -20,7 +20,17 @@ from memvault.policy.fusion import (
     language_shift,
     store_language_gap,
 )
-from memvault.policy.language import CJK, NEUTRAL, OTHER, WORD, judged_terms, language_units, script_class, term_kind
+from memvault.policy.language import (
+    CJK,
+    NEUTRAL,
+    OTHER,
+    WORD,
+    judged_terms,
+    language_units,
+    named_things,
+    script_class,
+    term_kind,
+)
 
 # --- script_class ---------------------------------------------------------------------
 
@@ -190,6 +200,39 @@ def test_calibrated_relevance_is_a_probability_rising_with_both_signals():
         0.05, 0.0, cross_script=1.0)
     assert calibrated_relevance(0.05, 0.0, cross_script=0.0, translated=1.0) == mid  # only the unjudged part
     assert calibrated_relevance(5.0, 1.0) <= 1.0 and calibrated_relevance(-5.0, 0.0) >= 0.0
+    # the query names something no candidate holds: less likely answered, whatever else
+    for gap, cov, u, t in ((0.05, 0.5, 0.0, 0.0), (0.12, 1.0, 0.0, 0.0), (0.05, 0.0, 1.0, 0.5)):
+        assert calibrated_relevance(gap, cov, u, t, unseen_name=True) < calibrated_relevance(gap, cov, u, t)
+
+
+# --- named_things -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "names"), [
+    # in a Chinese question every Latin word is a borrowed term, written as it is written
+    ("生产环境的 Kubernetes 是哪个版本？", ("Kubernetes",)),
+    ("发票 PDF 用什么字体？", ("PDF",)),
+    ("SHOP-4091 这个错误是怎么回事？", ("SHOP-4091",)),
+    ("max.poll.interval.ms 超时的问题后来怎么解决的？", ("max.poll.interval.ms",)),
+    ("司机端登录 token 多久过期？", ("token",)),
+    ("shop-web 的埋点用什么？", ("shop-web",)),
+    ("几核几 G 的实例？", ()),  # one letter is no name
+    ("周五可以发布到生产吗？", ()),
+    # in an English question only what no English word looks like
+    ("p95 latency SLO for the dispatch API?", ("p95", "SLO", "API")),
+    ("how do I run the app on a physical iPhone?", ("iPhone",)),
+    ("where do we rent GPUs from?", ("GPU",)),  # a plural s after capitals is dropped
+    ("which version of Postgres do we run?", ()),  # prose capitalises names it may spell otherwise
+    ("is my self-review due this week?", ()),  # and hyphenates words
+    ("what is 42?", ()),
+    ("I think so", ()),
+])
+def test_named_things_are_the_names_a_question_carries(question, names):
+    assert named_things(question) == names
+
+
+def test_named_things_reads_a_bounded_prefix():
+    assert named_things("word " * 2000 + "SHOP-4091") == ()
 
 
 def test_dense_background_averages_ranks_2_to_11_padded():

@@ -58,3 +58,36 @@ def test_candidates_are_judged_as_the_policy_judges_their_whole_term_sets() -> N
             assert f.unjudged[i] == 1.0 - terms_weight(judged) / terms_weight(qterms), (query, i)
             if i in ch.keyword:
                 assert f.coverage[i] == keyword_coverage(judged, dterms), (query, i)
+
+
+def test_a_question_naming_what_no_candidate_holds_is_less_likely_answered() -> None:
+    """The kind: a question about a thing the store never mentions (``Kubernetes`` here), whose
+    best memory is close in topic. The same best memory reads as less likely the answer than
+    when another memory of the store (a keyword hit only, so the dense background is the same)
+    does mention the thing."""
+    texts = {"deploy": "shop-api 生产部署在 AWS eu-west-1 的 ECS Fargate 上，用 terraform apply 发布。",
+             "kafka": "shop-pipeline 的 Kafka broker 在 localhost:29092，容器里是 kafka:9092。",
+             "k8s": "Kubernetes 的 namespace 按团队分。"}
+    query = "生产环境的 Kubernetes 是哪个版本？"
+    dense = {"deploy": 0.86, "kafka": 0.80}
+    without = score_candidates(Channels(query=query, dense=dense, keyword={"deploy": 2.0}, query_dots={}),
+                               {i: t for i, t in texts.items() if i != "k8s"})
+    with_it = score_candidates(Channels(query=query, dense=dense, keyword={"deploy": 2.0, "k8s": 3.0},
+                                        query_dots={}), texts)
+    assert without["deploy"].relevance < with_it["deploy"].relevance
+
+
+def test_unseen_name_reads_names_whole_or_by_all_their_parts() -> None:
+    from memvault.policy.keywords import keyword_term_set
+    from memvault.service.search import unseen_name
+
+    def unseen(query: str, *texts: str) -> bool:
+        q = keyword_term_set(query)
+        return unseen_name(query, q, frozenset().union(*(q & keyword_term_set(t) for t in texts)))
+
+    assert unseen("SHOP-5000 这个错误是怎么回事？", "Error SHOP-4091 came from retries.")  # "shop" alone is not the name
+    assert not unseen("SHOP-4091 这个错误是怎么回事？", "Error SHOP-4091 came from retries.")
+    assert not unseen("Kubernetes 集群在哪？", "我们的 kubernetes 集群在 eu-west-1。")  # case and stem
+    assert not unseen("shop-web 的埋点用什么？", "The web shop tracks events with PostHog.")  # all its parts
+    assert unseen("发票 PDF 用什么字体？", "发票模板在 templates/invoice.html。")
+    assert not unseen("周五可以发布吗？", "周五不上线。")  # names nothing
