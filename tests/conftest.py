@@ -114,6 +114,17 @@ def shared_embedder(model_cache: Path, tmp_path_factory: pytest.TempPathFactory)
     return default_embedder(Settings(data_dir=data_dir, model_cache_dir=model_cache))
 
 
+@pytest.fixture(scope="session")
+def bench_embedder(shared_embedder: Embedder) -> Embedder:
+    """The session's model remembering what it embedded (``tests.memo``): a text embedded
+    once in the session is not run through the model again. For the benchmark floors,
+    which embed the same texts more than once (a set stored, then ranked with positions
+    computed from its texts); never for tests of the embedder itself."""
+    from tests.memo import memo_embedder
+
+    return memo_embedder(shared_embedder)
+
+
 def roots_callback(roots: list[str]) -> ListRootsFnT:
     """A client's ``roots/list`` answer offering ``roots`` (file URIs)."""
     from mcp_types import ListRootsResult, Root
