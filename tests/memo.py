@@ -10,9 +10,10 @@ to float rounding (the batch is padded, the padding masked), so a floor measured
 way holds either way.
 
 For tests that embed texts another test (or another step of the same test) embedded
-already, such as the benchmark floors: capture stores a set through ``remember``, then
-ranks it with positions computed from the same texts embedded again. Never for tests of
-the embedder itself (batching, threads, engines), which must see every model run.
+already: the in-process servers of many tests store and ask the same texts, and a
+benchmark floor stores a set, then ranks it with positions computed from the same texts
+embedded again. Never for tests of the embedder itself (batching, threads, engines), which
+must see every model run, nor where an assertion depends on how long a model run takes.
 """
 
 from __future__ import annotations
