@@ -114,6 +114,19 @@ def shared_embedder(model_cache: Path, tmp_path_factory: pytest.TempPathFactory)
     return default_embedder(Settings(data_dir=data_dir, model_cache_dir=model_cache))
 
 
+@pytest.fixture(scope="session")
+def memo_model(shared_embedder: Embedder) -> Embedder:
+    """The session's model remembering what it embedded (``tests.memo``): a text embedded
+    once in the worker is not run through the model again; its vector is the one the model
+    gave it then. The in-process servers (``mcp_client``) and the benchmark floors use it:
+    many tests store and ask the same texts, and a floor ranks a set with positions of the
+    texts it stored. Tests of the embedder itself, and tests whose assertions depend on how
+    long a model run takes (the indexing stages that overlap it), use ``shared_embedder``."""
+    from tests.memo import memo_embedder
+
+    return memo_embedder(shared_embedder)
+
+
 def roots_callback(roots: list[str]) -> ListRootsFnT:
     """A client's ``roots/list`` answer offering ``roots`` (file URIs)."""
     from mcp_types import ListRootsResult, Root
@@ -161,14 +174,15 @@ McpClient = Callable[..., "AbstractAsyncContextManager[Client]"]
 
 
 @pytest.fixture
-def mcp_client(tmp_path: Path, shared_embedder: Embedder, model_cache: Path) -> McpClient:
-    """Opens in-process clients (``inproc_client``) with the session's model.
+def mcp_client(tmp_path: Path, memo_model: Embedder, model_cache: Path) -> McpClient:
+    """Opens in-process clients (``inproc_client``) with the session's model (``memo_model``:
+    a text the worker embedded before gets the vector the model gave it then).
 
     ``async with mcp_client(data_dir, roots=[...], user_id="bob") as c:``; ``data_dir``
     defaults to ``tmp_path / "d"``. Call it again on the same data dir for a restart.
     """
     def connect(data_dir: Path | None = None, **kwargs: Any) -> AbstractAsyncContextManager[Client]:
-        return inproc_client(data_dir or tmp_path / "d", shared_embedder, model_cache, **kwargs)
+        return inproc_client(data_dir or tmp_path / "d", memo_model, model_cache, **kwargs)
     return connect
 
 

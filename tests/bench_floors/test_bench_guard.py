@@ -34,11 +34,12 @@ FLOOR_LME = {"session any@5": 0.99, "session ndcg@10": 0.85, "turn any@10": 0.45
 
 
 @pytest.fixture(autouse=True)
-def _session_model(monkeypatch: pytest.MonkeyPatch, shared_embedder) -> None:
-    """The benchmark runtimes use the session's model instead of loading a copy of their own."""
+def _session_model(monkeypatch: pytest.MonkeyPatch, memo_model) -> None:
+    """The benchmark runtimes use the session's model instead of loading a copy of their own
+    (``memo_model``: each distinct text runs through it once a worker)."""
     import bench.mv
 
-    monkeypatch.setattr(bench.mv, "shared_embedder", lambda _settings: shared_embedder)
+    monkeypatch.setattr(bench.mv, "shared_embedder", lambda _settings: memo_model)
 
 
 def _need_data() -> None:

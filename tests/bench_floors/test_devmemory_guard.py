@@ -33,11 +33,12 @@ AT_LEAST_BASELINES = ("en->en", "zh->en", "en->zh", "cross-lingual", "identifier
 
 
 @pytest.fixture(autouse=True)
-def _session_model(monkeypatch: pytest.MonkeyPatch, shared_embedder) -> None:
-    """The bench runtime uses the session's model instead of loading a copy of its own."""
+def _session_model(monkeypatch: pytest.MonkeyPatch, memo_model) -> None:
+    """The bench runtime uses the session's model instead of loading a copy of its own
+    (``memo_model``: each distinct text runs through it once a worker)."""
     import bench.mv
 
-    monkeypatch.setattr(bench.mv, "shared_embedder", lambda _settings: shared_embedder)
+    monkeypatch.setattr(bench.mv, "shared_embedder", lambda _settings: memo_model)
 
 
 async def test_recall_per_slice_on_the_guard_set(model_cache):

@@ -88,9 +88,12 @@ async def test_files_indexed_before_migration_4_read_as_keyword_scheme_1(tmp_pat
 
 
 @pytest.fixture
-async def runtime(tmp_path, model_cache, shared_embedder):
+async def runtime(tmp_path, model_cache, memo_model):
+    """A loaded Runtime on the session's model (``memo_model``: these tests index the same
+    tree again and again; a chunk embedded before gets the vector the model gave it then,
+    and every call of the embedder still happens, so ``count_embeds`` counts them all)."""
     rt = await Runtime.open(Settings(data_dir=tmp_path / "d", model_cache_dir=model_cache),
-                            load_embedder=lambda _settings: shared_embedder)
+                            load_embedder=lambda _settings: memo_model)
     await rt.load()
     yield rt
     await rt.close()

@@ -172,7 +172,7 @@ class Store:
 
 
 @pytest.fixture(scope="module")
-def store(fast_dir, shared_embedder, model_cache) -> Store:
+def store(fast_dir, memo_model, model_cache) -> Store:
     """MEMORIES and DOCUMENTS written through a real in-process server, which is then closed."""
     docs = fast_dir / "docs"
     docs.mkdir()
@@ -181,7 +181,7 @@ def store(fast_dir, shared_embedder, model_cache) -> Store:
     made = Store(fast_dir / "template", docs)
 
     async def make() -> None:
-        async with inproc_client(made.data_dir, shared_embedder, model_cache, roots=made.roots) as c:
+        async with inproc_client(made.data_dir, memo_model, model_cache, roots=made.roots) as c:
             for i, text in enumerate(MEMORIES):  # tags on one: the start-up check counts through the tags index
                 await call(c, "remember", content=text, kind="fact", tags=["infra"] if i == 0 else [])
             res = await call(c, "index_docs", paths=["."])
@@ -283,11 +283,11 @@ async def test_a_rebuild_leaves_unreadable_rows_out_and_serves_the_rest(store, c
     assert any("table doc_chunks" in m and ": start_line " in m for m in left_out), left_out
 
 
-async def test_index_docs_restores_chunks_whose_points_vanished(store, copy_of, model_cache, shared_embedder):
+async def test_index_docs_restores_chunks_whose_points_vanished(store, copy_of, model_cache, memo_model):
     # While serving, the points of one file vanish: the next index_docs finds every file
     # unchanged, and still writes their points again from the registry.
     rt = await Runtime.open(Settings(data_dir=copy_of, model_cache_dir=model_cache),
-                            load_embedder=lambda _settings: shared_embedder)
+                            load_embedder=lambda _settings: memo_model)
     try:
         await rt.load(after_ready)
         _, vectors = await rt.started()
@@ -307,7 +307,7 @@ async def test_index_docs_restores_chunks_whose_points_vanished(store, copy_of, 
 
 @pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")  # local mode has none
 async def test_on_a_qdrant_server_a_disagreeing_collection_is_rewritten_in_place(store, copy_of, model_cache,
-                                                                               shared_embedder, caplog):
+                                                                               memo_model, caplog):
     # A server's collection may serve other processes: it is never moved or dropped; the
     # point that disagrees is written again. (qdrant-client's local mode stands in for a server.)
     from qdrant_client import QdrantClient
@@ -317,7 +317,7 @@ async def test_on_a_qdrant_server_a_disagreeing_collection_is_rewritten_in_place
 
     server = RemoteVectorIndex(QdrantClient(location=":memory:"))
     rt = await Runtime.open(Settings(data_dir=copy_of, model_cache_dir=model_cache),
-                            load_embedder=lambda _settings: shared_embedder, open_vectors=lambda _settings: server)
+                            load_embedder=lambda _settings: memo_model, open_vectors=lambda _settings: server)
     try:
         with caplog.at_level(logging.INFO):
             await rt.load(after_ready)  # an empty server: both collections written from SQLite

@@ -68,7 +68,7 @@ def test_windows_cover_the_whole_text_within_the_model(shared_embedder):
 
 
 @pytest.mark.anyio
-async def test_a_fact_at_the_end_of_a_long_memory_is_recalled(tmp_path, mcp_client, shared_embedder):
+async def test_a_fact_at_the_end_of_a_long_memory_is_recalled(tmp_path, mcp_client, memo_model):
     d = tmp_path / "d"
     text = long_memory()
     assert len(text) >= 12_000
@@ -84,12 +84,12 @@ async def test_a_fact_at_the_end_of_a_long_memory_is_recalled(tmp_path, mcp_clie
         assert len(ids) == len(set(ids))  # one result per memory, however many windows
         again = await call(c, "remember", content=text + " ", kind="note", force=True)
         assert again["status"] == "reinforced" and again["id"] == long["id"]
-    assert points(d, shared_embedder) == SHORT + 1  # memories, however many windows
-    n = points(d, shared_embedder, long["id"])
+    assert points(d, memo_model) == SHORT + 1  # memories, however many windows
+    n = points(d, memo_model, long["id"])
     assert n > 10  # the windows of the long one after its first
 
     # the start-up check finds the index agreeing with SQLite: one memory, many points
-    rt = await Runtime.open(Settings(data_dir=d), load_embedder=lambda _s: shared_embedder)
+    rt = await Runtime.open(Settings(data_dir=d), load_embedder=lambda _s: memo_model)
     try:
         await rt.load()
         _, vectors = await rt.ready()
@@ -100,18 +100,18 @@ async def test_a_fact_at_the_end_of_a_long_memory_is_recalled(tmp_path, mcp_clie
         await rt.close()
 
     # reindex: the collection dropped and rebuilt from SQLite has every window again
-    rt = await Runtime.open(Settings(data_dir=d), load_embedder=lambda _s: shared_embedder)
+    rt = await Runtime.open(Settings(data_dir=d), load_embedder=lambda _s: memo_model)
     try:
         await rt.load(rebuild=True)
         await reconcile(rt)
     finally:
         await rt.close()
-    assert points(d, shared_embedder, long["id"]) == n
+    assert points(d, memo_model, long["id"]) == n
 
     async with mcp_client(d) as c:
         got = await call(c, "recall", query=QUERY, k=1)
         assert got["memories"][0]["id"] == long["id"]
         gone = await call(c, "forget", ids=[long["id"]], hard=True)
         assert gone["count"] == 1
-    assert points(d, shared_embedder) == SHORT
-    assert points(d, shared_embedder, long["id"]) == 0  # every window went with it
+    assert points(d, memo_model) == SHORT
+    assert points(d, memo_model, long["id"]) == 0  # every window went with it

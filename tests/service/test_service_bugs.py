@@ -63,9 +63,9 @@ def active_with_hash(data_dir: Path, text: str) -> list[str]:
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_key_wins_on_the_exact_duplicate_path(tmp_path, model_cache, shared_embedder):
+async def test_key_wins_on_the_exact_duplicate_path(tmp_path, model_cache, memo_model):
     d = tmp_path / "d"
-    async with served(settings_for(d, model_cache), shared_embedder) as c:
+    async with served(settings_for(d, model_cache), memo_model) as c:
         npm = await call(c, "remember", content="The user prefers npm", kind="preference", key="pref.pm")
         pnpm = await call(c, "remember", content="The user prefers pnpm", kind="preference", tags=["js"])
         assert npm["status"] == pnpm["status"] == "stored"
@@ -98,9 +98,9 @@ async def test_key_wins_on_the_exact_duplicate_path(tmp_path, model_cache, share
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_key_wins_on_the_near_duplicate_path(tmp_path, model_cache, shared_embedder):
+async def test_key_wins_on_the_near_duplicate_path(tmp_path, model_cache, memo_model):
     d = tmp_path / "d"
-    async with served(settings_for(d, model_cache), shared_embedder) as c:
+    async with served(settings_for(d, model_cache), memo_model) as c:
         # no keyed row yet: the near duplicate takes the key
         loose = await call(c, "remember", content="The user prefers tabs for indentation", kind="preference")
         keyed = await call(c, "remember", content="The user prefers tabs for indentation.", kind="preference",
@@ -124,9 +124,9 @@ async def test_key_wins_on_the_near_duplicate_path(tmp_path, model_cache, shared
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_same_text_under_another_key_is_its_own_slot(tmp_path, model_cache, shared_embedder):
+async def test_same_text_under_another_key_is_its_own_slot(tmp_path, model_cache, memo_model):
     d = tmp_path / "d"
-    async with served(settings_for(d, model_cache), shared_embedder) as c:
+    async with served(settings_for(d, model_cache), memo_model) as c:
         a = await call(c, "remember", content="The user wants answers in English", kind="preference",
                        key="pref.language")
         b = await call(c, "remember", content="The user wants answers in English", kind="preference",
@@ -142,9 +142,9 @@ async def test_same_text_under_another_key_is_its_own_slot(tmp_path, model_cache
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_exact_duplicate_with_supersedes_leaves_one_active_row(tmp_path, model_cache, shared_embedder):
+async def test_exact_duplicate_with_supersedes_leaves_one_active_row(tmp_path, model_cache, memo_model):
     d = tmp_path / "d"
-    async with served(settings_for(d, model_cache), shared_embedder) as c:
+    async with served(settings_for(d, model_cache), memo_model) as c:
         pg = await call(c, "remember", content="The billing service stores invoices in Postgres", kind="fact")
         old = await call(c, "remember", content="The billing service stores invoices in MongoDB", kind="fact")
         r = await call(c, "remember", content="The billing service stores invoices in Postgres", kind="fact",
@@ -196,19 +196,19 @@ async def _fill(settings: Settings, embedder: Embedder, texts: list[str], create
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_forget_query_reaches_behind_1100_newer_memories(tmp_path, model_cache, shared_embedder):
+async def test_forget_query_reaches_behind_1100_newer_memories(tmp_path, model_cache, memo_model):
     d = tmp_path / "d"
     s = settings_for(d, model_cache)
     target = "The staging VPN profile is named acme-stg-eu and lives in the team vault"
     now = time.time()
-    await _fill(s, shared_embedder, [target], created_at=now - 10 * 86400)
+    await _fill(s, memo_model, [target], created_at=now - 10 * 86400)
     base = filler_memories(200)
     # 1,100 newer memories; each sprint's restatement of a fact shares that fact's embedding
-    await _fill(s, shared_embedder, [f"Sprint {i // 200 + 1}: {base[i % 200]}" for i in range(1100)],
+    await _fill(s, memo_model, [f"Sprint {i // 200 + 1}: {base[i % 200]}" for i in range(1100)],
                 created_at=now - 86400, vector_of=lambda t: t.split(": ", 1)[1])
     assert db_rows(d, "SELECT COUNT(*) FROM memories WHERE status='active'")[0][0] == 1101
 
-    async with served(s, shared_embedder) as c:
+    async with served(s, memo_model) as c:
         dry = await call(c, "forget", query=target, dry_run=True)
         assert dry["count"] == 1 and dry["forgotten"][0]["content_preview"].startswith("The staging VPN")
         # combined with a selector that only old memories pass
@@ -244,9 +244,9 @@ async def test_forget_query_reaches_behind_1100_newer_memories(tmp_path, model_c
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_recall_is_annotated_as_the_writer_it_is(tmp_path, model_cache, shared_embedder):
+async def test_recall_is_annotated_as_the_writer_it_is(tmp_path, model_cache, memo_model):
     d = tmp_path / "d"
-    async with served(settings_for(d, model_cache), shared_embedder) as c:
+    async with served(settings_for(d, model_cache), memo_model) as c:
         tools = {t.name: t for t in (await c.list_tools()).tools}
         ann = tools["recall"].annotations
         assert ann.read_only_hint is False and ann.destructive_hint is False
@@ -261,12 +261,12 @@ async def test_recall_is_annotated_as_the_writer_it_is(tmp_path, model_cache, sh
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_write_at_capacity_reads_a_bounded_number_of_rows(tmp_path, model_cache, shared_embedder,
+async def test_write_at_capacity_reads_a_bounded_number_of_rows(tmp_path, model_cache, memo_model,
                                                                 monkeypatch):
     d = tmp_path / "d"
     cap = 40
     base = filler_memories(cap)
-    async with served(settings_for(d, model_cache, capacity_per_scope=cap), shared_embedder) as c:
+    async with served(settings_for(d, model_cache, capacity_per_scope=cap), memo_model) as c:
         ids = []
         for i, text in enumerate(base):
             r = await call(c, "remember", content=text, importance=0.05 if i == 7 else 0.6)
@@ -320,7 +320,7 @@ async def test_lowest_retention_agrees_with_the_policy(tmp_path):
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_index_docs_reads_each_file_once(tmp_path, model_cache, shared_embedder, monkeypatch):
+async def test_index_docs_reads_each_file_once(tmp_path, model_cache, memo_model, monkeypatch):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "guide.md").write_text("# Guide\n\nInstall with pnpm install, then run pnpm build.\n")
@@ -337,7 +337,7 @@ async def test_index_docs_reads_each_file_once(tmp_path, model_cache, shared_emb
 
     monkeypatch.setattr(discovery, "read_regular_file", counting)
     s = settings_for(tmp_path / "d", model_cache, docs_allowed_dirs=[docs])
-    async with served(s, shared_embedder) as c:
+    async with served(s, memo_model) as c:
         res = await call(c, "index_docs", paths=[str(docs)])
         assert res["added"] == 2, res
         assert reads == {"guide.md": 1, "ops.md": 1}, reads
@@ -357,7 +357,7 @@ async def test_index_docs_reads_each_file_once(tmp_path, model_cache, shared_emb
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_cpu_heavy_policy_work_runs_off_the_event_loop(tmp_path, model_cache, shared_embedder,
+async def test_cpu_heavy_policy_work_runs_off_the_event_loop(tmp_path, model_cache, memo_model,
                                                              monkeypatch):
     loop_thread = threading.get_ident()
     on_loop: Counter[str] = Counter()
@@ -388,7 +388,7 @@ async def test_cpu_heavy_policy_work_runs_off_the_event_loop(tmp_path, model_cac
     long_text = "The data pipeline runbook: " + " ".join(filler_memories(28))
     assert 1500 < len(long_text) <= 2000  # a forget query may be this long too
     s = settings_for(tmp_path / "d", model_cache, docs_allowed_dirs=[docs])
-    async with served(s, shared_embedder) as c:
+    async with served(s, memo_model) as c:
         r = await call(c, "remember", content=long_text, kind="procedure", tags=["runbook"])
         assert r["status"] == "stored", r
         near = await call(c, "remember", content=long_text + ".", kind="procedure")

@@ -32,13 +32,13 @@ class Source:
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory, shared_embedder, model_cache) -> Source:
+def source(tmp_path_factory, memo_model, model_cache) -> Source:
     base = tmp_path_factory.mktemp("transfer")
     data_dir, tree = base / "src", write_tree(base / "docs-tree").root
     ids: dict[str, str] = {}
 
     async def fill() -> None:
-        async with inproc_client(data_dir, shared_embedder, model_cache, user_id="alice") as c:
+        async with inproc_client(data_dir, memo_model, model_cache, user_id="alice") as c:
             async def remember(name: str, content: str, **kw) -> None:
                 ids[name] = (await call(c, "remember", content=content, force=True, **kw))["id"]
 
@@ -59,7 +59,7 @@ def source(tmp_path_factory, shared_embedder, model_cache) -> Source:
             await call(c, "set_task_state", task_id="migrate-billing", title="Migrate billing",
                        state={"step": 1, "plan": ["dump", "load"]}, project="acme")
             await call(c, "set_task_state", task_id="migrate-billing", patch={"step": 2}, project="acme")
-        async with inproc_client(data_dir, shared_embedder, model_cache, user_id="bob",
+        async with inproc_client(data_dir, memo_model, model_cache, user_id="bob",
                                  roots=[tree.as_uri()]) as c:
             ids["bob"] = (await call(c, "remember", content="Bob reviews pull requests on Fridays", force=True,
                                      project="acme"))["id"]

@@ -56,13 +56,13 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-async def served(tmp_path_factory, shared_embedder, model_cache) -> AsyncIterator[Served]:
+async def served(tmp_path_factory, memo_model, model_cache) -> AsyncIterator[Served]:
     base = tmp_path_factory.mktemp("unreadable")
     docs = base / "docs"
     docs.mkdir()
     for name, (text, _) in DOCUMENTS.items():
         (docs / name).write_text(text, encoding="utf-8")
-    async with inproc_client(base / "d", shared_embedder, model_cache, roots=[docs.as_uri()]) as c:
+    async with inproc_client(base / "d", memo_model, model_cache, roots=[docs.as_uri()]) as c:
         s = Served(c, base / "d")
         for label, (content, kind, key, tags) in MEMORIES.items():
             args: dict[str, Any] = {"content": content, "kind": kind, "tags": tags}

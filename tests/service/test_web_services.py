@@ -28,9 +28,9 @@ GITHUB_PAT = "gh" + "p_" + "Zq7Hk2Lm9Np4Rs6Tv8Wx1Yb3Cd5Fg0Jh" + "AbCd"  # a fake
 
 
 @pytest.fixture
-async def rt(tmp_path: Path, model_cache: Path, shared_embedder: Any) -> AsyncIterator[Runtime]:
+async def rt(tmp_path: Path, model_cache: Path, memo_model: Any) -> AsyncIterator[Runtime]:
     runtime = await Runtime.open(Settings(data_dir=tmp_path / "d", model_cache_dir=model_cache),
-                                 load_embedder=lambda _s: shared_embedder)
+                                 load_embedder=lambda _s: memo_model)
     await runtime.load()
     yield runtime
     await runtime.close()
