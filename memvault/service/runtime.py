@@ -39,10 +39,25 @@ _pure_lock = threading.Lock()
 
 
 def in_pure_work(thread: threading.Thread) -> bool:
-    """Whether ``thread`` is running a ``Runtime.run_pure`` computation (nothing a process
-    that has stopped serving needs to wait for: its result is no longer used)."""
+    """Whether ``thread`` is running a ``Runtime.run_pure`` computation or a start-up step
+    that writes nothing half (``pure``): nothing a process that has stopped serving needs
+    to wait for, its result no longer used."""
     with _pure_lock:
         return thread in _pure_threads
+
+
+def pure(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` with the calling thread marked as in pure work (``in_pure_work``) while
+    it runs: for a worker-thread computation whose result a stopped process does not need
+    and which leaves nothing half-written if the process ends in its middle."""
+    me = threading.current_thread()
+    with _pure_lock:
+        _pure_threads.add(me)
+    try:
+        return fn(*args)
+    finally:
+        with _pure_lock:
+            _pure_threads.discard(me)
 
 MEMORY_COLLECTION = "memories"
 CENTROIDS_FILE = "language-centroids.json"
@@ -190,10 +205,11 @@ class Runtime:
 
         tg.start_soon(open_store)
         try:
-            # Abandoned on cancellation (a signal stops the server): loading can take seconds
-            # (a first conversion of the model, written atomically), and nothing waits for it.
+            # Abandoned on cancellation (a signal stops the server, or the client leaves): loading
+            # can take seconds (a first conversion of the model, written atomically), and neither
+            # stopping nor the process's exit waits for it.
             try:
-                self._embedder = await anyio.to_thread.run_sync(self.load_embedder, self.settings,
+                self._embedder = await anyio.to_thread.run_sync(pure, self.load_embedder, self.settings,
                                                                 abandon_on_cancel=True)
             except Exception:
                 await store_open.wait()
@@ -231,7 +247,7 @@ class Runtime:
             return
         try:
             saved = self.settings.storage.data_dir / CENTROIDS_FILE
-            await anyio.to_thread.run_sync(language_centroids, emb, saved, abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(pure, language_centroids, emb, saved, abandon_on_cancel=True)
             log.info("language centroids ready")
         except Exception as exc:
             log.warning("preparing the language centroids failed (the first recall tries again): %s", exc)
@@ -371,18 +387,8 @@ class Runtime:
         file): a cancellation (a stop signal, the client's cancel) returns at once and leaves the
         thread to finish alone, its result unused, so that stopping never waits for it (nor does
         the process's exit: ``in_pure_work``). ``limiter``: as for ``run_sync``."""
-
-        def marked() -> T:
-            me = threading.current_thread()
-            with _pure_lock:
-                _pure_threads.add(me)
-            try:
-                return fn(*args)
-            finally:
-                with _pure_lock:
-                    _pure_threads.discard(me)
-
-        return await anyio.to_thread.run_sync(marked, limiter=limiter or self._engine_limiter, abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(pure, fn, *args, limiter=limiter or self._engine_limiter,
+                                              abandon_on_cancel=True)
 
     async def close(self) -> None:
         """Flush and close the index, then the fact store."""

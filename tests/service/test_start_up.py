@@ -75,3 +75,38 @@ def test_help_works_without_the_lazy_imports(argv: list[str]) -> None:
     out = subprocess.run([MEMVAULT, *argv], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "serve" in out.stdout and "usage: memvault" in out.stdout
+
+
+@pytest.mark.anyio
+async def test_a_loading_model_is_not_waited_for_by_a_stopping_process(tmp_path: Path) -> None:
+    """A client that leaves while the model loads (seconds on a first start): the loading
+    thread is marked as work a stopped process need not wait for (``runtime.in_pure_work``,
+    which the exit of ``memvault serve`` reads), so the process ends at once instead of at
+    the end of the load or of its linger time."""
+    import threading
+
+    import anyio
+
+    from memvault.service.runtime import Runtime, in_pure_work
+
+    loading = threading.Event()
+    release = threading.Event()
+    seen: list[bool] = []
+
+    def slow_load(_settings: Settings) -> Embedder:
+        seen.append(in_pure_work(threading.current_thread()))
+        loading.set()
+        release.wait(10)
+        raise RuntimeError("never loaded")
+
+    rt = await Runtime.open(Settings(data_dir=tmp_path / "d"), load_embedder=slow_load)
+    try:
+        with anyio.move_on_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(rt.load)
+                await anyio.to_thread.run_sync(loading.wait, 10)
+                tg.cancel_scope.cancel()  # serving stops; the load is abandoned
+        assert seen == [True]
+    finally:
+        release.set()
+        await rt.close()
