@@ -28,7 +28,16 @@ from memvault.policy.units import SECONDS_PER_DAY
 from memvault.storage import rows as col
 from memvault.storage.database import Database, Transaction
 from memvault.storage.memories import CONSOLIDATED_FROM as CONSOLIDATED_FROM  # service imports it from here
-from memvault.storage.memories import MEMORY_COLUMNS, HistoryEntry, MemoryRow, history_entry, memory_rows
+from memvault.storage.memories import (
+    HEAD_COLUMNS,
+    MEMORY_COLUMNS,
+    HistoryEntry,
+    MemoryHead,
+    MemoryRow,
+    history_entry,
+    memory_heads,
+    memory_rows,
+)
 from memvault.storage.memories import MEMORY_STATUSES as MEMORY_STATUSES  # service imports it from here
 from memvault.storage.migrations import migrate, schema_version
 
@@ -182,6 +191,18 @@ class FactStore:
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
             out += await self._fetch(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part)
+        return out
+
+    async def heads(self, ids: Iterable[str]) -> list[MemoryHead]:
+        """``MemoryHead`` of each of ``ids`` (any status), in no particular order; unknown ids are
+        skipped, unreadable rows left out (one log line each). What ranking reads of every
+        candidate; ``get`` reads whole rows."""
+        ids = list(dict.fromkeys(ids))
+        out: list[MemoryHead] = []
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            out += memory_heads(await self._db.fetchall(
+                f"SELECT {HEAD_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part))
         return out
 
     async def superseded_by_ids(self, user_id: str, memory_id: str) -> list[str]:
