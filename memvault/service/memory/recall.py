@@ -31,7 +31,7 @@ from memvault.policy.ranking import (
     WEIGHT_IMPORTANCE,
     WEIGHT_RECENCY,
     WEIGHT_RELEVANCE,
-    final_score,
+    final_scorer,
     recency,
 )
 from memvault.policy.time_expressions import time_boosted, time_spans
@@ -169,12 +169,14 @@ async def ranked_candidates(rt: Runtime, user_id: str, projects: list[str], quer
     fused = {mid: sc.score for mid, sc in scored.items()}
     near = await neighbours_of_best(rt, fused, alive, now, reader) if NEIGHBOUR_LIFT > 0 else {}
     spans = time_spans(query, now)  # "in June", "上周": memories stored then rank up
+    weighed = final_scorer(WEIGHT_RELEVANCE, WEIGHT_IMPORTANCE, WEIGHT_RECENCY)
+    # a candidate's recency, once (a lifted candidate is scored twice)
+    recent = {mid: recency(row.last_accessed_at, now, HALF_LIFE_DAYS) for mid, row in alive.items()}
 
     def final(mid: str, fused_score: float) -> float:
         row = alive[mid]
-        rec = recency(row.last_accessed_at, now, HALF_LIFE_DAYS)
-        return final_score(time_boosted(fused_score, row.created_at, spans), row.importance, rec,
-                           WEIGHT_RELEVANCE, WEIGHT_IMPORTANCE, WEIGHT_RECENCY)
+        boosted = time_boosted(fused_score, row.created_at, spans) if spans else fused_score
+        return weighed(boosted, row.importance, recent[mid])
 
     scores = final_scores_with_neighbours(fused, near, NEIGHBOUR_LIFT, final,
                                           {mid: sc.relevance for mid, sc in scored.items()}, LIKELY_ANSWER)
