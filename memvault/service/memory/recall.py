@@ -96,9 +96,10 @@ async def written_around(rt: Runtime, ids: list[str], now: float, *, reader: str
                          reach: int = NEIGHBOUR_REACH) -> dict[str, tuple[str | None, str | None]]:
     """``FactStore.written_beside`` (what ``reader`` may read at ``now``) of ``ids`` and of the
     memories out to ``reach`` places on each side of them (what
-    ``policy.neighbours.conversation_neighbours`` walks): ``reach`` queries at most."""
-    beside = await rt.facts.written_beside(ids, now, reader=reader)
-    for _ in range(reach - 1):
+    ``policy.neighbours.conversation_neighbours`` walks): one query answers two places,
+    ``reach - 1`` queries at most."""
+    beside = await rt.facts.written_beside(ids, now, reader=reader, levels=min(reach, 2))
+    for _ in range(reach - 2):
         frontier = [n for pair in beside.values() for n in pair if n is not None and n not in beside]
         if not frontier:
             break
