@@ -176,12 +176,14 @@ HEAD_COLUMNS = "id, content, status, expires_at, visibility, agent, created_at, 
 """The columns of ``memories`` ``MemoryHead`` holds, in its order."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MemoryHead:
     """What ranking reads of a memory: the columns ``HEAD_COLUMNS`` of one row of ``memories``
     (times in unix seconds). Recall ranks every candidate (~170 at 10,000 memories) on these
     and reads the whole row (``MemoryRow``) only of those it returns: turning all 22 columns
-    of every candidate into Python values and checking them cost more than the query."""
+    of every candidate into Python values and checking them cost more than the query. Not
+    frozen, as ``MemoryRow``: a frozen dataclass is built ~5x slower (one ``object.__setattr__``
+    per field)."""
 
     id: str
     content: str
