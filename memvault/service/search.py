@@ -30,7 +30,6 @@ from memvault.policy.language import (
     OTHER,
     cjk_weight,
     judged_terms,
-    judged_whatever_held,
     passage_language,
     script_class,
     terms_weight,
@@ -43,7 +42,6 @@ from memvault.storage.vectors.base import VectorFilter, VectorIndex, canonical_i
 CANDIDATES = 100
 """Candidates each channel (dense, keyword) gives before fusion, at least the k asked for: the
 value every recall figure of docs/benchmarks.md was measured with."""
-_NO_TERMS: frozenset[str] = frozenset()
 DENSE_WEIGHT = 0.4
 """Share of the dense channel in convex fusion (the keyword channel has the rest): chosen on
 LoCoMo, LongMemEval, SciFact, CMRC and the bilingual probe (docs/benchmarks.md, "Convex vs RRF,
@@ -255,19 +253,12 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str],
     # (most hold none or one) share one answer, computed over those few terms.
     judged_by: dict[tuple[str, frozenset[str]], tuple[float, float, frozenset[str]]] = {}
     translated: dict[str, float] = {}
-    # A candidate the keyword channel did not return, in a script that every query term judges
-    # whatever it holds (``judged_whatever_held``: an English memory for an English question),
-    # needs no analysis of its text: its coverage is not used, and nothing is unjudged.
-    any_terms = {script: judged_whatever_held(qterms, script) for script in (CJK, OTHER)}
     for i in ids:
         if i in ch.dense:
             dense[i] = ch.dense[i] - language_shift(ch.query_dots, qmix, langs[i][1], gap)
         if not qterms:
             continue
-        if i not in ch.keyword and any_terms[langs[i][0]]:
-            key = (langs[i][0], _NO_TERMS)
-        else:
-            key = (langs[i][0], qterms & keyword_term_set(texts[i]))
+        key = (langs[i][0], qterms & keyword_term_set(texts[i]))
         got = judged_by.get(key)
         if got is None:
             judged = judged_terms(qterms, key[1], key[0])

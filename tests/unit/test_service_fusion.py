@@ -58,25 +58,3 @@ def test_candidates_are_judged_as_the_policy_judges_their_whole_term_sets() -> N
             assert f.unjudged[i] == 1.0 - terms_weight(judged) / terms_weight(qterms), (query, i)
             if i in ch.keyword:
                 assert f.coverage[i] == keyword_coverage(judged, dterms), (query, i)
-
-
-def test_a_candidate_only_the_dense_channel_found_is_analysed_only_when_its_terms_judge_it(monkeypatch) -> None:
-    """The keyword analysis of a candidate's text is for its coverage (keyword hits) and for
-    which query terms judge it: a dense-only candidate in a script every query term judges
-    (an English memory, an English question) is not analysed; one in the other script is."""
-    import memvault.service.search as search
-    from memvault.policy.keywords import keyword_term_set
-
-    analysed: list[str] = []
-
-    def recorded(text: str) -> frozenset[str]:
-        analysed.append(text)
-        return keyword_term_set(text)
-
-    monkeypatch.setattr(search, "keyword_term_set", recorded)
-    texts = {"hit": "The order service retries five times.", "en": "The cat is named Miso.",
-             "zh": "订单服务的重试次数是五次。"}
-    ch = Channels(query="how often does the order service retry?", dense={"en": 0.8, "zh": 0.79, "hit": 0.7},
-                  keyword={"hit": 4.0}, query_dots={})
-    score_candidates(ch, texts)
-    assert set(analysed) == {ch.query, texts["hit"], texts["zh"]}
