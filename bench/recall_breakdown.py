@@ -211,8 +211,9 @@ async def breakdown(rt: Runtime, questions: synth.Questions, calls: int, *,
             with st("keyword search"):
                 sparse = await rt.run_sync(vec.search_sparse, MEMORY_COLLECTION,
                                            keyword_vector(q_parts, query=True), flt, CANDIDATES)
-            with st("SQLite fetch"):
-                rows = await rt.facts.get([*dense, *(h.id for h in sparse)])
+            with st("SQLite fetch"):  # what ranking reads of every candidate, and the 5 returned rows whole
+                rows = await rt.facts.heads([*dense, *(h.id for h in sparse)])
+                await rt.facts.get([r.id for r in rows[:5]])
             channels = Channels(q_parts, dense, {h.id: h.score for h in sparse},
                                 {lang: float(np.dot(c, qv)) for lang, c in centroids.items()}, stored=read)
             texts = {r.id: r.content for r in rows}

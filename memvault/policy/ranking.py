@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
 from memvault.policy.units import SECONDS_PER_DAY
@@ -16,6 +16,7 @@ from memvault.policy.units import SECONDS_PER_DAY
 __all__ = [
     "recency",
     "final_score",
+    "final_scorer",
     "retention_score",
     "pick_evictions",
 ]
@@ -76,11 +77,22 @@ def final_score(
     so the result is in [0, 1] too. Weights are the ``weight_*`` settings; only their
     ratios matter. Raises ValueError if a weight is negative/non-finite or all are 0.
     """
+    return final_scorer(w_rel, w_imp, w_rec)(relevance, importance, recency)
+
+
+def final_scorer(w_rel: float, w_imp: float, w_rec: float) -> Callable[[float, float, float], float]:
+    """``final_score`` with these weights, checked once: ``f(relevance, importance, recency)``
+    (recall scores every candidate with the same weights). Raises ValueError as ``final_score``."""
     ws = _check_weights((w_rel, w_imp, w_rec), "score weights")
     total = sum(ws)
     if total <= 0:
         raise ValueError("at least one of the relevance/importance/recency weights must be > 0")
-    return (ws[0] * relevance + ws[1] * importance + ws[2] * recency) / total
+    w0, w1, w2 = ws
+
+    def score(relevance: float, importance: float, recency: float) -> float:
+        return (w0 * relevance + w1 * importance + w2 * recency) / total
+
+    return score
 
 
 def retention_score(importance: float, last_access: float, now: float, half_life_days: float) -> float:

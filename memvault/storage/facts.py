@@ -28,7 +28,16 @@ from memvault.policy.units import SECONDS_PER_DAY
 from memvault.storage import rows as col
 from memvault.storage.database import Database, Transaction
 from memvault.storage.memories import CONSOLIDATED_FROM as CONSOLIDATED_FROM  # service imports it from here
-from memvault.storage.memories import MEMORY_COLUMNS, HistoryEntry, MemoryRow, history_entry, memory_rows
+from memvault.storage.memories import (
+    HEAD_COLUMNS,
+    MEMORY_COLUMNS,
+    HistoryEntry,
+    MemoryHead,
+    MemoryRow,
+    history_entry,
+    memory_heads,
+    memory_rows,
+)
 from memvault.storage.memories import MEMORY_STATUSES as MEMORY_STATUSES  # service imports it from here
 from memvault.storage.migrations import migrate, schema_version
 
@@ -184,6 +193,18 @@ class FactStore:
             out += await self._fetch(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part)
         return out
 
+    async def heads(self, ids: Iterable[str]) -> list[MemoryHead]:
+        """``MemoryHead`` of each of ``ids`` (any status), in no particular order; unknown ids are
+        skipped, unreadable rows left out (one log line each). What ranking reads of every
+        candidate; ``get`` reads whole rows."""
+        ids = list(dict.fromkeys(ids))
+        out: list[MemoryHead] = []
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            out += memory_heads(await self._db.fetchall(
+                f"SELECT {HEAD_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part))
+        return out
+
     async def superseded_by_ids(self, user_id: str, memory_id: str) -> list[str]:
         """Ids of ``user_id``'s memories that ``memory_id`` superseded (the versions it replaced),
         most recently changed first."""
@@ -192,12 +213,14 @@ class FactStore:
             [user_id, memory_id])
         return [str(r[0]) for r in rows]
 
-    async def written_beside(self, ids: Iterable[str], now: float, *,
-                             reader: str | None = None) -> dict[str, tuple[str | None, str | None]]:
+    async def written_beside(self, ids: Iterable[str], now: float, *, reader: str | None = None,
+                             levels: int = 1) -> dict[str, tuple[str | None, str | None]]:
         """For each memory in ``ids``: (the memory written just before it, the one written just
         after it), by insertion order, among the active, unexpired memories of the same user,
         project and writing agent that ``reader`` may read (None: the user, every memory); None
-        at either end. Unknown ids are left out.
+        at either end. Unknown ids are left out. ``levels`` 2: also the same of each memory so
+        named that is not in ``ids`` (what a second call with those would answer), in the same
+        statement; any other value: 1.
 
         Insertion order is SQLite's rowid (a memory's place in the table, never reused while
         the row exists); a reinforced memory keeps its place. A memory the reader may not read
@@ -210,15 +233,35 @@ class FactStore:
             return {}
         alive, a = _alive(now, "s")
         readable, rd = readable_sql(reader, "s")
-        cond = (f"s.user_id = m.user_id AND s.project = m.project AND s.status = 'active' AND s.agent IS m.agent"
-                f" AND {alive} AND {readable}")
-        side = "SELECT s.id FROM memories s WHERE {cond} AND s.rowid {range} ORDER BY s.rowid {order} LIMIT 1"
-        before = side.format(cond=cond, range=f"BETWEEN m.rowid - {BESIDE_SCAN} AND m.rowid - 1", order="DESC")
-        after = side.format(cond=cond, range=f"BETWEEN m.rowid + 1 AND m.rowid + {BESIDE_SCAN}", order="ASC")
-        rows = await self._db.fetchall(
-            f"SELECT m.id, ({before}), ({after}) FROM memories m WHERE m.id IN ({_marks(len(ids))})",
-            [*a, *rd, *a, *rd, *ids])
-        return {str(i): (before, after) for i, before, after in rows}
+        scan = [*a, *rd]  # the parameters of one side
+
+        def side(m: str, before: bool) -> str:
+            """The id written just before (or after) the memory of row alias ``m``."""
+            span = (f"BETWEEN {m}.rowid - {BESIDE_SCAN} AND {m}.rowid - 1" if before
+                    else f"BETWEEN {m}.rowid + 1 AND {m}.rowid + {BESIDE_SCAN}")
+            return (f"SELECT s.id FROM memories s WHERE s.user_id = {m}.user_id AND s.project = {m}.project"
+                    f" AND s.status = 'active' AND s.agent IS {m}.agent AND {alive} AND {readable}"
+                    f" AND s.rowid {span} ORDER BY s.rowid {'DESC' if before else 'ASC'} LIMIT 1")
+
+        first = (f"SELECT m.id AS id, ({side('m', True)}) AS b, ({side('m', False)}) AS a FROM memories m"
+                 f" WHERE m.id IN ({_marks(len(ids))})")
+        if levels != 2:
+            rows = await self._db.fetchall(first, [*scan, *scan, *ids])
+            return {str(i): (before, after) for i, before, after in rows}
+        # Two places: each row also names what was written beside the memories its first answer
+        # names (row alias p: the memory x.b, then x.a); those not in ``ids`` join the answer.
+        second = ", ".join(f"(SELECT ({side('p', before)}) FROM memories p WHERE p.id = x.{named})"
+                           for named in ("b", "a") for before in (True, False))
+        # (OFFSET keeps SQLite from flattening x into the outer query, which would run x's
+        # subqueries again inside each of ``second``'s)
+        rows = await self._db.fetchall(f"SELECT x.id, x.b, x.a, {second} FROM ({first} LIMIT -1 OFFSET 0) x",
+                                       [*scan * 4, *scan, *scan, *ids])
+        out: dict[str, tuple[str | None, str | None]] = {str(r[0]): (r[1], r[2]) for r in rows}
+        for r in rows:
+            for named, pair in ((r[1], (r[3], r[4])), (r[2], (r[5], r[6]))):
+                if named is not None and named not in out:
+                    out[str(named)] = pair
+        return out
 
     async def active_by_hash(self, user_id: str, project: str, kind: str, content_hash: str,
                              now: float, *, private_to: str | None = None) -> list[MemoryRow]:

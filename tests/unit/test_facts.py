@@ -187,6 +187,36 @@ async def test_written_beside_follows_insertion_order_per_user_project_and_write
     await store.close()
 
 
+async def test_written_beside_two_places_answers_as_a_second_call_on_what_the_first_names(tmp_path):
+    """``levels=2`` in one statement: the first answer, plus that of each memory it names that
+    is not asked about, as a second call would give it, for every reader (writers, visibility,
+    deleted and expired memories mixed in, and a hit whose neighbour is far from it)."""
+    from memvault.storage.facts import BESIDE_SCAN
+
+    store = await FactStore.open(tmp_path / "m.db")
+    rows = []
+    for i in range(60):
+        r = row(f"line {i} of a conversation", at=NOW - 1000 + i)
+        r.agent = ("claude-code", "cursor", "claude-code", None)[i % 4]
+        r.visibility = "private" if i % 7 == 3 and r.agent else "shared"
+        r.expires_at = NOW - 1 if i % 11 == 5 else None
+        rows.append(r)
+        await store.add(r, actor="t")
+        if i == 30:  # a gap of another user's lines: neighbours further than BESIDE_SCAN rows
+            for j in range(BESIDE_SCAN):
+                await store.add(row(f"other user {j}", user="u2"), actor="t")
+    await store.set_status([rows[i] for i in (9, 21, 40)], "deleted", action="delete", now=NOW, actor="t")
+    for reader in (None, "claude-code", "cursor"):
+        for hits in ([r.id for r in rows[::5]], [rows[30].id, rows[31].id, "no-such-id"], [rows[0].id], []):
+            first = await store.written_beside(hits, NOW, reader=reader)
+            frontier = [n for pair in first.values() for n in pair if n is not None and n not in first]
+            both = first | (await store.written_beside(frontier, NOW, reader=reader) if frontier else {})
+            assert await store.written_beside(hits, NOW, reader=reader, levels=2) == both, (reader, hits)
+    spread = [r.id for r in rows[::5]]
+    assert len(await store.written_beside(spread, NOW, levels=2)) > len(await store.written_beside(spread, NOW))
+    await store.close()
+
+
 async def test_written_beside_looks_only_so_far_past_other_writers(tmp_path):
     from memvault.storage.facts import BESIDE_SCAN
 

@@ -106,3 +106,17 @@ def test_pick_evictions_bounds() -> None:
     assert pick_evictions(records, -3, NOW, 30) == []
     assert pick_evictions(records, 10, NOW, 30) == ["b", "a"]
     assert pick_evictions([], 5, NOW, 30) == []
+
+
+def test_final_scorer_scores_as_final_score_and_checks_its_weights_once() -> None:
+    import itertools
+
+    from memvault.policy.ranking import final_score, final_scorer
+
+    for weights in ((0.8, 0.1, 0.1), (1.0, 0.0, 0.0), (2, 3, 5)):
+        f = final_scorer(*weights)
+        for rel, imp, rec in itertools.product((0.0, 0.3, 0.77, 1.0), (0.0, 0.5, 1.0), (1e-300, 0.25, 1.0)):
+            assert f(rel, imp, rec) == final_score(rel, imp, rec, *weights)  # the same float, not nearly
+    for bad in ((0.0, 0.0, 0.0), (-1.0, 1.0, 1.0), (float("nan"), 1.0, 1.0)):
+        with pytest.raises(ValueError):
+            final_scorer(*bad)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memvault.storage.memories import checked_row, row_from_sql
+from memvault.storage.memories import HEAD_COLUMNS, MemoryHead, checked_head, checked_row, head_from_sql, row_from_sql
 from memvault.storage.rows import BadValue
 
 GOOD = ("id-1", "alice", "", "fact", None, "Alice uses fish", "[]", 0.5, 1.0, "bench", 1.7e9, 1.7e9, 1.7e9, 0,
@@ -71,3 +71,20 @@ def test_the_direct_path_decodes_as_the_checks_do(row: tuple) -> None:
     if isinstance(checked, list):  # NaN never equals itself; a good row holds none
         assert not any(isinstance(v, float) and math.isnan(v) for _, v, _ in checked)
     assert direct == checked
+
+
+HEAD = tuple(COLUMNS.index(c.strip()) for c in HEAD_COLUMNS.split(","))
+
+
+@pytest.mark.parametrize("row", _rows())
+def test_a_head_decodes_as_the_checks_do_and_as_its_row(row: tuple) -> None:
+    """``MemoryHead``: the same values as the whole row's, and refused on the same head columns."""
+    head = tuple(row[i] for i in HEAD)
+    direct, checked = _decode(head_from_sql, head), _decode(checked_head, head)
+    assert direct == checked
+    whole = _decode(checked_row, row)
+    if isinstance(whole, list):
+        values = {name: (value, kind) for name, value, kind in whole}
+        assert direct == [(f.name, *values[f.name]) for f in fields(MemoryHead)]
+    elif isinstance(direct, tuple):  # refused: by a head column, named as the whole row's checks name it
+        assert direct[1].split()[0] in HEAD_COLUMNS

@@ -14,6 +14,7 @@ memory counts as accessed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from memvault.clock import to_iso
@@ -30,7 +31,7 @@ from memvault.policy.ranking import (
     WEIGHT_IMPORTANCE,
     WEIGHT_RECENCY,
     WEIGHT_RELEVANCE,
-    final_score,
+    final_scorer,
     recency,
 )
 from memvault.policy.time_expressions import time_boosted, time_spans
@@ -42,6 +43,7 @@ from memvault.service.memory.models import MemoryOut, RecallResult, Scope
 from memvault.service.runtime import MEMORY_COLLECTION, Runtime
 from memvault.service.search import CANDIDATES, score_texts, search_channels
 from memvault.storage.facts import MemoryRow
+from memvault.storage.memories import MemoryHead
 from memvault.vocabulary import Kind
 
 
@@ -69,6 +71,18 @@ class Ranked:
     neighbour_of: str | None = None  # the hit whose conversation neighbour lifted it, if one did
 
 
+@dataclass
+class Candidate:
+    """One ranked candidate as ranking sees it: ``head``, the columns ranking reads of its row
+    (``storage.memories.MemoryHead``); the rest as ``Ranked``."""
+
+    head: MemoryHead
+    score: float
+    relevance: float
+    similarity: float | None
+    neighbour_of: str | None = None
+
+
 LIKELY_ANSWER = 0.3
 """Calibrated relevance below which a memory probably does not answer the query: the reply
 says so (``nothing_relevant``, ``relevance_note``) without leaving memories out, unless
@@ -82,9 +96,10 @@ async def written_around(rt: Runtime, ids: list[str], now: float, *, reader: str
                          reach: int = NEIGHBOUR_REACH) -> dict[str, tuple[str | None, str | None]]:
     """``FactStore.written_beside`` (what ``reader`` may read at ``now``) of ``ids`` and of the
     memories out to ``reach`` places on each side of them (what
-    ``policy.neighbours.conversation_neighbours`` walks): ``reach`` queries at most."""
-    beside = await rt.facts.written_beside(ids, now, reader=reader)
-    for _ in range(reach - 1):
+    ``policy.neighbours.conversation_neighbours`` walks): one query answers two places,
+    ``reach - 1`` queries at most."""
+    beside = await rt.facts.written_beside(ids, now, reader=reader, levels=min(reach, 2))
+    for _ in range(reach - 2):
         frontier = [n for pair in beside.values() for n in pair if n is not None and n not in beside]
         if not frontier:
             break
@@ -92,7 +107,8 @@ async def written_around(rt: Runtime, ids: list[str], now: float, *, reader: str
     return beside
 
 
-async def neighbours_of_best(rt: Runtime, scores: dict[str, float], rows: dict[str, MemoryRow], now: float,
+async def neighbours_of_best(rt: Runtime, scores: dict[str, float], rows: Mapping[str, MemoryRow | MemoryHead],
+                             now: float,
                              reader: str | None) -> dict[str, list[tuple[str, int]]]:
     """For the best ``NEIGHBOUR_SOURCES`` candidates by fused score: the candidates written
     near each in the same conversation, with their distance (``policy.neighbours``)."""
@@ -105,17 +121,45 @@ async def neighbours_of_best(rt: Runtime, scores: dict[str, float], rows: dict[s
 async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, limit: int,
                kinds: list[Kind] | None = None, tags: list[str] | None = None,
                since: float | None = None, until: float | None = None, reader: str | None = None) -> list[Ranked]:
-    """Hybrid search + ranking over active, unexpired memories; best first, at most ``limit``.
+    """Hybrid search + ranking over active, unexpired memories; best first, at most ``limit``,
+    with their whole rows (``ranked_candidates``, then ``with_rows``).
 
     ``reader``: the agent reading (shared memories and its own private ones); None: every
-    memory (the user). Does not touch access statistics (``recall`` does). Used by recall
-    and benches.
+    memory (the user). Does not touch access statistics (``recall`` does). Used by recall's
+    explanation, benches and tests.
     """
+    ranked = await ranked_candidates(rt, user_id, projects, query, limit=limit, kinds=kinds, tags=tags,
+                                     since=since, until=until, reader=reader)
+    return await with_rows(rt, ranked, limit)
+
+
+async def with_rows(rt: Runtime, ranked: list[Candidate], n: int) -> list[Ranked]:
+    """The first ``n`` of ``ranked`` (best first) with their whole rows read from SQLite, in
+    order: one read of ``n`` rows, another for as many more when a row cannot be read in
+    whole (a value memvault never writes: left out, logged) or went away meanwhile."""
+    out: list[Ranked] = []
+    at = 0
+    while len(out) < n and at < len(ranked):
+        part = ranked[at : at + n - len(out)]
+        at += len(part)
+        rows = {r.id: r for r in await rt.facts.get([c.head.id for c in part])}
+        out += [Ranked(row=rows[c.head.id], score=c.score, relevance=c.relevance, similarity=c.similarity,
+                       neighbour_of=c.neighbour_of) for c in part if c.head.id in rows]
+    return out
+
+
+async def ranked_candidates(rt: Runtime, user_id: str, projects: list[str], query: str, *, limit: int,
+                            kinds: list[Kind] | None = None, tags: list[str] | None = None,
+                            since: float | None = None, until: float | None = None,
+                            reader: str | None = None) -> list[Candidate]:
+    """Every candidate of ``rank``'s search, ranked, best first, with only the columns ranking
+    reads (``FactStore.heads``): ``limit`` sets how many each channel gives (at least
+    ``CANDIDATES``). ``rank`` and ``recall`` read the whole rows of the few they return."""
     now = rt.clock.now()
     flt = scope_filter(user_id, projects, now, kinds=kinds, tags_any=tags or None,
                        created_from=since, created_to=until, reader=reader)
     channels = await search_channels(rt, MEMORY_COLLECTION, query, flt, max(CANDIDATES, limit))
-    rows = {m.id: m for m in await rt.facts.get(channels.ids())}
+    rows = {m.id: m for m in await rt.facts.heads(channels.ids())}
     # The index may briefly lag SQLite, and widens time bounds by a float step
     # (``engine_bounds``); SQLite decides what is alive and in [since, until].
     alive = {mid: row for mid, row in rows.items()
@@ -126,19 +170,21 @@ async def rank(rt: Runtime, user_id: str, projects: list[str], query: str, *, li
     fused = {mid: sc.score for mid, sc in scored.items()}
     near = await neighbours_of_best(rt, fused, alive, now, reader) if NEIGHBOUR_LIFT > 0 else {}
     spans = time_spans(query, now)  # "in June", "上周": memories stored then rank up
+    weighed = final_scorer(WEIGHT_RELEVANCE, WEIGHT_IMPORTANCE, WEIGHT_RECENCY)
+    # a candidate's recency, once (a lifted candidate is scored twice)
+    recent = {mid: recency(row.last_accessed_at, now, HALF_LIFE_DAYS) for mid, row in alive.items()}
 
     def final(mid: str, fused_score: float) -> float:
         row = alive[mid]
-        rec = recency(row.last_accessed_at, now, HALF_LIFE_DAYS)
-        return final_score(time_boosted(fused_score, row.created_at, spans), row.importance, rec,
-                           WEIGHT_RELEVANCE, WEIGHT_IMPORTANCE, WEIGHT_RECENCY)
+        boosted = time_boosted(fused_score, row.created_at, spans) if spans else fused_score
+        return weighed(boosted, row.importance, recent[mid])
 
     scores = final_scores_with_neighbours(fused, near, NEIGHBOUR_LIFT, final,
                                           {mid: sc.relevance for mid, sc in scored.items()}, LIKELY_ANSWER)
-    ranked = [Ranked(row=alive[mid], score=scores[mid][0], relevance=sc.relevance, similarity=sc.similarity,
-                     neighbour_of=scores[mid][1]) for mid, sc in scored.items()]
+    ranked = [Candidate(head=alive[mid], score=scores[mid][0], relevance=sc.relevance, similarity=sc.similarity,
+                        neighbour_of=scores[mid][1]) for mid, sc in scored.items()]
     ranked.sort(key=lambda c: c.score, reverse=True)
-    return ranked[:limit]
+    return ranked
 
 
 def bounded(ranked: list[Ranked], content_budget: int, reply_budget: int) -> tuple[list[MemoryOut], bool]:
@@ -173,10 +219,12 @@ async def recall(rt: Runtime, scope: Scope, args: RecallArgs) -> RecallResult:
     await rt.started()
     # Every candidate is ranked (same cost: the channels fetch this many anyway), so that a
     # relevant memory ranked below k irrelevant ones still comes back once those are left out.
-    ranked = await rank(rt, scope.user_id, scope.projects_read, query, limit=max(k, CANDIDATES),
-                        kinds=kinds, tags=tags, since=since, until=until, reader=scope.agent)
+    ranked = (await ranked_candidates(rt, scope.user_id, scope.projects_read, query, limit=max(k, CANDIDATES),
+                                      kinds=kinds, tags=tags, since=since, until=until,
+                                      reader=scope.agent))[:max(k, CANDIDATES)]
     below = sum(1 for r in ranked[:k] if r.relevance < floor)
-    kept = [r for r in ranked if r.relevance >= floor][:k]
+    # only the memories returned are read in whole
+    kept = await with_rows(rt, [r for r in ranked if r.relevance >= floor], k)
     best = max((r.relevance for r in ranked), default=0.0)
     note = None
     if ranked and not kept:

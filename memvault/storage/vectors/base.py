@@ -119,14 +119,20 @@ class StoredPoint:
     payload: dict[str, Any]
 
 
+_FLOAT = {float}
+
+
 def stored_point(point_id: Any, vectors: Any, payload: Any) -> StoredPoint:
     """A StoredPoint from what an engine returns for one point: ``vectors`` maps vector names to
     a list of floats (dense) or an object with ``indices`` (sparse); anything else reads as
     absent (an empty dense vector, no terms), which the caller's checks then reject."""
     named = vectors if isinstance(vectors, Mapping) else {}
     dense = named.get(DENSE)
-    values = [float(x) for x in dense] if isinstance(dense, list) and all(
-        isinstance(x, (int, float)) for x in dense) else []
+    if isinstance(dense, list) and set(map(type, dense)) <= _FLOAT:  # what an engine returns: one pass in C
+        values = list(dense)
+    else:
+        values = [float(x) for x in dense] if isinstance(dense, list) and all(
+            isinstance(x, (int, float)) for x in dense) else []
     indices = getattr(named.get(KEYWORDS), "indices", None) or ()
     return StoredPoint(id=str(point_id), dense=values, terms=frozenset(int(i) for i in indices),
                        payload=dict(payload) if isinstance(payload, Mapping) else {})

@@ -580,7 +580,7 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
         while True:  # several points may be one item's: fetch more until ``limit`` items (or all)
             with self._engine(cur.name):
                 points = cur.shard.query(self._request(query, flt, fetch, params, cur.windows))
-            hits, enough = self._items(points, limit, fetch)
+            hits, enough = self._items(points, limit, fetch, cur.windows)
             if enough:
                 return hits
             fetch *= 4
@@ -596,7 +596,7 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
             answers = cur.shard.query_batch(batch)
         out = []
         for query, points in zip(queries, answers, strict=True):
-            hits, enough = self._items(points, limit, limit)
+            hits, enough = self._items(points, limit, limit, cur.windows)
             out.append(hits if enough else self._query(cur, query, flt, limit, params, fetch=limit * 4))
         return out
 
@@ -614,9 +614,14 @@ class EdgeVectorIndex(IndexSwap, VectorIndex):
         return shard.count(qe.CountRequest(exact=True, filter=qe.Filter(must_not=[qe.IsEmptyCondition(PARENT)]))) > 0
 
     @staticmethod
-    def _items(points: Sequence[qe.ScoredPoint], limit: int, fetch: int) -> tuple[list[Hit], bool]:
+    def _items(points: Sequence[qe.ScoredPoint], limit: int, fetch: int, windows: bool = True
+               ) -> tuple[list[Hit], bool]:
         """The best ``limit`` items of ``points`` (the answer to a fetch of ``fetch`` points),
-        and whether that is the answer: ``limit`` items, or every matching point fetched."""
+        and whether that is the answer: ``limit`` items, or every matching point fetched.
+        ``windows``: the shard may hold window points (``OpenShard.windows``); without them
+        every point is its own item, and the best ``limit`` points are the answer."""
+        if not windows:
+            return [Hit(str(p.id), float(p.score)) for p in points[:limit]], len(points) >= limit or len(points) < fetch
         hits = best_per_item([(item_id(p.id, p.payload), float(p.score)) for p in points], limit)
         return hits, len(hits) >= limit or len(points) < fetch
 
