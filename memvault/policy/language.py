@@ -200,3 +200,11 @@ def judged_terms(query_terms: Iterable[str], doc_terms: Collection[str], doc_scr
         if kind == NEUTRAL or (kind == CJK) == (doc_script == CJK) or t in doc_terms:
             judged.append(t)
     return frozenset(judged)
+
+
+def judged_whatever_held(query_terms: Iterable[str], doc_script: str) -> bool:
+    """Whether ``judged_terms(query_terms, doc_terms, doc_script)`` is every query term whatever
+    ``doc_terms`` holds: no query term is of the other kind than a document of ``doc_script``
+    holds (a word for a CJK document, a CJK term for another). Then a document's terms matter
+    only for its keyword coverage, not for which terms judge it."""
+    return all(kind == NEUTRAL or (kind == CJK) == (doc_script == CJK) for kind in map(term_kind, query_terms))

@@ -30,6 +30,7 @@ from memvault.policy.language import (
     OTHER,
     cjk_weight,
     judged_terms,
+    judged_whatever_held,
     named_things,
     passage_language,
     script_class,
@@ -43,6 +44,7 @@ from memvault.storage.vectors.base import VectorFilter, VectorIndex, canonical_i
 CANDIDATES = 100
 """Candidates each channel (dense, keyword) gives before fusion, at least the k asked for: the
 value every recall figure of docs/benchmarks.md was measured with."""
+_NO_TERMS: frozenset[str] = frozenset()
 DENSE_WEIGHT = 0.4
 """Share of the dense channel in convex fusion (the keyword channel has the rest): chosen on
 LoCoMo, LongMemEval, SciFact, CMRC and the bilingual probe (docs/benchmarks.md, "Convex vs RRF,
@@ -257,12 +259,21 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str],
     # (most hold none or one) share one answer, computed over those few terms.
     judged_by: dict[tuple[str, frozenset[str]], tuple[float, float, frozenset[str]]] = {}
     translated: dict[str, float] = {}
+    # A candidate the keyword channel did not return, in a script that every query term judges
+    # whatever it holds (``judged_whatever_held``: an English memory for an English question),
+    # needs no analysis of its text: its coverage is not used, and nothing is unjudged.
+    any_terms = {script: judged_whatever_held(qterms, script) for script in (CJK, OTHER)}
+    skipped: list[str] = []
     for i in ids:
         if i in ch.dense:
             dense[i] = ch.dense[i] - language_shift(ch.query_dots, qmix, langs[i][1], gap)
         if not qterms:
             continue
-        key = (langs[i][0], qterms & keyword_term_set(texts[i]))
+        if i not in ch.keyword and any_terms[langs[i][0]]:
+            key = (langs[i][0], _NO_TERMS)
+            skipped.append(i)
+        else:
+            key = (langs[i][0], qterms & keyword_term_set(texts[i]))
         got = judged_by.get(key)
         if got is None:
             judged = judged_terms(qterms, key[1], key[0])
@@ -275,8 +286,11 @@ def fusion_inputs(ch: Channels, texts: Mapping[str, str],
             translated[i] = terms_weight(translated_terms(ch.query, texts[i]) & got[2]) / (got[0] * qweight)
     keyword = {i: ch.keyword[i] for i in ids if i in ch.keyword}
     held = frozenset().union(*(terms for _, terms in judged_by))
-    return FusionInputs(ids, dense, keyword, coverage, unjudged, qterms, qlang, translated,
-                        unseen_name(ch.query, qterms, held))
+    unseen = unseen_name(ch.query, qterms, held)
+    if unseen and skipped:  # a candidate not analysed above may hold the name: look before doubting
+        held = held.union(*(qterms & keyword_term_set(texts[i]) for i in skipped))
+        unseen = unseen_name(ch.query, qterms, held)
+    return FusionInputs(ids, dense, keyword, coverage, unjudged, qterms, qlang, translated, unseen)
 
 
 def unseen_name(query: str, query_terms: frozenset[str], held: frozenset[str]) -> bool:

@@ -91,3 +91,39 @@ def test_unseen_name_reads_names_whole_or_by_all_their_parts() -> None:
     assert not unseen("shop-web 的埋点用什么？", "The web shop tracks events with PostHog.")  # all its parts
     assert unseen("发票 PDF 用什么字体？", "发票模板在 templates/invoice.html。")
     assert not unseen("周五可以发布吗？", "周五不上线。")  # names nothing
+
+
+def test_a_candidate_only_the_dense_channel_found_is_analysed_only_when_its_terms_judge_it(monkeypatch) -> None:
+    """The keyword analysis of a candidate's text is for its coverage (keyword hits) and for
+    which query terms judge it: a dense-only candidate in a script every query term judges
+    (an English memory, an English question) is not analysed; one in the other script is."""
+    import memvault.service.search as search
+    from memvault.policy.keywords import keyword_term_set
+
+    analysed: list[str] = []
+
+    def recorded(text: str) -> frozenset[str]:
+        analysed.append(text)
+        return keyword_term_set(text)
+
+    monkeypatch.setattr(search, "keyword_term_set", recorded)
+    texts = {"hit": "The order service retries five times.", "en": "The cat is named Miso.",
+             "zh": "订单服务的重试次数是五次。"}
+    ch = Channels(query="how often does the order service retry?", dense={"en": 0.8, "zh": 0.79, "hit": 0.7},
+                  keyword={"hit": 4.0}, query_dots={})
+    score_candidates(ch, texts)
+    assert set(analysed) == {ch.query, texts["hit"], texts["zh"]}
+
+
+def test_a_name_only_a_dense_only_candidate_holds_is_seen() -> None:
+    """A candidate only the dense channel found, in the query's script, is not analysed for
+    its coverage; before the query is doubted for naming an unseen thing, such candidates
+    are looked at too: the name is held, so relevance is that of a store that mentions it."""
+    texts = {"hit": "Deploys go out with terraform apply from the release branch.",
+             "slo": "The p95 latency SLO of the checkout API is 300 ms."}
+    query = "what is the SLO for p95 latency?"
+    only_dense = score_candidates(Channels(query=query, dense={"hit": 0.86, "slo": 0.84}, keyword={"hit": 2.0},
+                                           query_dots={}), texts)
+    analysed = score_candidates(Channels(query=query, dense={"hit": 0.86, "slo": 0.84},
+                                         keyword={"hit": 2.0, "slo": 1e-9}, query_dots={}), texts)
+    assert only_dense["hit"].relevance == analysed["hit"].relevance
