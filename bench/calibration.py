@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     train = [*caps["devmem-dev"], *[q for q in caps["bilingual"] if q.gold["fact"] < PROBE_TRAIN_FACTS]]
     data = rows(train)
     # the features calibrated_relevance reads: gap, judged share x coverage, unjudged share,
-    # unjudged share x its translated share; all five refitted, for reference
+    # unjudged share x its translated share, a name no candidate holds; all six refitted, for reference
     w = fit_logistic([(g, (1.0 - u) * c, u, u * t, n) for g, c, u, t, n, _ in data], [d[5] for d in data])
     print(f"{len(data)} rows ({sum(d[5] for d in data)} answers) from {len(train)} questions")
     print(f"all refitted: bias {w[0]:.2f}, gap {w[1]:.2f}, coverage {w[2]:.2f}, cross-script {w[3]:.2f}, "
