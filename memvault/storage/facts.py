@@ -17,9 +17,9 @@ import math
 import os
 import sqlite3
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import anyio
@@ -40,6 +40,8 @@ from memvault.storage.memories import (
 )
 from memvault.storage.memories import MEMORY_STATUSES as MEMORY_STATUSES  # service imports it from here
 from memvault.storage.migrations import migrate, schema_version
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -184,25 +186,24 @@ class FactStore:
     # ------------------------------------------------------------------ reads
     async def get(self, ids: Iterable[str]) -> list[MemoryRow]:
         """Rows by id (any status), in no particular order; unknown ids are skipped."""
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return []
-        out: list[MemoryRow] = []
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            out += await self._fetch(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part)
-        return out
+        return await self._by_ids(MEMORY_COLUMNS, ids, memory_rows)
 
     async def heads(self, ids: Iterable[str]) -> list[MemoryHead]:
         """``MemoryHead`` of each of ``ids`` (any status), in no particular order; unknown ids are
         skipped, unreadable rows left out (one log line each). What ranking reads of every
         candidate; ``get`` reads whole rows."""
+        return await self._by_ids(HEAD_COLUMNS, ids, memory_heads)
+
+    async def _by_ids(self, columns: str, ids: Iterable[str],
+                      decode: Callable[[list[sqlite3.Row]], list[T]]) -> list[T]:
+        """``decode`` of the ``columns`` of the ``memories`` rows of ``ids`` (each once), read
+        500 ids a statement (SQLite's bound on parameters)."""
         ids = list(dict.fromkeys(ids))
-        out: list[MemoryHead] = []
+        out: list[T] = []
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
-            out += memory_heads(await self._db.fetchall(
-                f"SELECT {HEAD_COLUMNS} FROM memories WHERE id IN ({_marks(len(part))})", part))
+            out += decode(await self._db.fetchall(f"SELECT {columns} FROM memories WHERE id IN ({_marks(len(part))})",
+                                                  part))
         return out
 
     async def superseded_by_ids(self, user_id: str, memory_id: str) -> list[str]:

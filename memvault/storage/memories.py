@@ -27,6 +27,12 @@ MEMORY_COLUMNS = (
 )
 
 
+def readable_by(visibility: str, agent: str | None, reader: str | None) -> bool:
+    """Whether agent ``reader`` reads a memory of this ``visibility`` written by ``agent``
+    (None: the user, who reads every memory): a shared memory, or one's own private one."""
+    return reader is None or visibility != "private" or agent == reader
+
+
 @dataclass
 class MemoryRow:
     """One memory record as stored: one row of ``memories``. Times in unix seconds."""
@@ -64,7 +70,7 @@ class MemoryRow:
 
     def readable_by(self, reader: str | None) -> bool:
         """Whether agent ``reader`` reads this memory (None: the user, who reads every memory)."""
-        return reader is None or self.visibility != "private" or self.agent == reader
+        return readable_by(self.visibility, self.agent, reader)
 
     def snapshot(self, consolidated_from: Sequence[str] = ()) -> str:
         """JSON of the row for the history table; ``consolidated_from`` (ids of the memories
@@ -197,7 +203,7 @@ class MemoryHead:
 
     def readable_by(self, reader: str | None) -> bool:
         """As ``MemoryRow.readable_by``."""
-        return reader is None or self.visibility != "private" or self.agent == reader
+        return readable_by(self.visibility, self.agent, reader)
 
 
 def head_from_sql(r: sqlite3.Row | tuple) -> MemoryHead:
