@@ -194,12 +194,13 @@ def judged_terms(query_terms: Iterable[str], doc_terms: Collection[str], doc_scr
     is CJK (``doc_script``, :func:`script_class`); words when it is not. A term of the other
     kind counts only when the document holds it anyway (a Chinese memory quoting
     ``pnpm``; an English one quoting ``支付``): it is evidence for, never against."""
-    judged = []
-    for t in query_terms:
-        kind = term_kind(t)
-        if kind == NEUTRAL or (kind == CJK) == (doc_script == CJK) or t in doc_terms:
-            judged.append(t)
-    return frozenset(judged)
+    return frozenset(t for t in query_terms if _script_holds(term_kind(t), doc_script) or t in doc_terms)
+
+
+def _script_holds(kind: str, doc_script: str) -> bool:
+    """Whether a document of ``doc_script`` could hold a term of ``kind`` (``term_kind``):
+    neutral terms always, CJK terms a CJK document, words any other."""
+    return kind == NEUTRAL or (kind == CJK) == (doc_script == CJK)
 
 
 def judged_whatever_held(query_terms: Iterable[str], doc_script: str) -> bool:
@@ -207,4 +208,4 @@ def judged_whatever_held(query_terms: Iterable[str], doc_script: str) -> bool:
     ``doc_terms`` holds: no query term is of the other kind than a document of ``doc_script``
     holds (a word for a CJK document, a CJK term for another). Then a document's terms matter
     only for its keyword coverage, not for which terms judge it."""
-    return all(kind == NEUTRAL or (kind == CJK) == (doc_script == CJK) for kind in map(term_kind, query_terms))
+    return all(_script_holds(term_kind(t), doc_script) for t in query_terms)
