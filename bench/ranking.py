@@ -53,5 +53,6 @@ def score_with(ch: Any, texts: Mapping[str, str], dense_weight: float,
     if dense_weight == DENSE_WEIGHT:
         return score_candidates(ch, texts, positions)
     fi = fusion_inputs(ch, texts, positions)
-    fused = convex_fuse(fi.dense, fi.keyword, dense_weight=dense_weight, coverage=fi.coverage, unjudged=fi.unjudged)
+    fused = convex_fuse(fi.dense, fi.keyword, dense_weight=dense_weight, coverage=fi.coverage, unjudged=fi.unjudged,
+                        translated=fi.translated)
     return scored(fi, fused, ch)

@@ -61,13 +61,9 @@ LANGUAGE_SHIFT_SCALE_CJK = 0.6
 """Share of the language component :func:`language_shift` removes, for an English query and
 for a Chinese one (a query mixing both: in proportion). The component is measured on
 everyday parallel sentences (``service.centroids``); for Chinese questions on a developer's
-store it over-corrects, lifting English memories above the Chinese answer. Chosen on the
-``dev`` developer-memory set (``bench.devmemory``), with the dense candidates of both
-languages (``service.search.dense_candidates``), R@1 zh->zh / zh->zh+id / all and zh->en
-R@5: Chinese scale 0.75: 0.93 / 0.86 / 0.82, 0.95; **0.6: 0.95 / 0.90 / 0.83, 0.92**; 0.5:
-0.95 / 0.91 / 0.83, 0.90 (0.5 gives up more cross-lingual R@5 for one question). English scale
-1.0 -> 1.5 -> 2.5: en->zh 0.57 -> 0.61 -> 0.70, en->en 0.95 -> 0.94 -> 0.92, probe en->en 1.00 ->
-0.99 -> 0.98: kept at 1.0 (docs/benchmarks.md)."""
+store the whole of it over-corrects, lifting English memories above the Chinese answer.
+Chosen on the ``dev`` developer-memory set (``python -m bench.devmemory --sets dev``): the
+Chinese scale trades zh->zh R@1 against zh->en R@5, the English one en->zh against en->en."""
 
 STORE_GAP_RANKS = (5, 30)
 STORE_GAP_SHARE = 0.5
@@ -75,11 +71,8 @@ STORE_GAP_SHARE = 0.5
 may be about the query, the rest mostly are not), and :func:`language_shift` takes half its
 shift from it, half from the parallel sentences. The parallel sentences are everyday text;
 a store's own memories show the language effect in its domain, for this very query, but
-also the topics each language happens to hold. On the ``dev`` developer-memory set, R@1
-en->en / en->zh / zh->en / all: without 0.95 / 0.57 / 0.72 / 0.81; ranks 2-11, all of it
-0.90 / 0.80 / 0.72 / 0.83; ranks 6-30: all of it 0.92 / 0.77 / 0.69 / 0.83, half 0.94 / 0.70 /
-0.71 / 0.83, three quarters 0.92 / 0.74 / 0.69 / 0.83; ranks 11-40, half 0.94 / 0.67 / 0.69 /
-0.82; the probe moves by 0.01 at most."""
+also the topics each language happens to hold: half of each did best on the ``dev``
+developer-memory set over other rank windows and shares (``bench.devmemory``)."""
 
 RELEVANCE_BIAS = -9.46
 RELEVANCE_GAP = 155.22
@@ -93,25 +86,16 @@ facts 0-49; ``RELEVANCE_TRANSLATED``, the dictionary's matches, on those and the
 developer-memory set with the four held (``python -m bench.calibration``, likelihood over a
 grid of 0.5); ``RELEVANCE_UNSEEN_NAME``, a property of the question rather than of a
 candidate, the same way on each of those questions' first result (on the best 10 the rows
-of answerable questions swamp it). Held out, the AUC of the first result's relevance,
-answerable against never-stored questions, English / Chinese: ``guard`` 0.741 / 0.720 and
-``holdout`` 0.836 / 0.815; 0.730 / 0.691 and 0.818 / 0.792 without the unseen-name term, 0.667
-/ 0.649 and 0.731 / 0.772 without the dictionary's either. Refitting the first five does no
-better (0.731 / 0.701, 0.824 / 0.802) and reads unrelated memories of small stores as likely
-answers (a 3-memory store: "which package manager for JavaScript?" against a PostgreSQL
-decision 0.36 against 0.28), so the first four stay (docs/benchmarks.md)."""
+of answerable questions swamp it). The held-out AUC of each step is in docs/benchmarks.md.
+Refitting the first four with the others reads unrelated memories of small stores as likely
+answers, so they stay as fitted on the probe."""
 
 CROSS_SCRIPT_FLOOR = 0.5
 """Least share of its dense part that :func:`convex_fuse` credits a candidate in another
-script than the query with as keyword part (it can share no term with the query). Measured
-on the bilingual probe at dense weight 0.4, R@1 en->zh / zh->en / en->en / zh->zh: the whole
-dense part (K = max(K, D)) 0.96 / 0.87 / 0.97 / 0.89 (English memories above Chinese answers
-that hold only some of a Chinese question's terms, and the reverse; K = D for a candidate
-without a keyword hit only, the rule at dense weight 0.6: 0.92 / 0.83 / 0.97 / 0.89);
-the best own-script part alone 0.86 / 0.86 / 1.00 / 1.00 (cross-lingual answers lost to
-same-language memories sharing an incidental word); floor 0.3 0.88 / 0.87 / 1.00 / 1.00;
-**0.5 0.93 / 0.87 / 1.00 / 1.00**; 0.7 0.96 / 0.87 / 0.98 / 0.97 (docs/benchmarks.md,
-"Convex vs RRF, measured fairly")."""
+script than the query with as keyword part (it can share no term with the query). With the
+whole dense part, memories of the other language rise above same-language answers that hold
+only some of the question's terms; with none, cross-lingual answers lose to same-language
+memories sharing one incidental word. Chosen on the bilingual probe (``bench.bilingual``)."""
 
 BACKGROUND_RANKS = 10
 DENSE_BACKGROUND = 0.724
