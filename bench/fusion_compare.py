@@ -15,7 +15,8 @@ the shipped ranking exactly.
 Variants (``VARIANTS``): the shipped ranking, and the shipped ranking with each of its
 mechanisms switched off on its own (conversation neighbours, time expressions, the
 language correction of dense scores, keyword coverage, the cross-language keyword
-credit, importance and recency), and the language-corrected dense channel alone. A
+credit, importance and recency), the language-corrected dense channel alone, and a shape
+not shipped (``bench.language_free``). A
 mechanism stays only while it helps some set and costs none more than 0.01.
 Figures: LoCoMo turn R@k (per conversation set), LongMemEval session / turn any, all and
 nDCG, SciFact and CMRC-zh slice nDCG@10 / Recall@100, bilingual probe R@1 / MRR per
@@ -305,6 +306,12 @@ def v_no_time(variant: Variant) -> Variant:
     return variant
 
 
+def _language_free() -> Variant:
+    from bench.language_free import v_language_free
+
+    return v_language_free()
+
+
 DEFAULT = "memvault (default)"
 
 VARIANTS: dict[str, Variant] = {
@@ -324,6 +331,8 @@ VARIANTS: dict[str, Variant] = {
                                           weight_recency=0.0),
     # one channel alone, through the same ranking
     "dense channel alone (language-corrected)": v_shipped(neighbour_lift=0.7, fusion_dense_weight=1.0),
+    # a candidate shape, not shipped: the language direction taken out of both vectors (bench.language_free)
+    "language-free cosine, fixed cross-language credit": _language_free(),
 }
 
 

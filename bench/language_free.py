@@ -1,0 +1,116 @@
+"""A dense score with the language direction taken out of both vectors: a fusion variant.
+
+multilingual-e5 puts every passage of one language on one side of a direction (the Chinese
+mean passage embedding minus the English one, ``service.centroids``); recall corrects a
+cosine for it to first order (``policy.fusion.language_shift``). This variant removes that
+direction from the query and from each candidate and renormalises both before the cosine
+(after Yang et al., "A Simple and Effective Method To Eliminate the Self Language Bias in
+Multilingual Representations", EMNLP 2021, with one direction from memvault's own 40
+parallel sentences):
+
+    cos' = (q . p - (q . a)(p . a)) / sqrt((1 - (q . a)^2)(1 - (p . a)^2)),  a unit axis
+
+then applies recall's language shift on top and fuses with a fixed cross-language credit
+(the keyword stand-in of a candidate the keyword channel cannot judge is
+``dense part x CROSS_CREDIT``, not the best own-language keyword part): with a dense channel
+that ranks across languages, the stand-in's generous credit is what made English memories beat
+paraphrased Chinese answers. Constants chosen on the ``dev`` developer-memory set only.
+
+It needs each candidate's vector: the bench embeds the candidate's text as a passage
+(memoised per text), which is the stored vector for a memory of one window (recall would read
+its dense candidates' stored vectors). Not shipped: on the developer-memory sets it moves
+cross-lingual and mixed-memory questions up and some same-language ones down, and in small
+stores (under ~30 memories, where the store's own language gap cannot be measured) the
+language shift on top of the language-free cosine lifts unrelated English memories for Chinese
+questions (docs/benchmarks.md, CHANGELOG.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from bench.common import DEFAULT_MODEL_CACHE
+
+DENSE_WEIGHT = 0.6
+CROSS_CREDIT = 0.1
+
+_PASSAGES: dict[str, np.ndarray] = {}
+_QUERIES: dict[str, np.ndarray] = {}
+_STATE: dict[str, Any] = {}
+
+
+def _model() -> tuple[Any, np.ndarray]:
+    """The shared embedder and the unit language axis (Chinese centroid minus English)."""
+    if not _STATE:
+        from bench.mv import shared_embedder
+        from memvault.config import Settings
+        from memvault.policy.language import CJK, OTHER
+        from memvault.service.centroids import language_centroids
+
+        emb = shared_embedder(Settings(model_cache_dir=DEFAULT_MODEL_CACHE))
+        c = language_centroids(emb)
+        axis = np.asarray(c[CJK] - c[OTHER], dtype=np.float64)
+        _STATE.update(emb=emb, axis=axis / np.linalg.norm(axis))
+    return _STATE["emb"], _STATE["axis"]
+
+
+def _unit_off_axis(v: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    w = v - float(v @ axis) * axis
+    return w / np.linalg.norm(w)
+
+
+def language_free_dense(ch: Any, texts: Mapping[str, str]) -> dict[str, float]:
+    """Candidate id -> cosine with the language axis removed from both sides (``ch.dense`` ids
+    that have a text)."""
+    emb, axis = _model()
+    ids = [i for i in ch.dense if i in texts]
+    todo = sorted({texts[i] for i in ids} - _PASSAGES.keys())
+    if todo:
+        for t, v in zip(todo, emb.embed_passages(todo), strict=True):
+            _PASSAGES[t] = _unit_off_axis(np.asarray(v, dtype=np.float64), axis)
+    if ch.query not in _QUERIES:
+        _QUERIES[ch.query] = _unit_off_axis(np.asarray(emb.embed_queries([ch.query])[0], dtype=np.float64), axis)
+    q = _QUERIES[ch.query]
+    return {i: float(q @ _PASSAGES[texts[i]]) for i in ids}
+
+
+def fuse_fixed_credit(dense: Mapping[str, float], keyword: Mapping[str, float], coverage: Mapping[str, float],
+                      unjudged: Mapping[str, float], translated: Mapping[str, float], dense_weight: float,
+                      credit: float) -> dict[str, float]:
+    """``policy.fusion.convex_fuse`` with the cross-language stand-in credited ``credit`` times
+    the candidate's dense part (instead of the best own-language keyword part, at least
+    ``CROSS_SCRIPT_FLOOR``). Best first."""
+    ids = list(dict.fromkeys([*dense, *keyword]))
+    if not ids:
+        return {}
+    dmin, dmax = min(dense.values(), default=0.0), max(dense.values(), default=0.0)
+    kmax = max(keyword.values(), default=0.0)
+    out: dict[str, float] = {}
+    for i in ids:
+        d = 0.0 if i not in dense else (dense[i] - dmin) / (dmax - dmin) if dmax > dmin else 1.0
+        k = (keyword.get(i, 0.0) / kmax if kmax > 0 else 0.0) * coverage.get(i, 0.0)
+        u = unjudged.get(i, 0.0)
+        if u > 0:
+            k = (1.0 - u) * k + u * (1.0 - (1.0 - d * credit) * (1.0 - translated.get(i, 0.0)))
+        out[i] = dense_weight * d + (1.0 - dense_weight) * k
+    return {i: out[i] for i in sorted(out, key=lambda i: -out[i])}
+
+
+def v_language_free(dense_weight: float = DENSE_WEIGHT, credit: float = CROSS_CREDIT) -> Any:
+    """The fusion variant (``bench.fusion_compare.Variant``): recall's fusion inputs with the
+    language-free cosine in place of the raw one, fused by :func:`fuse_fixed_credit`;
+    calibrated relevance as shipped (not refitted for the new cosine)."""
+    def f(ch, texts, r, q):
+        from bench.fusion_compare import text_positions
+        from memvault.service.search import fusion_inputs, scored
+
+        free = replace(ch, dense=language_free_dense(ch, texts))
+        fi = fusion_inputs(free, texts, text_positions(ch, texts))
+        fused = fuse_fixed_credit(fi.dense, fi.keyword, fi.coverage, fi.unjudged, fi.translated, dense_weight, credit)
+        return scored(fi, fused, free)
+    f.ranking_over = {"neighbour_lift": 0.7}  # type: ignore[attr-defined]
+    return f
