@@ -22,7 +22,8 @@ R@1 and R@5 (a gold memory among the first k). Abstention: AUC of the first resu
 calibrated relevance, answerable vs not stored, per question language; and the share of
 each flagged ``nothing_relevant`` (first relevance below ``recall.LIKELY_ANSWER``).
 
-Run: ``python -m bench.devmemory`` (both sets) or ``--sets dev`` / ``--sets guard``.
+Run: ``python -m bench.devmemory`` (every set) or ``--sets dev`` / ``--sets guard``; ``--store-size 20``
+cuts each set into small stores (:func:`small_stores`), as a user's store is in its first days.
 """
 
 from __future__ import annotations
@@ -71,16 +72,49 @@ def slices_of(q: Mapping[str, Any], mem_lang: Mapping[str, str]) -> list[str]:
     return out
 
 
-async def capture(name: str, model_cache: Path) -> list[Any]:
+def small_stores(data: Mapping[str, Any], size: int, seed: int = 7) -> list[tuple[list[dict], list[dict]]]:
+    """The set cut into stores of ``size`` memories, as a user's store is in its first days:
+    memories shuffled (``seed``) and taken ``size`` at a time; each store is asked the questions
+    whose gold memories it holds all of, and a share of the never-stored ones (dealt round
+    robin). A question whose gold is split over two stores is left out."""
+    import random
+
+    mems = list(data["memories"])
+    random.Random(seed).shuffle(mems)
+    stores = [mems[i:i + size] for i in range(0, len(mems), size)]
+    held = [{m["id"] for m in store} for store in stores]
+    asked: list[list[dict]] = [[] for _ in stores]
+    unanswerable = [q for q in data["questions"] if not q["gold"]]
+    for n, q in enumerate(unanswerable):
+        asked[n % len(stores)].append(q)
+    for q in data["questions"]:
+        for ids, qs in zip(held, asked, strict=True):
+            if q["gold"] and set(q["gold"]) <= ids:
+                qs.append(q)
+    return list(zip(stores, asked, strict=True))
+
+
+async def capture(name: str, model_cache: Path, store_size: int | None = None) -> list[Any]:
     """Store set ``name`` and capture every question (``fusion_compare.Question``; gold holds
-    the set's gold ids, slices, language and the baselines' orders as set ids)."""
+    the set's gold ids, slices, language and the baselines' orders as set ids). With
+    ``store_size``: the set cut into stores of that many memories (:func:`small_stores`), each
+    stored and asked on its own."""
+    data = load_set(name)
+    mem_lang = {m["id"]: m["lang"] for m in data["memories"]}
+    parts = small_stores(data, store_size) if store_size else [(data["memories"], data["questions"])]
+    out: list[Any] = []
+    for mems, questions in parts:
+        out += await _capture_store(name, model_cache, mems, questions, mem_lang)
+    return out
+
+
+async def _capture_store(name: str, model_cache: Path, mems: list[dict], questions: list[dict],
+                         mem_lang: Mapping[str, str]) -> list[Any]:
+    """``mems`` stored in order through ``remember``, then each of ``questions`` captured."""
     from bench.baselines import Bm25
     from bench.fusion_compare import Question, _capture_memories, _check_memory_order
     from bench.mv import open_runtime, remember_turns, search_dense
 
-    data = load_set(name)
-    mems = data["memories"]
-    mem_lang = {m["id"]: m["lang"] for m in mems}
     bm25 = Bm25([m["text"] for m in mems])
     out: list[Question] = []
     with tempfile.TemporaryDirectory(prefix="memvault-devmem-") as tmp:
@@ -88,7 +122,7 @@ async def capture(name: str, model_cache: Path) -> list[Any]:
         try:
             mem_sets = await remember_turns(rt, ((m["id"], m["text"], None) for m in mems))
             set_of = {mid: sids for mid, sids in mem_sets.items()}
-            for n, q in enumerate(data["questions"]):
+            for n, q in enumerate(questions):
                 ch, texts, meta, now, beside = await _capture_memories(rt, q["text"])
                 dense = [s for mid in await search_dense(rt, q["text"], len(mems)) for s in set_of.get(mid, [])]
                 bm = [mems[i]["id"] for i in bm25.search(q["text"], len(mems))]
@@ -167,7 +201,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     results = {}
     for name in args.sets:
-        qs = await capture(name, args.model_cache)
+        qs = await capture(name, args.model_cache, args.store_size)
         results[name] = score(qs, VARIANTS[DEFAULT], Ranking())
         print(tables(name, results[name]), flush=True)
     payload = {"protocol": __doc__.strip(), "results": results, "loadavg": os.getloadavg(),
@@ -181,6 +215,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.devmemory", description=__doc__.splitlines()[0])
     p.add_argument("--model-cache", type=Path, default=DEFAULT_MODEL_CACHE)
     p.add_argument("--sets", nargs="*", default=list(SET_NAMES), choices=SET_NAMES)
+    p.add_argument("--store-size", type=int, help="cut each set into stores of this many memories (small_stores)")
     anyio.run(run, p.parse_args(argv))
 
 
