@@ -306,10 +306,10 @@ def v_no_time(variant: Variant) -> Variant:
     return variant
 
 
-def _language_free() -> Variant:
+def _language_free(**kw: Any) -> Variant:
     from bench.language_free import v_language_free
 
-    return v_language_free()
+    return v_language_free(**kw)
 
 
 DEFAULT = "memvault (default)"
@@ -333,6 +333,7 @@ VARIANTS: dict[str, Variant] = {
     "dense channel alone (language-corrected)": v_shipped(neighbour_lift=0.7, fusion_dense_weight=1.0),
     # a candidate shape, not shipped: the language direction taken out of both vectors (bench.language_free)
     "language-free cosine, fixed cross-language credit": _language_free(),
+    "language-free cosine, two directions, no shift": _language_free(credit=0.4, two_directions=True),
 }
 
 

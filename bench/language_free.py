@@ -35,27 +35,30 @@ import numpy as np
 
 from bench.common import DEFAULT_MODEL_CACHE
 
-DENSE_WEIGHT = 0.6
+DENSE_WEIGHT = 0.4
 CROSS_CREDIT = 0.1
 
 _PASSAGES: dict[str, np.ndarray] = {}
-_QUERIES: dict[str, np.ndarray] = {}
+_QUERIES: dict[tuple[str, bool], np.ndarray] = {}
 _STATE: dict[str, Any] = {}
 
 
-def _model() -> tuple[Any, np.ndarray]:
-    """The shared embedder and the unit language axis (Chinese centroid minus English)."""
+def _model() -> tuple[Any, np.ndarray, np.ndarray]:
+    """The shared embedder, the unit language direction of passages (Chinese centroid minus
+    English) and that of queries (the same parallel sentences embedded as queries)."""
     if not _STATE:
         from bench.mv import shared_embedder
         from memvault.config import Settings
         from memvault.policy.language import CJK, OTHER
-        from memvault.service.centroids import language_centroids
+        from memvault.service.centroids import PARALLEL_SENTENCES, language_centroids
 
         emb = shared_embedder(Settings(model_cache_dir=DEFAULT_MODEL_CACHE))
         c = language_centroids(emb)
         axis = np.asarray(c[CJK] - c[OTHER], dtype=np.float64)
-        _STATE.update(emb=emb, axis=axis / np.linalg.norm(axis))
-    return _STATE["emb"], _STATE["axis"]
+        zh = np.asarray(emb.embed_queries([b for _, b in PARALLEL_SENTENCES]), dtype=np.float64).mean(axis=0)
+        en = np.asarray(emb.embed_queries([a for a, _ in PARALLEL_SENTENCES]), dtype=np.float64).mean(axis=0)
+        _STATE.update(emb=emb, axis=axis / np.linalg.norm(axis), query_axis=(zh - en) / np.linalg.norm(zh - en))
+    return _STATE["emb"], _STATE["axis"], _STATE["query_axis"]
 
 
 def _unit_off_axis(v: np.ndarray, axis: np.ndarray) -> np.ndarray:
@@ -63,18 +66,21 @@ def _unit_off_axis(v: np.ndarray, axis: np.ndarray) -> np.ndarray:
     return w / np.linalg.norm(w)
 
 
-def language_free_dense(ch: Any, texts: Mapping[str, str]) -> dict[str, float]:
+def language_free_dense(ch: Any, texts: Mapping[str, str], two_directions: bool = False) -> dict[str, float]:
     """Candidate id -> cosine with the language axis removed from both sides (``ch.dense`` ids
-    that have a text)."""
-    emb, axis = _model()
+    that have a text); ``two_directions``: the queries' own direction removed from the query
+    (the two differ: e5 embeds a query with its prefix)."""
+    emb, axis, query_axis = _model()
     ids = [i for i in ch.dense if i in texts]
     todo = sorted({texts[i] for i in ids} - _PASSAGES.keys())
     if todo:
         for t, v in zip(todo, emb.embed_passages(todo), strict=True):
             _PASSAGES[t] = _unit_off_axis(np.asarray(v, dtype=np.float64), axis)
-    if ch.query not in _QUERIES:
-        _QUERIES[ch.query] = _unit_off_axis(np.asarray(emb.embed_queries([ch.query])[0], dtype=np.float64), axis)
-    q = _QUERIES[ch.query]
+    key = (ch.query, two_directions)
+    if key not in _QUERIES:
+        vec = np.asarray(emb.embed_queries([ch.query])[0], dtype=np.float64)
+        _QUERIES[key] = _unit_off_axis(vec, query_axis if two_directions else axis)
+    q = _QUERIES[key]
     return {i: float(q @ _PASSAGES[texts[i]]) for i in ids}
 
 
@@ -100,15 +106,19 @@ def fuse_fixed_credit(dense: Mapping[str, float], keyword: Mapping[str, float], 
     return {i: out[i] for i in sorted(out, key=lambda i: -out[i])}
 
 
-def v_language_free(dense_weight: float = DENSE_WEIGHT, credit: float = CROSS_CREDIT) -> Any:
+def v_language_free(dense_weight: float = DENSE_WEIGHT, credit: float = CROSS_CREDIT,
+                    two_directions: bool = False) -> Any:
     """The fusion variant (``bench.fusion_compare.Variant``): recall's fusion inputs with the
     language-free cosine in place of the raw one, fused by :func:`fuse_fixed_credit`;
-    calibrated relevance as shipped (not refitted for the new cosine)."""
+    calibrated relevance as shipped (not refitted for the new cosine). ``two_directions``:
+    each side's own direction removed and no language shift (``query_dots`` emptied: the
+    shift is what the second direction replaces)."""
     def f(ch, texts, r, q):
         from bench.fusion_compare import text_positions
         from memvault.service.search import fusion_inputs, scored
 
-        free = replace(ch, dense=language_free_dense(ch, texts))
+        free = replace(ch, dense=language_free_dense(ch, texts, two_directions),
+                       **({"query_dots": {}} if two_directions else {}))
         fi = fusion_inputs(free, texts, text_positions(ch, texts))
         fused = fuse_fixed_credit(fi.dense, fi.keyword, fi.coverage, fi.unjudged, fi.translated, dense_weight, credit)
         return scored(fi, fused, free)
