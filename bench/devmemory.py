@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import tempfile
 import time
 from collections import defaultdict
@@ -77,8 +78,6 @@ def small_stores(data: Mapping[str, Any], size: int, seed: int = 7) -> list[tupl
     memories shuffled (``seed``) and taken ``size`` at a time; each store is asked the questions
     whose gold memories it holds all of, and a share of the never-stored ones (dealt round
     robin). A question whose gold is split over two stores is left out."""
-    import random
-
     mems = list(data["memories"])
     random.Random(seed).shuffle(mems)
     stores = [mems[i:i + size] for i in range(0, len(mems), size)]

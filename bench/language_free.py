@@ -89,21 +89,11 @@ def fuse_fixed_credit(dense: Mapping[str, float], keyword: Mapping[str, float], 
                       credit: float) -> dict[str, float]:
     """``policy.fusion.convex_fuse`` with the cross-language stand-in credited ``credit`` times
     the candidate's dense part (instead of the best own-language keyword part, at least
-    ``CROSS_SCRIPT_FLOOR``). Best first."""
-    ids = list(dict.fromkeys([*dense, *keyword]))
-    if not ids:
-        return {}
-    dmin, dmax = min(dense.values(), default=0.0), max(dense.values(), default=0.0)
-    kmax = max(keyword.values(), default=0.0)
-    out: dict[str, float] = {}
-    for i in ids:
-        d = 0.0 if i not in dense else (dense[i] - dmin) / (dmax - dmin) if dmax > dmin else 1.0
-        k = (keyword.get(i, 0.0) / kmax if kmax > 0 else 0.0) * coverage.get(i, 0.0)
-        u = unjudged.get(i, 0.0)
-        if u > 0:
-            k = (1.0 - u) * k + u * (1.0 - (1.0 - d * credit) * (1.0 - translated.get(i, 0.0)))
-        out[i] = dense_weight * d + (1.0 - dense_weight) * k
-    return {i: out[i] for i in sorted(out, key=lambda i: -out[i])}
+    ``CROSS_SCRIPT_FLOOR``): its two steps with that credit. Best first."""
+    from memvault.policy.fusion import fuse_parts, normalised_parts
+
+    return fuse_parts(normalised_parts(dense, keyword, coverage), dense_weight=dense_weight, credit=credit,
+                      unjudged=unjudged, translated=translated)
 
 
 def v_language_free(dense_weight: float = DENSE_WEIGHT, credit: float = CROSS_CREDIT,

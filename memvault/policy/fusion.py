@@ -40,6 +40,8 @@ __all__ = [
     "LANGUAGE_SHIFT_SCALE_CJK",
     "keyword_coverage",
     "convex_fuse",
+    "normalised_parts",
+    "fuse_parts",
     "CROSS_SCRIPT_FLOOR",
     "calibrated_relevance",
     "relevance_logit",
@@ -213,16 +215,23 @@ def convex_fuse(
     """
     if not (0.0 <= dense_weight <= 1.0):
         raise ValueError(f"dense_weight must be in [0, 1], got {dense_weight}")
-    ids = list(dict.fromkeys([*dense, *keyword]))
-    blind = dict(unjudged or {})
-    via = dict(translated or {})
-    if not ids:
-        return {}
+    parts = normalised_parts(dense, keyword, coverage)
+    blind = unjudged or {}
+    own_best = max((k for i, (_, k) in parts.items() if not blind.get(i, 0.0)), default=0.0)
+    return fuse_parts(parts, dense_weight=dense_weight, credit=max(own_best, CROSS_SCRIPT_FLOOR), unjudged=blind,
+                      translated=translated)
+
+
+def normalised_parts(dense: Mapping[Id, float], keyword: Mapping[Id, float],
+                     coverage: Mapping[Id, float] | None = None) -> dict[Id, tuple[float, float]]:
+    """The first step of :func:`convex_fuse`: id -> ``(D, K)``, the dense score min-max scaled
+    and the keyword score scaled by its max and multiplied by ``coverage`` (see there), every
+    id of either channel, dense ids first."""
     dmin = min(dense.values(), default=0.0)
     dmax = max(dense.values(), default=0.0)
     kmax = max(keyword.values(), default=0.0)
     parts: dict[Id, tuple[float, float]] = {}
-    for i in ids:
+    for i in dict.fromkeys([*dense, *keyword]):
         if i not in dense:
             d = 0.0
         elif dmax > dmin:
@@ -233,8 +242,17 @@ def convex_fuse(
         if coverage is not None:
             k *= coverage.get(i, 0.0)
         parts[i] = (d, k)
-    own_best = max((k for i, (_, k) in parts.items() if not blind.get(i, 0.0)), default=0.0)
-    credit = max(own_best, CROSS_SCRIPT_FLOOR)
+    return parts
+
+
+def fuse_parts(parts: Mapping[Id, tuple[float, float]], *, dense_weight: float, credit: float,
+               unjudged: Mapping[Id, float] | None = None,
+               translated: Mapping[Id, float] | None = None) -> dict[Id, float]:
+    """The second step of :func:`convex_fuse`: the unjudged share of each candidate's keyword part
+    stood in for by ``D * credit`` combined with its dictionary matches, then ``dense_weight * D
+    + (1 - dense_weight) * K``; best first, ties in the order of ``parts``."""
+    blind = unjudged or {}
+    via = translated or {}
     out: dict[Id, float] = {}
     for i, (d, k) in parts.items():
         u = blind.get(i, 0.0)
