@@ -44,8 +44,8 @@ from bench.ranking import Ranking
 
 FEATURES = ("D", "Kj", "UDB", "UT", "Dconf", "Draw", "rD", "rK")
 """Per candidate, with ``D`` the dense part and ``K`` the keyword part of
-``policy.fusion.normalised_parts``, ``U`` its unjudged share, ``B`` the stand-in's credit (the
-best own-language ``K``, at least ``CROSS_SCRIPT_FLOOR``) and ``T`` its dictionary matches:
+``policy.fusion.normalised_parts``, ``U`` its unjudged share, ``B`` the stand-in's credit
+(``policy.fusion.stand_in_credit``) and ``T`` its dictionary matches:
 ``D``; ``Kj`` = (1 - U) K, the keyword evidence it is judged by; ``UDB`` = U D B, the stand-in;
 ``UT`` = U T; ``Dconf`` = D x 10 (best corrected cosine - ``dense_background``): how far the
 dense channel's best stands out for this query; ``Draw``: the uncorrected cosine min-max
@@ -59,7 +59,7 @@ def features(q: Any) -> tuple[list[str], np.ndarray, Any]:
     """``(ids, X, fusion inputs)`` of a captured question: its candidates in
     ``normalised_parts`` order and their :data:`FEATURES` rows (``X``: len(ids) x len(FEATURES))."""
     from bench.fusion_compare import text_positions
-    from memvault.policy.fusion import CROSS_SCRIPT_FLOOR, dense_background, normalised_parts
+    from memvault.policy.fusion import dense_background, normalised_parts, stand_in_credit
     from memvault.service.search import fusion_inputs
 
     ch, texts = q.channels, q.texts
@@ -68,8 +68,7 @@ def features(q: Any) -> tuple[list[str], np.ndarray, Any]:
     ids = list(parts)
     if not ids:
         return ids, np.zeros((0, len(FEATURES))), fi
-    credit = max(max((k for i, (_, k) in parts.items() if not fi.unjudged.get(i, 0.0)), default=0.0),
-                 CROSS_SCRIPT_FLOOR)
+    credit = stand_in_credit(parts, fi.unjudged)
     conf = 10.0 * (max(fi.dense.values()) - dense_background(fi.dense.values(), fi.query_script)) if fi.dense else 0.0
     raw = {i: ch.dense[i] for i in ids if i in ch.dense}
     lo, hi = min(raw.values(), default=0.0), max(raw.values(), default=0.0)

@@ -42,6 +42,7 @@ __all__ = [
     "convex_fuse",
     "normalised_parts",
     "fuse_parts",
+    "stand_in_credit",
     "CROSS_SCRIPT_FLOOR",
     "calibrated_relevance",
     "relevance_logit",
@@ -217,9 +218,17 @@ def convex_fuse(
         raise ValueError(f"dense_weight must be in [0, 1], got {dense_weight}")
     parts = normalised_parts(dense, keyword, coverage)
     blind = unjudged or {}
-    own_best = max((k for i, (_, k) in parts.items() if not blind.get(i, 0.0)), default=0.0)
-    return fuse_parts(parts, dense_weight=dense_weight, credit=max(own_best, CROSS_SCRIPT_FLOOR), unjudged=blind,
+    return fuse_parts(parts, dense_weight=dense_weight, credit=stand_in_credit(parts, blind), unjudged=blind,
                       translated=translated)
+
+
+def stand_in_credit(parts: Mapping[Id, tuple[float, float]], unjudged: Mapping[Id, float]) -> float:
+    """The credit :func:`convex_fuse` gives the stand-in of a candidate's unjudged part, per unit
+    of its dense part: ``max(B, CROSS_SCRIPT_FLOOR)``, ``B`` the best keyword part ``K`` of
+    :func:`normalised_parts` among the candidates judged on every query term (``unjudged`` 0 or
+    missing; 0 when there is none)."""
+    own_best = max((k for i, (_, k) in parts.items() if not unjudged.get(i, 0.0)), default=0.0)
+    return max(own_best, CROSS_SCRIPT_FLOOR)
 
 
 def normalised_parts(dense: Mapping[Id, float], keyword: Mapping[Id, float],
