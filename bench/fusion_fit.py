@@ -18,9 +18,9 @@ fold scored with the scorer fitted on the other four, plus LoCoMo's questions of
 the scorer costs LoCoMo); LoCoMo's other conversations and the bilingual probe scored with the
 scorer fitted on all of them (neither trains it); ``--held-out``: the ``guard`` and
 ``holdout`` sets too (look once, after the choice: they decide nothing here). Beside each set,
-the share of questions whose gold either channel alone ranks first (:func:`either_channel_first`). ``--same-weight``
-weighs the same-language questions of ``dev`` that much more in the fit (the held-back goals
-ask same-language R@1 and cross-lingual R@5). Captures are ``fusion_compare``'s (made there
+the share of questions whose gold either channel alone ranks first (:func:`either_channel_first`).
+``--same-weight`` weighs the same-language questions of ``dev`` that much more in the fit (the
+held-back goals ask same-language R@1 and cross-lingual R@5). Captures are ``fusion_compare``'s (made there
 when missing). Figures beside the shipped ranking, plain dense and BM25 per slice.
 
 Run: ``python -m bench.fusion_fit --capture-dir /tmp/fc [--held-out] [--same-weight 3]``.
@@ -167,16 +167,18 @@ class Scorer:
         return scored(fi, fused, ch)
 
 
+def training_row(q: Any, names: Sequence[str], same_weight: float = 1.0) -> Row | None:
+    """The :data:`Row` of ``q`` over the features ``names``; None when no candidate answers it."""
+    ids, x, _ = features(q)
+    gold = gold_mask(q, ids)
+    if not gold.any():
+        return None
+    return x[:, [FEATURES.index(n) for n in names]], gold, same_weight if same_language(q) else 1.0
+
+
 def training_rows(qs: Sequence[Any], names: Sequence[str], same_weight: float = 1.0) -> list[Row]:
     """:data:`Row` of every question of ``qs`` that has a gold candidate among its candidates."""
-    cols = [FEATURES.index(n) for n in names]
-    rows = []
-    for q in qs:
-        ids, x, _ = features(q)
-        gold = gold_mask(q, ids)
-        if gold.any():
-            rows.append((x[:, cols], gold, same_weight if same_language(q) else 1.0))
-    return rows
+    return [row for q in qs if (row := training_row(q, names, same_weight)) is not None]
 
 
 def folds_of(n: int, k: int = FOLDS, seed: int = 1) -> list[int]:
@@ -232,9 +234,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     locomo_rows = training_rows(train_locomo, names)
     fold = folds_of(len(dev))
     fold_of = {id(q): f for q, f in zip(dev, fold, strict=True)}
-    per_fold = [fit(training_rows([q for q, f in zip(dev, fold, strict=True) if f != k], names, args.same_weight)
-                    + locomo_rows, len(names)) for k in range(FOLDS)]
-    whole = fit(training_rows(dev, names, args.same_weight) + locomo_rows, len(names))
+    dev_rows = [(f, row) for q, f in zip(dev, fold, strict=True)
+                if (row := training_row(q, names, args.same_weight)) is not None]  # each question's features once
+    per_fold = [fit([row for f, row in dev_rows if f != k] + locomo_rows, len(names)) for k in range(FOLDS)]
+    whole = fit([row for _, row in dev_rows] + locomo_rows, len(names))
     r = Ranking(neighbour_lift=0.0)
     shipped = VARIANTS[DEFAULT]
     cv = Scorer(names, lambda q: per_fold[fold_of[id(q)]])
